@@ -1,0 +1,135 @@
+"""Command line: ``sitegen build``, ``sitegen validate``, ``sitegen rankers``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from sitegen import __version__
+from sitegen.errors import SitegenError
+
+__all__ = ["cli"]
+
+
+class _Progress:
+    """A click progress bar on stderr, or nothing when ``--quiet``."""
+
+    def __init__(self, total: int, label: str, quiet: bool) -> None:
+        self._bar: Any = None
+        if not quiet:
+            self._bar = click.progressbar(length=total, label=label, file=click.get_text_stream("stderr"))
+            self._bar.__enter__()
+
+    def update(self, n: int) -> None:
+        if self._bar is not None:
+            self._bar.update(n)
+
+    def finish(self) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)
+
+
+@click.group()
+@click.version_option(__version__, prog_name="sitegen")
+def cli() -> None:
+    """Turn frozen retrieval test collections into a verifiable evaluation report."""
+
+
+@cli.command()
+@click.option(
+    "--corpora",
+    "corpora_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("corpora"),
+    show_default=True,
+    help="Folder holding one sub-folder per corpus.",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("site"),
+    show_default=True,
+    help="Site folder to write; replaced only when the build succeeds.",
+)
+@click.option("--only", multiple=True, metavar="NAME", help="Build only this corpus (repeatable).")
+@click.option(
+    "--cache-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Embedding cache folder [default: $SITEGEN_CACHE or ~/.cache/sitegen].",
+)
+@click.option("--quiet", "-q", is_flag=True, help="Print only errors.")
+def build(corpora_dir: Path, out_dir: Path, only: tuple[str, ...], cache_dir: Path | None, quiet: bool) -> None:
+    """Run every ranker over every corpus, score it, and write the evidence and pages.
+
+    \b
+    Example:
+        sitegen build
+        sitegen build --only payments-support --out /tmp/report
+    """
+    from sitegen.build import BuildOptions, build_site
+
+    def log(message: str) -> None:
+        if not quiet:
+            click.echo(message, err=True)
+
+    def progress(total: int, label: str) -> _Progress:
+        return _Progress(total, label, quiet)
+
+    options = BuildOptions(corpora_dir=corpora_dir, out_dir=out_dir, only=tuple(only), cache_dir=cache_dir)
+    try:
+        result = build_site(options, log=log, progress=progress)
+    except SitegenError as exc:
+        raise click.ClickException(f"build failed: {exc}") from exc
+    stats = result.embed_stats
+    if stats.embedded == 0 and stats.cached:
+        log(f"embedded nothing: all {stats.cached} texts came from the cache")
+    timing = ", ".join(f"{k} {v:.1f}s" for k, v in result.seconds.items())
+    log(f"wrote {out_dir}: {len(result.corpora)} corpora x {len(result.rankers)} rankers ({timing})")
+
+
+@cli.command()
+@click.argument("folders", nargs=-1, required=True, type=click.Path(path_type=Path))
+def validate(folders: tuple[Path, ...]) -> None:
+    """Check corpus folders and report the first problem in each, with file and line.
+
+    \b
+    Example:
+        sitegen validate corpora/payments-support
+    """
+    from sitegen.corpus import load_corpus
+
+    failed = False
+    for folder in folders:
+        try:
+            corpus = load_corpus(folder)
+        except SitegenError as exc:
+            click.echo(f"error: {exc}", err=True)
+            failed = True
+            continue
+        click.echo(
+            f"{folder}: ok ({len(corpus.documents)} passages, {len(corpus.queries)} questions, "
+            f"kinds: {', '.join(corpus.kinds)})"
+        )
+    if failed:
+        raise SystemExit(1)
+
+
+@cli.command()
+def rankers() -> None:
+    """List the rankers a build runs, with their parameters.
+
+    \b
+    Example:
+        sitegen rankers
+    """
+    import json
+
+    from sitegen.rankers import RANKERS
+
+    for name, factory in RANKERS.items():
+        ranker = factory()
+        click.echo(f"{name}: {json.dumps(ranker.params(), sort_keys=True)}")

@@ -1,0 +1,26 @@
+"""Errors the core raises; the CLI turns them into one-line messages and exit code 1."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ["SitegenError", "CorpusError", "BuildError"]
+
+
+class SitegenError(Exception):
+    """Base class for every error sitegen reports to a user."""
+
+
+class CorpusError(SitegenError):
+    """Bad input in a corpus folder, located to a file and, where possible, a line."""
+
+    def __init__(self, path: Path | str, problem: str, line: int | None = None) -> None:
+        self.path = Path(path)
+        self.line = line
+        self.problem = problem
+        where = f"{self.path}:{line}" if line is not None else str(self.path)
+        super().__init__(f"{where}: {problem}")
+
+
+class BuildError(SitegenError):
+    """A build could not complete; the previous output is left untouched."""

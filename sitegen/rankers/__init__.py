@@ -1,0 +1,59 @@
+"""Every ranker sitegen can run, by stable name.
+
+Adding a ranker is one module plus one line in :data:`RANKERS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from sitegen.errors import SitegenError
+from sitegen.rankers.base import Hit, RankInputs, Ranker, Run, top_k
+from sitegen.rankers.bm25 import BM25Ranker
+from sitegen.rankers.dense import DenseRanker
+from sitegen.rankers.fusion import RRFRanker, reciprocal_rank_fusion
+
+__all__ = [
+    "RANKERS",
+    "DEFAULT_RANKERS",
+    "Hit",
+    "RankInputs",
+    "Ranker",
+    "Run",
+    "top_k",
+    "reciprocal_rank_fusion",
+    "make_rankers",
+]
+
+RANKERS: dict[str, Callable[[], Ranker]] = {
+    "bm25": lambda: BM25Ranker("bm25", stemmed=False),
+    "bm25-stem": lambda: BM25Ranker("bm25-stem", stemmed=True),
+    "dense": lambda: DenseRanker("dense"),
+    "rrf-dense-bm25": lambda: RRFRanker("rrf-dense-bm25", ("dense", "bm25")),
+    "rrf-dense-bm25-stem": lambda: RRFRanker("rrf-dense-bm25-stem", ("dense", "bm25-stem")),
+}
+
+DEFAULT_RANKERS: tuple[str, ...] = tuple(RANKERS)
+
+
+def make_rankers(names: Iterable[str]) -> list[Ranker]:
+    """Instantiate rankers in dependency order, adding any component a fusion needs."""
+    ordered: list[Ranker] = []
+    placed: set[str] = set()
+
+    def place(name: str, chain: tuple[str, ...]) -> None:
+        if name in placed:
+            return
+        if name not in RANKERS:
+            raise SitegenError(f"unknown ranker {name!r}; known rankers: {', '.join(RANKERS)}")
+        if name in chain:
+            raise SitegenError(f"rankers depend on each other in a cycle: {' -> '.join(chain + (name,))}")
+        ranker = RANKERS[name]()
+        for component in ranker.requires:
+            place(component, chain + (name,))
+        placed.add(name)
+        ordered.append(ranker)
+
+    for name in names:
+        place(name, ())
+    return ordered
