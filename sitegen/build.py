@@ -197,9 +197,7 @@ def _build_into(
                     f"hit@5 {overall['hit@5']:.3f}  mrr@10 {overall['mrr@10']:.3f}"
                 )
             clock = time.perf_counter()
-            write_corpus_evidence(
-                staging / EVIDENCE_DIR, corpus, runs, metrics, metric_list, options.depth, embeddings
-            )
+            write_corpus_evidence(staging / EVIDENCE_DIR, corpus, runs, metrics, metric_list, options.depth, embeddings)
             seconds["write"] += time.perf_counter() - clock
     finally:
         if cache is not None:

@@ -24,15 +24,15 @@ from sitegen.errors import CorpusError
 
 __all__ = [
     "CORPUS_FILE",
-    "QUERIES_FILE",
     "QRELS_FILE",
+    "QUERIES_FILE",
     "README_FILE",
     "UNLABELLED_KIND",
+    "Corpus",
     "Document",
     "Query",
-    "Corpus",
-    "load_corpus",
     "discover_corpora",
+    "load_corpus",
     "passage_text",
 ]
 
@@ -206,9 +206,7 @@ def _load_queries(path: Path) -> tuple[list[Query], dict[str, int]]:
         query_id = _required_str(path, number, obj, "_id", allow_empty=False)
         text = _required_str(path, number, obj, "text", allow_empty=False)
         if query_id in first_line:
-            raise CorpusError(
-                path, f'duplicate _id "{query_id}" (first seen on line {first_line[query_id]})', number
-            )
+            raise CorpusError(path, f'duplicate _id "{query_id}" (first seen on line {first_line[query_id]})', number)
         first_line[query_id] = number
         kind = obj.get("kind", UNLABELLED_KIND)
         if not isinstance(kind, str) or not kind.strip():
@@ -217,9 +215,7 @@ def _load_queries(path: Path) -> tuple[list[Query], dict[str, int]]:
         if not isinstance(answerable, bool):
             raise CorpusError(path, f'field "answerable" must be true or false, got {answerable!r}', number)
         query_filter = _optional_object(path, number, obj, "filter")
-        queries.append(
-            Query(query_id=query_id, text=text, kind=kind, answerable=answerable, filter=query_filter)
-        )
+        queries.append(Query(query_id=query_id, text=text, kind=kind, answerable=answerable, filter=query_filter))
     if not queries:
         raise CorpusError(path, "no queries")
     return queries, first_line
@@ -233,9 +229,7 @@ def _load_qrels(path: Path, query_ids: set[str], doc_ids: set[str]) -> dict[str,
         if not seen_header:
             seen_header = True
             if tuple(c.strip() for c in columns) != _QRELS_HEADER:
-                raise CorpusError(
-                    path, f"first line must be the header {'<TAB>'.join(_QRELS_HEADER)!r}", number
-                )
+                raise CorpusError(path, f"first line must be the header {'<TAB>'.join(_QRELS_HEADER)!r}", number)
             continue
         if len(columns) != 3:
             raise CorpusError(path, f"expected 3 tab-separated columns, found {len(columns)}", number)

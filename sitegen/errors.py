@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["SitegenError", "CorpusError", "BuildError"]
+__all__ = ["BuildError", "CorpusError", "SitegenError"]
 
 
 class SitegenError(Exception):

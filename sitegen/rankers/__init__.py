@@ -8,21 +8,21 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from sitegen.errors import SitegenError
-from sitegen.rankers.base import Hit, RankInputs, Ranker, Run, top_k
+from sitegen.rankers.base import Hit, Ranker, RankInputs, Run, top_k
 from sitegen.rankers.bm25 import BM25Ranker
 from sitegen.rankers.dense import DenseRanker
 from sitegen.rankers.fusion import RRFRanker, reciprocal_rank_fusion
 
 __all__ = [
-    "RANKERS",
     "DEFAULT_RANKERS",
+    "RANKERS",
     "Hit",
     "RankInputs",
     "Ranker",
     "Run",
-    "top_k",
-    "reciprocal_rank_fusion",
     "make_rankers",
+    "reciprocal_rank_fusion",
+    "top_k",
 ]
 
 RANKERS: dict[str, Callable[[], Ranker]] = {
@@ -47,10 +47,10 @@ def make_rankers(names: Iterable[str]) -> list[Ranker]:
         if name not in RANKERS:
             raise SitegenError(f"unknown ranker {name!r}; known rankers: {', '.join(RANKERS)}")
         if name in chain:
-            raise SitegenError(f"rankers depend on each other in a cycle: {' -> '.join(chain + (name,))}")
+            raise SitegenError(f"rankers depend on each other in a cycle: {' -> '.join((*chain, name))}")
         ranker = RANKERS[name]()
         for component in ranker.requires:
-            place(component, chain + (name,))
+            place(component, (*chain, name))
         placed.add(name)
         ordered.append(ranker)
 

@@ -13,7 +13,7 @@ from sitegen.corpus import Corpus
 if TYPE_CHECKING:
     from sitegen.embeddings import CorpusEmbeddings
 
-__all__ = ["Hit", "Run", "RankInputs", "Ranker", "top_k", "doc_id_order"]
+__all__ = ["Hit", "RankInputs", "Ranker", "Run", "doc_id_order", "top_k"]
 
 
 @dataclass(frozen=True)

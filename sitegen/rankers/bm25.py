@@ -21,7 +21,7 @@ from sitegen.corpus import passage_text
 from sitegen.rankers.base import Hit, RankInputs, Run, doc_id_order, top_k
 from sitegen.tokenize import tokenize, tokenize_stemmed
 
-__all__ = ["BM25Index", "build_bm25_index", "bm25_scores", "BM25Ranker"]
+__all__ = ["BM25Index", "BM25Ranker", "bm25_scores", "build_bm25_index"]
 
 
 @dataclass(frozen=True)

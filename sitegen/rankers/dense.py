@@ -45,7 +45,6 @@ class DenseRanker:
             scores = cosine_scores(embeddings.doc_vectors, embeddings.query_vectors[row])
             best = top_k(scores, id_key, depth, positive_only=False)
             hits[query_id] = tuple(
-                Hit(doc_id=embeddings.doc_ids[i], rank=r, score=float(scores[i]))
-                for r, i in enumerate(best, start=1)
+                Hit(doc_id=embeddings.doc_ids[i], rank=r, score=float(scores[i])) for r, i in enumerate(best, start=1)
             )
         return Run(ranker=self.name, params=params, hits=hits)

@@ -19,7 +19,7 @@ from typing import Any
 from sitegen.errors import SitegenError
 from sitegen.rankers.base import Hit, RankInputs, Run
 
-__all__ = ["FusedItem", "reciprocal_rank_fusion", "RRFRanker"]
+__all__ = ["FusedItem", "RRFRanker", "reciprocal_rank_fusion"]
 
 TIE_RULE = (
     "stable sort by fused score, descending; equal scores keep the order of first appearance "

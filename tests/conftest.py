@@ -1,0 +1,137 @@
+"""Shared fixtures: hand-written corpora and a fake embedding model that needs no torch."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sitegen.tokenize import tokenize
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared"
+
+TINY_DOCS = [
+    {"_id": "d1", "title": "Refunds", "text": "How to refund a card payment in full or in part."},
+    {"_id": "d2", "title": "Payouts", "text": "Payouts arrive in the bank account two days later."},
+    {"_id": "d3", "title": "E4012 Card expired", "text": "Error E4012 means the card has expired."},
+    {"_id": "d4", "title": "E4013 Expiry month invalid", "text": "Error E4013: the expiry month is not 01-12."},
+]
+TINY_QUERIES = [
+    {"_id": "q1", "text": "refund a payment", "kind": "paraphrase"},
+    {"_id": "q2", "text": "what is E4012", "kind": "exact-code"},
+    {"_id": "q3", "text": "when do payouts reach the bank", "kind": "paraphrase"},
+    {"_id": "q4", "text": "weather tomorrow", "kind": "unanswerable", "answerable": False},
+]
+TINY_QRELS = [("q1", "d1", 2), ("q1", "d2", 1), ("q2", "d3", 1), ("q3", "d2", 1)]
+
+
+def write_corpus(
+    folder: Path,
+    docs: Sequence[dict] = TINY_DOCS,
+    queries: Sequence[dict] = TINY_QUERIES,
+    qrels: Sequence[tuple[str, str, int]] = TINY_QRELS,
+    readme: str | None = "# tiny\n\nA hand-written test corpus.\n",
+) -> Path:
+    """Write a corpus folder in sitegen's layout and return it."""
+    (folder / "qrels").mkdir(parents=True, exist_ok=True)
+    (folder / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
+    (folder / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries), encoding="utf-8")
+    rows = "".join(f"{q}\t{d}\t{g}\n" for q, d, g in qrels)
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + rows, encoding="utf-8")
+    if readme is not None:
+        (folder / "README.md").write_text(readme, encoding="utf-8")
+    return folder
+
+
+class FakeEmbeddingModel:
+    """Hashed bag-of-words vectors: deterministic, fast, and counts its calls."""
+
+    batch_size = 8
+    weights_sha256 = "f" * 64
+
+    def __init__(self, dim: int = 384) -> None:
+        self.dim = dim
+        self.encoded: list[str] = []
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        self.encoded.extend(texts)
+        matrix = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for token in tokenize(text):
+                bucket = int.from_bytes(hashlib.sha256(token.encode()).digest()[:4], "little") % self.dim
+                matrix[row, bucket] += 1.0
+            norm = np.linalg.norm(matrix[row])
+            if norm:
+                matrix[row] /= norm
+        return matrix
+
+
+@pytest.fixture
+def tiny_corpus(tmp_path: Path) -> Path:
+    return write_corpus(tmp_path / "corpora" / "tiny")
+
+
+@pytest.fixture
+def fake_model() -> FakeEmbeddingModel:
+    return FakeEmbeddingModel()
+
+
+@pytest.fixture
+def corpus_writer(tmp_path: Path) -> Callable[..., Path]:
+    def make(name: str = "bad", **kwargs) -> Path:
+        return write_corpus(tmp_path / "corpora" / name, **kwargs)
+
+    return make
+
+
+TREC_MEASURES = {"hit": "Success", "recall": "R", "precision": "P", "mrr": "RR", "ndcg": "nDCG"}
+
+
+def read_trec_run(path: Path) -> dict[str, list[tuple[str, float]]]:
+    run: dict[str, list[tuple[str, float]]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        qid, _, doc_id, _, score, _ = line.split()
+        run.setdefault(qid, []).append((doc_id, float(score)))
+    return run
+
+
+def read_qrels(path: Path) -> dict[str, dict[str, int]]:
+    qrels: dict[str, dict[str, int]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines()[1:]:
+        qid, doc_id, grade = line.split("\t")
+        qrels.setdefault(qid, {})[doc_id] = int(grade)
+    return qrels
+
+
+def assert_metrics_match_trec_eval(site: Path, corpus: str) -> int:
+    """Score every .trec file of a built corpus with trec_eval (ir_measures -> pytrec_eval)
+    and compare with metrics.json per query and overall; return the number of values compared."""
+    import ir_measures
+
+    base = site / "evidence" / corpus
+    metrics = json.loads((base / "metrics.json").read_text())
+    qrels = read_qrels(base / "inputs" / "qrels" / "test.tsv")
+    compared = 0
+    for ranker, scored in metrics.items():
+        trec = read_trec_run(base / "runs" / f"{ranker}.trec")
+        judged = {q: g for q, g in qrels.items() if any(v > 0 for v in g.values())}
+        assert set(scored["per_query"]) == set(judged)
+        for name in scored["overall"]:
+            family, k = name.split("@")
+            depth = int(k) if family == "mrr" else None  # pytrec_eval ignores RR's cut-off
+            run = {q: {d: s for d, s in hits[:depth]} for q, hits in trec.items()}
+            measure = ir_measures.parse_measure(f"{TREC_MEASURES[family]}@{k}")
+            theirs = {m.query_id: m.value for m in ir_measures.iter_calc([measure], judged, run)}
+            for qid in judged:
+                # trec_eval skips queries without hits; sitegen scores them 0, as trec_eval -c does.
+                expected = theirs.get(qid, 0.0)
+                assert abs(scored["per_query"][qid][name] - expected) <= 1e-9, (ranker, qid, name)
+                compared += 1
+            mean = sum(theirs.get(q, 0.0) for q in judged) / len(judged)
+            assert abs(scored["overall"][name] - mean) <= 1e-9, (ranker, name)
+    return compared

@@ -1,0 +1,70 @@
+"""Every command has help, the README documents it, and the code stays ruff clean."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+from conftest import REPO
+
+from sitegen.cli import cli
+
+COMMANDS = sorted(cli.commands)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_has_help_with_an_example(command: str) -> None:
+    result = CliRunner().invoke(cli, [command, "--help"])
+    assert result.exit_code == 0
+    assert "Example:" in result.output
+    for param in cli.commands[command].params:
+        if param.param_type_name == "option":
+            assert param.help, f"{command} {param.name} has no help"
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_readme_documents_every_command(command: str) -> None:
+    assert f"`sitegen {command}" in (REPO / "README.md").read_text()
+
+
+def test_readme_has_exactly_two_setup_commands_and_ci_runs_the_test_one() -> None:
+    readme = (REPO / "README.md").read_text()
+    setup = readme.split("## Set-up", 1)[1].split("\n## ", 1)[0]
+    commands = re.findall(r"```sh\n(.+?)\n```", setup)
+    assert len(commands) == 2
+    assert commands[0].endswith("sitegen build") and commands[1].endswith("pytest")
+    assert commands[1] in (REPO / ".ci" / "run").read_text()
+
+
+def test_version_option_reports_the_package_version() -> None:
+    from sitegen import __version__
+
+    assert __version__ in CliRunner().invoke(cli, ["--version"]).output
+
+
+def test_rankers_command_lists_the_registry() -> None:
+    from sitegen.rankers import RANKERS
+
+    output = CliRunner().invoke(cli, ["rankers"]).output
+    assert [line.split(":")[0] for line in output.splitlines()] == list(RANKERS)
+
+
+def test_code_is_ruff_clean() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "sitegen", "tests"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_core_modules_never_import_click() -> None:
+    for path in (REPO / "sitegen").rglob("*.py"):
+        if path.name != "cli.py":
+            assert "import click" not in path.read_text(), path
+    assert sys.modules.get("sitegen.cli") is not None

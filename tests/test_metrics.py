@@ -1,0 +1,128 @@
+"""sitegen's metrics equal trec_eval's (through ir_measures/pytrec_eval and ranx) and hand-computed values."""
+
+from __future__ import annotations
+
+import math
+
+import ir_measures
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sitegen.metrics import CUTOFFS, evaluate, metric_names, ndcg, parse_metric, precision, reciprocal_rank, score_query
+
+TREC_NAMES = {"hit": "Success", "recall": "R", "precision": "P", "mrr": "RR", "ndcg": "nDCG"}
+
+
+def _random_collection(seed: int) -> tuple[dict[str, dict[str, int]], dict[str, list[str]]]:
+    """Graded qrels with judged non-relevant documents, runs of every length, some relevant never retrieved."""
+    rng = np.random.default_rng(seed)
+    docs = [f"doc{i:03d}" for i in range(60)]
+    qrels: dict[str, dict[str, int]] = {}
+    runs: dict[str, list[str]] = {}
+    for q in range(40):
+        qid = f"q{q:02d}"
+        judged = rng.choice(docs, size=int(rng.integers(1, 8)), replace=False)
+        grades = {str(d): int(rng.integers(0, 4)) for d in judged}
+        if not any(g > 0 for g in grades.values()):
+            grades[str(judged[0])] = 1
+        qrels[qid] = grades
+        length = int(rng.integers(1, 35))
+        runs[qid] = [str(d) for d in rng.choice(docs, size=length, replace=False)]
+    # A relevant document never retrieved, and a query whose run holds only unjudged documents.
+    qrels["q00"]["never"] = 3
+    runs["q01"] = [d for d in runs["q01"] if d not in qrels["q01"]] or ["doc059x"]
+    return qrels, runs
+
+
+def _trec_eval(qrels, runs, name: str) -> dict[str, float]:
+    family, k = name.split("@")
+    measure = ir_measures.parse_measure(f"{TREC_NAMES[family]}@{k}")
+    # trec_eval reads the score column only: derive strictly decreasing scores from sitegen's ranks.
+    # ir_measures' pytrec_eval backend ignores the cut-off of RR@k, so cut the run to k first.
+    depth = int(k) if family == "mrr" else None
+    run = {q: {d: float(len(ids) - r) for r, d in enumerate(ids[:depth])} for q, ids in runs.items()}
+    return {m.query_id: m.value for m in ir_measures.iter_calc([measure], qrels, run)}
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("name", metric_names())
+def test_every_metric_equals_trec_eval_per_query(seed: int, name: str) -> None:
+    qrels, runs = _random_collection(seed)
+    kinds = {q: "all" for q in qrels}
+    ours = evaluate(runs, qrels, kinds, [name])["per_query"]
+    theirs = _trec_eval(qrels, runs, name)
+    assert set(theirs) == set(ours)
+    for qid, value in theirs.items():
+        assert ours[qid][name] == pytest.approx(value, abs=1e-9), (qid, name)
+
+
+def test_every_metric_equals_ranx_on_average() -> None:
+    from ranx import Qrels, Run
+    from ranx import evaluate as ranx_evaluate
+
+    qrels, runs = _random_collection(7)
+    ranx_names = {"hit": "hit_rate", "recall": "recall", "precision": "precision", "mrr": "mrr", "ndcg": "ndcg"}
+    ranx_run = Run({q: {d: float(len(ids) - r) for r, d in enumerate(ids)} for q, ids in runs.items()})
+    ranx_qrels = Qrels({q: {d: g for d, g in grades.items() if g > 0} for q, grades in qrels.items()})
+    ours = evaluate(runs, qrels, {q: "all" for q in qrels})["overall"]
+    for name in metric_names():
+        family, k = name.split("@")
+        theirs = ranx_evaluate(ranx_qrels, ranx_run, f"{ranx_names[family]}@{k}", make_comparable=True)
+        assert ours[name] == pytest.approx(theirs, abs=1e-9), name
+
+
+def test_query_with_relevant_passage_but_no_hits_scores_zero_and_is_averaged() -> None:
+    qrels = {"a": {"x": 1}, "b": {"y": 2}}
+    result = evaluate({"a": ["x"]}, qrels, {"a": "k1", "b": "k2"})
+    assert result["per_query"]["b"] == {name: 0.0 for name in metric_names()}
+    assert result["overall"]["hit@1"] == 0.5
+    assert result["by_kind"] == {"k1": result["per_query"]["a"], "k2": result["per_query"]["b"]}
+
+
+def test_unanswerable_queries_are_not_scored_or_averaged() -> None:
+    result = evaluate({"a": ["x"], "u": ["x"]}, {"a": {"x": 1}}, {"a": "k", "u": "none"})
+    assert set(result["per_query"]) == {"a"}
+    assert "none" not in result["by_kind"]
+    assert result["overall"]["mrr@10"] == 1.0
+
+
+def test_hand_computed_graded_ndcg() -> None:
+    grades = {"a": 2, "b": 1, "c": 0}
+    # DCG: rank 1 "c" (0), rank 2 "b" (1/log2 3), rank 3 "a" (2/log2 4 = 1); ideal: 2 + 1/log2 3.
+    expected = (1 / math.log2(3) + 1.0) / (2 + 1 / math.log2(3))
+    assert ndcg(["c", "b", "a"], grades, 3) == pytest.approx(expected)
+    assert ndcg(["c", "b", "a"], grades, 1) == 0.0
+
+
+def test_precision_divides_by_k_even_when_fewer_hits_are_retrieved() -> None:
+    assert precision(["a"], {"a": 1}, 5) == 0.2
+
+
+def test_reciprocal_rank_respects_the_cutoff() -> None:
+    ranking = [f"n{i}" for i in range(10)] + ["rel"]
+    assert reciprocal_rank(ranking, {"rel": 1}, 10) == 0.0
+    assert reciprocal_rank(ranking, {"rel": 1}, 20) == pytest.approx(1 / 11)
+
+
+def test_unknown_metric_names_are_rejected_with_the_known_families() -> None:
+    with pytest.raises(ValueError, match="hit, recall, precision, mrr, ndcg"):
+        parse_metric("map@10")
+    with pytest.raises(ValueError):
+        parse_metric("ndcg@0")
+
+
+rankings = st.lists(st.sampled_from([f"d{i}" for i in range(12)]), max_size=12, unique=True)
+grade_maps = st.dictionaries(st.sampled_from([f"d{i}" for i in range(12)]), st.integers(0, 3), min_size=1).filter(
+    lambda g: any(v > 0 for v in g.values())
+)
+
+
+@given(rankings, grade_maps)
+def test_metrics_lie_in_unit_interval_and_recall_grows_with_k(ranking: list[str], grades: dict[str, int]) -> None:
+    scores = score_query(ranking, grades, metric_names())
+    assert all(0.0 <= v <= 1.0 + 1e-12 for v in scores.values())
+    for family in ("hit", "recall", "mrr"):
+        values = [scores[f"{family}@{k}"] for k in CUTOFFS]
+        assert values == sorted(values)
