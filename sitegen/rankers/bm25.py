@@ -19,7 +19,7 @@ import numpy as np
 
 from sitegen.corpus import passage_text
 from sitegen.rankers.base import Hit, RankInputs, Run, doc_id_order, top_k
-from sitegen.tokenize import tokenize, tokenize_stemmed
+from sitegen.tokenize import STOP_WORDS, tokenize, tokenize_stemmed
 
 __all__ = ["BM25Index", "BM25Ranker", "bm25_scores", "build_bm25_index"]
 
@@ -110,6 +110,8 @@ class BM25Ranker:
             "query_terms": "deduplicated",
             "ranked": "positive scores only",
             "ties": "document id ascending",
+            "stemmed": self.stemmed,
+            "stop_words": sorted(STOP_WORDS) if self.stemmed else [],
         }
 
     def rank(self, inputs: RankInputs, depth: int) -> Run:
