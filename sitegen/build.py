@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +32,9 @@ from sitegen.evidence import EVIDENCE_DIR, TREC_DEPTH, write_corpus_evidence, wr
 from sitegen.metrics import evaluate, metric_names
 from sitegen.rankers import DEFAULT_RANKERS, RankInputs, Run, make_rankers
 from sitegen.render import render_site
+from sitegen.report import derive_report
 
-__all__ = ["BuildOptions", "BuildResult", "build_site", "select_corpora"]
+__all__ = ["BuildOptions", "BuildResult", "build_site", "inputs_date", "select_corpora"]
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,25 @@ def _embed_corpus(
         query_vectors=vectors[n_docs:],
     )
     return embeddings, stats
+
+
+def inputs_date(folder: Path) -> str | None:
+    """The date the inputs were frozen, never the wall clock: ``SOURCE_DATE_EPOCH`` if set,
+    else the date of the last git commit touching the corpus folder, else None."""
+    if epoch := os.environ.get("SOURCE_DATE_EPOCH"):
+        return datetime.fromtimestamp(int(epoch), tz=timezone.utc).date().isoformat()
+    try:
+        result = subprocess.run(
+            ["git", "log", "-1", "--format=%cs", "--", "."],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=30,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return result.stdout.strip() or None if result.returncode == 0 else None
 
 
 def _swap_into_place(staging: Path, out_dir: Path) -> None:
@@ -197,7 +219,18 @@ def _build_into(
                     f"hit@5 {overall['hit@5']:.3f}  mrr@10 {overall['mrr@10']:.3f}"
                 )
             clock = time.perf_counter()
-            write_corpus_evidence(staging / EVIDENCE_DIR, corpus, runs, metrics, metric_list, options.depth, embeddings)
+            rankings = {r: {q: [h.doc_id for h in hits] for q, hits in run.hits.items()} for r, run in runs.items()}
+            write_corpus_evidence(
+                staging / EVIDENCE_DIR,
+                corpus,
+                runs,
+                metrics,
+                metric_list,
+                options.depth,
+                embeddings,
+                report=derive_report(corpus, rankings, metrics),
+                date=inputs_date(corpus.root),
+            )
             seconds["write"] += time.perf_counter() - clock
     finally:
         if cache is not None:

@@ -8,6 +8,7 @@ Bundle layout under the site folder::
     evidence/<corpus>/runs/<ranker>.json         see :func:`run_document`
     evidence/<corpus>/runs/<ranker>.trec         TREC run, top 100, score column derived from rank
     evidence/<corpus>/metrics.json               {ranker: {"overall", "by_kind", "per_query"}}
+    evidence/<corpus>/report.json                derived tables the pages show (sitegen.report)
     evidence/<corpus>/embeddings/passages.npy    float32 rows in ``index.json`` order
     evidence/<corpus>/embeddings/queries.npy
     evidence/<corpus>/embeddings/index.json      model, weights sha256, row ids
@@ -130,6 +131,8 @@ def write_corpus_evidence(
     metric_list: list[str],
     depth: int,
     embeddings: CorpusEmbeddings | None,
+    report: Mapping[str, Any],
+    date: str | None,
 ) -> None:
     """Write one corpus's part of the bundle under ``evidence_dir/<corpus>/``."""
     base = evidence_dir / corpus.name
@@ -142,6 +145,7 @@ def write_corpus_evidence(
         write_json(base / "runs" / f"{ranker}.json", run_document(run, corpus.name, depth))
         (base / "runs" / f"{ranker}.trec").write_text(run_trec(run, query_order), encoding="utf-8")
     write_json(base / "metrics.json", {r: metrics[r] for r in runs})
+    write_json(base / "report.json", report)
     kinds = corpus.kinds
     write_json(
         base / "corpus.json",
@@ -159,6 +163,7 @@ def write_corpus_evidence(
             "depth": depth,
             "inputs": [f"inputs/{n}" for n in corpus.input_files],
             "embeddings": embeddings is not None,
+            "inputs_date": date,
         },
     )
     if embeddings is not None:

@@ -1,20 +1,40 @@
-"""Render the HTML pages from the evidence bundle alone.
+"""Render the HTML pages and plots from the evidence bundle alone.
 
 This module never imports a ranker or a metric: every number it shows is read
-from a JSON file under ``evidence/`` and formatted, nothing is computed.
+from a JSON file under ``evidence/`` and formatted; nothing is computed. Every
+link goes through the ``url`` filter, relative to the page it appears on, so the
+site works at a domain root and under any sub-path.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import posixpath
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
+import markdown
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup
 
 from sitegen.evidence import EVIDENCE_DIR
+from sitegen.plots import grouped_bar_svg
 
-__all__ = ["HEADLINE_METRICS", "TEMPLATES_DIR", "format_score", "render_site"]
+__all__ = [
+    "AUDIT_FILE",
+    "HEADLINE_METRICS",
+    "TABLE_METRICS",
+    "TEMPLATES_DIR",
+    "format_score",
+    "page_name",
+    "render_markdown",
+    "render_site",
+]
 
 _PACKAGED_TEMPLATES = Path(__file__).resolve().parent / "templates"
 # An installed wheel carries the templates inside the package; a source checkout keeps them at the top.
@@ -22,11 +42,79 @@ TEMPLATES_DIR = (
     _PACKAGED_TEMPLATES if _PACKAGED_TEMPLATES.is_dir() else Path(__file__).resolve().parent.parent / "templates"
 )
 HEADLINE_METRICS = ("hit@1", "hit@5", "mrr@10", "ndcg@10")
+TABLE_METRICS = ("hit@1", "hit@3", "hit@5", "hit@10", "recall@10", "precision@5", "mrr@10", "ndcg@10")
+AUDIT_FILE = "audit.json"
+TOP_N = 10
+_SAFE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 
 
 def format_score(value: float) -> str:
     """Presentation rounding only; the evidence keeps full precision."""
     return f"{value:.3f}"
+
+
+def page_name(identifier: str) -> str:
+    """A file-name-safe, unique stem for any id: the id itself when it is plain lowercase
+    ASCII, else a slug plus the first 10 hex digits of the id's sha256."""
+    if _SAFE.fullmatch(identifier):
+        return identifier
+    slug = re.sub(r"[^a-z0-9]+", "-", identifier.lower()).strip("-")[:40] or "id"
+    return f"{slug}-{hashlib.sha256(identifier.encode('utf-8')).hexdigest()[:10]}"
+
+
+def render_markdown(text: str) -> Markup:
+    """Markdown to HTML with raw HTML switched off: tags in a README are shown as text."""
+    converter = markdown.Markdown(extensions=["tables", "fenced_code"])
+    converter.preprocessors.deregister("html_block")
+    converter.inlinePatterns.deregister("html")
+    return Markup(converter.convert(text))
+
+
+def _read_json(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+@dataclass(frozen=True)
+class _Page:
+    path: str
+    template: str
+    context: dict[str, Any]
+
+
+class _Site:
+    """Collects pages and files, refusing to write one path twice."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.written: set[str] = set()
+
+    def claim(self, path: str) -> Path:
+        if path in self.written:
+            raise ValueError(f"two pages want the same path {path!r}")
+        self.written.add(path)
+        target = self.root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        return target
+
+
+def _url_for(page_path: str) -> Callable[[str], str]:
+    base = posixpath.dirname(page_path) or "."
+
+    def url(target: str) -> str:
+        fragment = ""
+        if "#" in target:
+            target, fragment = target.split("#", 1)
+            fragment = "#" + fragment
+        relative = posixpath.relpath(target, base) if target else posixpath.basename(page_path)
+        if target.endswith("/") and not relative.endswith("/"):
+            relative += "/"
+        return quote(relative) + fragment
+
+    return url
 
 
 def _environment() -> Environment:
@@ -42,33 +130,223 @@ def _environment() -> Environment:
     return env
 
 
-def _read_json(path: Path) -> Any:
-    return json.loads(path.read_text(encoding="utf-8"))
+def _corpus_dir(name: str) -> str:
+    return f"corpora/{page_name(name)}"
+
+
+def _question_path(corpus: str, query_id: str) -> str:
+    return f"{_corpus_dir(corpus)}/questions/{page_name(query_id)}.html"
+
+
+def _passage_title(doc: dict[str, Any]) -> str:
+    return doc.get("title") or doc["text"][:80]
+
+
+def _corpus_context(site_dir: Path, name: str) -> dict[str, Any]:
+    """Everything the corpus pages show, read from the bundle."""
+    base = site_dir / EVIDENCE_DIR / name
+    summary = _read_json(base / "corpus.json")
+    metrics = _read_json(base / "metrics.json")
+    report = _read_json(base / "report.json")
+    docs = {d["_id"]: d for d in _read_jsonl(base / "inputs" / "corpus.jsonl")}
+    queries = _read_jsonl(base / "inputs" / "queries.jsonl")
+    qrels: dict[str, dict[str, int]] = {}
+    for line in (base / "inputs" / "qrels" / "test.tsv").read_text(encoding="utf-8").splitlines()[1:]:
+        if line.strip():
+            qid, doc_id, grade = (c.strip() for c in line.split("\t"))
+            qrels.setdefault(qid, {})[doc_id] = int(grade)
+    runs = {r: _read_json(base / "runs" / f"{r}.json") for r in summary["rankers"]}
+    return {
+        "name": name,
+        "summary": summary,
+        "metrics": metrics,
+        "report": report,
+        "docs": docs,
+        "queries": queries,
+        "qrels": qrels,
+        "runs": runs,
+        "rankers": summary["rankers"],
+        "evidence": f"{EVIDENCE_DIR}/{name}",
+        "dir": _corpus_dir(name),
+        "readme": render_markdown(
+            (base / "inputs" / "README.md").read_text(encoding="utf-8")
+            if (base / "inputs" / "README.md").exists()
+            else ""
+        ),
+    }
+
+
+def _table(c: dict[str, Any], scope: str, kind: str | None, metrics: tuple[str, ...]) -> dict[str, Any]:
+    """A ranker x metric table with counts for hit@k and the best values marked."""
+    report = c["report"]
+    if kind is None:
+        n, counts, best = report["questions"]["overall"], report["hit_counts"]["overall"], report["best"]["overall"]
+    else:
+        n = report["questions"]["by_kind"][kind]
+        counts, best = report["hit_counts"]["by_kind"][kind], report["best"]["by_kind"][kind]
+    rows = []
+    for ranker in c["rankers"]:
+        values = c["metrics"][ranker][scope] if kind is None else c["metrics"][ranker]["by_kind"][kind]
+        cells = []
+        for m in metrics:
+            count = counts[ranker].get(m)
+            cells.append(
+                {
+                    "value": values[m],
+                    "count": f"{count}/{n}" if count is not None else None,
+                    "best": ranker in best[m],
+                }
+            )
+        rows.append({"ranker": ranker, "cells": cells})
+    return {"metrics": metrics, "rows": rows, "n": n, "kind": kind}
+
+
+def _hits(c: dict[str, Any], ranker: str, query_id: str, top: int) -> list[dict[str, Any]]:
+    grades = c["qrels"].get(query_id, {})
+    rows = []
+    for hit in c["runs"][ranker]["queries"].get(query_id, [])[:top]:
+        doc = c["docs"][hit["doc_id"]]
+        rows.append(
+            {
+                "rank": hit["rank"],
+                "doc_id": hit["doc_id"],
+                "title": _passage_title(doc),
+                "score": hit["score"],
+                "grade": grades.get(hit["doc_id"], 0),
+                "components": hit.get("components"),
+            }
+        )
+    return rows
+
+
+def _rank_class(rank: int | None) -> str:
+    if rank is None:
+        return "r-none"
+    if rank == 1:
+        return "r-1"
+    return "r-3" if rank <= 3 else ("r-10" if rank <= 10 else "r-far")
+
+
+def _corpus_pages(c: dict[str, Any], site: _Site) -> list[_Page]:
+    name, report = c["name"], c["report"]
+    kinds = [k for k in c["summary"]["kind_order"] if k in report["questions"]["by_kind"]]
+    query_by_id = {q["_id"]: q for q in c["queries"]}
+    plot_path = f"{c['dir']}/hit-at-1-by-kind.svg"
+    series = {r: [c["metrics"][r]["by_kind"][k]["hit@1"] for k in kinds] for r in c["rankers"]}
+    site.claim(plot_path).write_bytes(
+        grouped_bar_svg(
+            kinds, series, f"{name}: hit@1 per question kind", "question kind", "hit@1 (share of questions)"
+        )
+    )
+    plot_alt = "Bar chart of hit@1 per question kind and ranker; " + "; ".join(
+        f"{k}: " + ", ".join(f"{r} {format_score(series[r][i])}" for r in c["rankers"]) for i, k in enumerate(kinds)
+    )
+    samples = []
+    for sample in report["samples"]:
+        qid = sample["query_id"]
+        samples.append(
+            {
+                "kind": sample["kind"],
+                "query": query_by_id[qid],
+                "href": _question_path(name, qid),
+                "rankers": [{"name": r, "hits": _hits(c, r, qid, 3)} for r in c["rankers"]],
+            }
+        )
+    disagreements = [
+        {**d, "text": query_by_id[d["query_id"]]["text"], "href": _question_path(name, d["query_id"])}
+        for d in report["rank1_disagreements"]
+    ]
+    heat = []
+    for q in c["queries"]:
+        ranks = report["first_relevant_rank"].get(q["_id"])
+        heat.append(
+            {
+                "query": q,
+                "href": _question_path(name, q["_id"]),
+                "cells": [
+                    {"rank": ranks[r], "cls": _rank_class(ranks[r])} if ranks is not None else None
+                    for r in c["rankers"]
+                ],
+            }
+        )
+    common = {"corpus": c, "kinds": kinds}
+    pages = [
+        _Page(
+            f"{c['dir']}/index.html",
+            "corpus.html",
+            common
+            | {
+                "overall": _table(c, "overall", None, TABLE_METRICS),
+                "by_kind": [_table(c, "overall", k, TABLE_METRICS) for k in kinds],
+                "plot": plot_path,
+                "plot_alt": plot_alt,
+                "samples": samples,
+                "disagreements": disagreements,
+                "wins_losses": report["wins_losses"],
+                "sample_rule": report["sample_rule"],
+                "best_rule": report["best_rule"],
+            },
+        ),
+        _Page(f"{c['dir']}/ranks.html", "ranks.html", common | {"heat": heat}),
+    ]
+    for q in c["queries"]:
+        qid = q["_id"]
+        grades = c["qrels"].get(qid, {})
+        labelled = [
+            {"doc_id": d, "grade": g, "doc": c["docs"][d]}
+            for d, g in sorted(grades.items(), key=lambda item: (-item[1], item[0]))
+        ]
+        pages.append(
+            _Page(
+                _question_path(name, qid),
+                "question.html",
+                common
+                | {
+                    "query": q,
+                    "labelled": labelled,
+                    "rankers": [
+                        {
+                            "name": r,
+                            "hits": _hits(c, r, qid, TOP_N),
+                            "run_href": f"{c['evidence']}/runs/{r}.json",
+                            "first_rank": (report["first_relevant_rank"].get(qid) or {}).get(r),
+                            "per_query": c["metrics"][r]["per_query"].get(qid),
+                        }
+                        for r in c["rankers"]
+                    ],
+                },
+            )
+        )
+    return pages
 
 
 def render_site(site_dir: Path) -> list[Path]:
-    """Write ``index.html`` and ``.nojekyll`` from ``site_dir/evidence``; return the pages written."""
+    """Write every page, plot and ``.nojekyll`` from ``site_dir/evidence``; return the pages written."""
     evidence = site_dir / EVIDENCE_DIR
     manifest = _read_json(evidence / "manifest.json")
-    cards = []
-    for name in manifest["corpora"]:
-        summary = _read_json(evidence / name / "corpus.json")
-        metrics = _read_json(evidence / name / "metrics.json")
-        rows = [{"ranker": r, "values": metrics[r]["overall"]} for r in summary["rankers"]]
-        cards.append(
-            {
-                "name": name,
-                "summary": summary,
-                "rows": rows,
-                "metrics_href": f"{EVIDENCE_DIR}/{name}/metrics.json",
-                "runs_href": f"{EVIDENCE_DIR}/{name}/runs/",
-            }
-        )
+    audit_path = site_dir / AUDIT_FILE
+    audit = _read_json(audit_path) if audit_path.exists() else None
+    site = _Site(site_dir)
+    corpora = [_corpus_context(site_dir, name) for name in manifest["corpora"]]
+    cards = [
+        {"corpus": c, "table": _table(c, "overall", None, HEADLINE_METRICS), "href": f"{c['dir']}/index.html"}
+        for c in corpora
+    ]
+    pages = [
+        _Page("index.html", "index.html", {"cards": cards}),
+        _Page("reproducibility.html", "reproducibility.html", {"corpora": corpora}),
+    ]
+    for c in corpora:
+        pages.extend(_corpus_pages(c, site))
     env = _environment()
-    page = env.get_template("index.html").render(
-        cards=cards, headline=HEADLINE_METRICS, manifest=manifest, manifest_href=f"{EVIDENCE_DIR}/manifest.json"
-    )
-    index = site_dir / "index.html"
-    index.write_text(page, encoding="utf-8")
-    (site_dir / ".nojekyll").write_bytes(b"")
-    return [index]
+    written = []
+    for page in pages:
+        url = _url_for(page.path)
+        html = env.get_template(page.template).render(
+            page.context | {"manifest": manifest, "audit": audit, "url": url, "page_path": page.path}
+        )
+        target = site.claim(page.path)
+        target.write_text(html, encoding="utf-8")
+        written.append(target)
+    site.claim(".nojekyll").write_bytes(b"")
+    return written

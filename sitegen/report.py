@@ -1,0 +1,114 @@
+"""Derived tables the site shows, computed once at build time and stored as evidence.
+
+The pages only format what this module writes to ``evidence/<corpus>/report.json``;
+the audit recomputes every value here from the runs, the metrics and the qrels.
+
+Shape::
+
+    {"schema_version": 1,
+     "questions": {"overall": n, "by_kind": {kind: n}},
+     "hit_counts": {"overall": {ranker: {"hit@k": count}}, "by_kind": {kind: {ranker: {...}}}},
+     "best": {"overall": {metric: [rankers]}, "by_kind": {kind: {metric: [rankers]}}},
+     "first_relevant_rank": {query_id: {ranker: rank or null}},
+     "rank1_disagreements": [{"query_id", "kind", "right_at_1": [...], "wrong_at_1": [...]}],
+     "wins_losses": {ranker: {"right_at_1", "only_right_at_1", "only_wrong_at_1"}},
+     "samples": [{"kind", "query_id"}], "sample_rule": str, "best_rule": str}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sitegen.corpus import Corpus
+
+__all__ = ["BEST_RULE", "SAMPLE_RULE", "derive_report", "first_relevant_rank"]
+
+SAMPLE_RULE = (
+    "for each question kind, the first question of that kind (in queries.jsonl order) on which the "
+    "rankers disagree about rank 1; if they agree on every question of the kind, its first question"
+)
+BEST_RULE = "the highest value in the column is marked; equal values (within 1e-12) are all marked"
+_EQUAL = 1e-12
+
+
+def first_relevant_rank(ranking: Sequence[str], grades: Mapping[str, int]) -> int | None:
+    """1-based rank of the first passage with a grade above 0, or None if none was returned."""
+    for rank, doc_id in enumerate(ranking, start=1):
+        if grades.get(doc_id, 0) > 0:
+            return rank
+    return None
+
+
+def _best(values: Mapping[str, float]) -> list[str]:
+    top = max(values.values())
+    return [r for r, v in values.items() if top - v <= _EQUAL]
+
+
+def _hit_counts(per_query: Mapping[str, Mapping[str, float]], members: Sequence[str]) -> dict[str, int]:
+    names = [m for m in next(iter(per_query.values()), {}) if m.startswith("hit@")]
+    return {m: sum(1 for q in members if per_query[q][m] > 0) for m in names}
+
+
+def derive_report(
+    corpus: Corpus,
+    rankings: Mapping[str, Mapping[str, Sequence[str]]],
+    metrics: Mapping[str, Mapping[str, Any]],
+) -> dict[str, Any]:
+    """Every derived table for one corpus; ``rankings`` is ``{ranker: {query_id: [doc ids]}}``."""
+    rankers = list(rankings)
+    scored = [q for q in corpus.queries if corpus.relevant(q.query_id)]
+    kinds = list(dict.fromkeys(q.kind for q in scored))
+    members = {k: [q.query_id for q in scored if q.kind == k] for k in kinds}
+    all_ids = [q.query_id for q in scored]
+
+    best: dict[str, Any] = {"overall": {}, "by_kind": {k: {} for k in kinds}}
+    metric_list = list(metrics[rankers[0]]["overall"]) if rankers else []
+    for metric in metric_list:
+        best["overall"][metric] = _best({r: metrics[r]["overall"][metric] for r in rankers})
+        for kind in kinds:
+            best["by_kind"][kind][metric] = _best({r: metrics[r]["by_kind"][kind][metric] for r in rankers})
+
+    first = {
+        q.query_id: {
+            r: first_relevant_rank(rankings[r].get(q.query_id, ()), corpus.relevant(q.query_id)) for r in rankers
+        }
+        for q in scored
+    }
+    disagreements = []
+    for query in scored:
+        right = [r for r in rankers if first[query.query_id][r] == 1]
+        if 0 < len(right) < len(rankers):
+            wrong = [r for r in rankers if r not in right]
+            disagreements.append(
+                {"query_id": query.query_id, "kind": query.kind, "right_at_1": right, "wrong_at_1": wrong}
+            )
+    wins_losses = {
+        r: {
+            "right_at_1": sum(1 for q in all_ids if first[q][r] == 1),
+            "only_right_at_1": sum(1 for d in disagreements if d["right_at_1"] == [r]),
+            "only_wrong_at_1": sum(1 for d in disagreements if d["wrong_at_1"] == [r]),
+        }
+        for r in rankers
+    }
+    disputed = {d["query_id"] for d in disagreements}
+    samples = []
+    for kind in kinds:
+        chosen = next((q for q in members[kind] if q in disputed), members[kind][0])
+        samples.append({"kind": kind, "query_id": chosen})
+
+    return {
+        "schema_version": 1,
+        "questions": {"overall": len(all_ids), "by_kind": {k: len(v) for k, v in members.items()}},
+        "hit_counts": {
+            "overall": {r: _hit_counts(metrics[r]["per_query"], all_ids) for r in rankers},
+            "by_kind": {k: {r: _hit_counts(metrics[r]["per_query"], members[k]) for r in rankers} for k in kinds},
+        },
+        "best": best,
+        "first_relevant_rank": first,
+        "rank1_disagreements": disagreements,
+        "wins_losses": wins_losses,
+        "samples": samples,
+        "sample_rule": SAMPLE_RULE,
+        "best_rule": BEST_RULE,
+    }
