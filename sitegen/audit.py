@@ -302,23 +302,26 @@ def _singular(token: str) -> str:
     return token[:-1]
 
 
-def bm25(docs: dict[str, list[str]], query: list[str], k1: float, b: float) -> dict[str, float]:
-    """Okapi BM25 with idf = ln(1 + (N - df + 0.5)/(df + 0.5)); only positive scores are returned."""
-    n = len(docs)
-    avgdl = (sum(len(t) for t in docs.values()) / n) or 1.0
-    tf = {d: {} for d in docs}
-    for d, toks in docs.items():
+def bm25_index(docs: dict[str, list[str]]) -> tuple[dict[str, dict[str, int]], dict[str, int], float]:
+    """Postings (term -> {doc id: term frequency}), passage lengths, mean length."""
+    postings: dict[str, dict[str, int]] = {}
+    for doc, toks in docs.items():
         for t in toks:
-            tf[d][t] = tf[d].get(t, 0) + 1
+            postings.setdefault(t, {})[doc] = postings.get(t, {}).get(doc, 0) + 1
+    lengths = {d: len(t) for d, t in docs.items()}
+    return postings, lengths, (sum(lengths.values()) / len(lengths)) or 1.0
+
+
+def bm25(index: tuple, query: list[str], k1: float, b: float) -> dict[str, float]:
+    """Okapi BM25 with idf = ln(1 + (N - df + 0.5)/(df + 0.5)), query terms deduplicated; positive scores only."""
+    postings, lengths, avgdl = index
+    n = len(lengths)
     scores: dict[str, float] = {}
     for term in sorted(set(query)):
-        having = [d for d in docs if term in tf[d]]
-        if not having:
-            continue
+        having = postings.get(term, {})
         idf = math.log(1.0 + (n - len(having) + 0.5) / (len(having) + 0.5))
-        for d in having:
-            f = tf[d][term]
-            scores[d] = scores.get(d, 0.0) + idf * f * (k1 + 1) / (f + k1 * (1 - b + b * len(docs[d]) / avgdl))
+        for d, f in having.items():
+            scores[d] = scores.get(d, 0.0) + idf * f * (k1 + 1) / (f + k1 * (1 - b + b * lengths[d] / avgdl))
     return {d: s for d, s in scores.items() if s > 0}
 
 
@@ -429,7 +432,9 @@ def check_summary(bundle: Bundle, corpus: str) -> Iterable[Check]:
         for name in summary.get("inputs", []):
             if not (bundle.site / "evidence" / corpus / name).is_file():
                 check.fail(f"{rel}: input {name} is listed but missing")
-        return f"counts, kinds, rankers and metric names agree with the inputs ({len(summary.get('rankers', []))} rankers)"
+        return (
+            f"counts, kinds, rankers and metric names agree with the inputs ({len(summary.get('rankers', []))} rankers)"
+        )
 
     yield _guarded(f"corpus:{corpus}", body)
 
@@ -441,24 +446,39 @@ def check_embeddings(bundle: Bundle, corpus: str) -> Iterable[Check]:
     def body(check: Check) -> str:
         base = f"evidence/{corpus}/embeddings"
         emb, inputs = bundle.embeddings(corpus), bundle.inputs(corpus)
-        for name, ids, want in (("passages", emb.index["passages"], inputs.doc_text), ("queries", emb.index["queries"], inputs.queries)):
+        for name, ids, want in (
+            ("passages", emb.index["passages"], inputs.doc_text),
+            ("queries", emb.index["queries"], inputs.queries),
+        ):
             if sorted(ids) != sorted(want) or len(set(ids)) != len(ids):
                 check.fail(f"{base}/index.json: {name} ids differ from the inputs' ids")
         tol = TOLERANCES["embedding_norm_absolute"]
-        for name, matrix, ids in (("passages", emb.passages, emb.index["passages"]), ("queries", emb.queries, emb.index["queries"])):
+        for name, matrix, ids in (
+            ("passages", emb.passages, emb.index["passages"]),
+            ("queries", emb.queries, emb.index["queries"]),
+        ):
             norms = np.linalg.norm(matrix.astype(np.float64), axis=1)
             for row in np.flatnonzero(~(np.abs(norms - 1.0) <= tol)):
                 check.fail(f"{base}/{name}.npy: row {row} (id {ids[row]}): norm {norms[row]!r}, expected 1 +- {tol}")
         model = bundle.json("evidence/manifest.json").get("model") or {}
         for key, manifest_key in (("model", "name"), ("weights_sha256", "weights_sha256")):
             if emb.index.get(key) != model.get(manifest_key):
-                check.fail(f"{base}/index.json: {key} {emb.index.get(key)!r}, manifest model says {model.get(manifest_key)!r}")
+                check.fail(
+                    f"{base}/index.json: {key} {emb.index.get(key)!r}, manifest model says {model.get(manifest_key)!r}"
+                )
         return f"{emb.passages.shape[0]}+{emb.queries.shape[0]} float32 vectors of {emb.passages.shape[1]} dimensions, unit length"
 
     yield _guarded(f"embeddings:{corpus}", body)
 
 
-def _compare_scored(check: Check, where: str, hits: list[dict], scores: dict[str, float], depth: int, close: Callable[[float, float], bool]) -> int:
+def _compare_scored(
+    check: Check,
+    where: str,
+    hits: list[dict],
+    scores: dict[str, float],
+    depth: int,
+    close: Callable[[float, float], bool],
+) -> int:
     """Hits against the recomputed ranking (score desc, doc id asc); near-ties may stand in either order.
 
     Returns how many positions differ only by such a tie."""
@@ -484,18 +504,27 @@ def _compare_scored(check: Check, where: str, hits: list[dict], scores: dict[str
 def _verify_bm25(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any], rel: str) -> str:
     params = run["params"]
     k1, b, stem, stop = params.get("k1"), params.get("b"), params.get("stemmed"), params.get("stop_words", [])
-    if not all(isinstance(x, (int, float)) for x in (k1, b)) or not isinstance(stem, bool) or not isinstance(stop, list):
+    if (
+        not all(isinstance(x, (int, float)) for x in (k1, b))
+        or not isinstance(stem, bool)
+        or not isinstance(stop, list)
+    ):
         raise AuditError(f"{rel}: params need numeric k1 and b, boolean stemmed, a stop_words list")
     inputs = bundle.inputs(corpus)
     stop_set = frozenset(stop)
-    docs = {d: tokens(t, stop_set, stem) for d, t in inputs.doc_text.items()}
+    index = bm25_index({d: tokens(t, stop_set, stem) for d, t in inputs.doc_text.items()})
     rel_tol = TOLERANCES["bm25_score_relative"]
     flipped = 0
     for qid, hits in run["queries"].items():
         if qid in inputs.queries:
-            scores = bm25(docs, tokens(inputs.queries[qid]["text"], stop_set, stem), k1, b)
+            scores = bm25(index, tokens(inputs.queries[qid]["text"], stop_set, stem), k1, b)
             flipped += _compare_scored(
-                check, f"{rel}: query {qid}", hits, scores, run["depth"], lambda x, y: abs(x - y) <= rel_tol * max(abs(x), abs(y))
+                check,
+                f"{rel}: query {qid}",
+                hits,
+                scores,
+                run["depth"],
+                lambda x, y: abs(x - y) <= rel_tol * max(abs(x), abs(y)),
             )
     return f"k1={k1} b={b} stemmed={stem}, {len(stop)} stop words; {flipped} near-tie swaps"
 
@@ -504,7 +533,9 @@ def _verify_dense(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any]
     emb = bundle.embeddings(corpus)
     for key in ("model", "weights_sha256"):
         if run["params"].get(key) != emb.index.get(key):
-            check.fail(f"{rel}: params {key} {run['params'].get(key)!r}, embeddings/index.json says {emb.index.get(key)!r}")
+            check.fail(
+                f"{rel}: params {key} {run['params'].get(key)!r}, embeddings/index.json says {emb.index.get(key)!r}"
+            )
     rows = {q: i for i, q in enumerate(emb.index["queries"])}
     tol = TOLERANCES["dense_score_absolute"]
     flipped = 0
@@ -514,15 +545,26 @@ def _verify_dense(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any]
             continue
         values = emb.passages @ emb.queries[rows[qid]]  # float32, as the definition says
         scores = {d: float(v) for d, v in zip(emb.index["passages"], values)}
-        flipped += _compare_scored(check, f"{rel}: query {qid}", hits, scores, run["depth"], lambda x, y: abs(x - y) <= tol)
+        flipped += _compare_scored(
+            check, f"{rel}: query {qid}", hits, scores, run["depth"], lambda x, y: abs(x - y) <= tol
+        )
     return f"exact cosine over {emb.passages.shape[0]} stored vectors; {flipped} near-tie swaps"
 
 
 def _verify_rrf(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any], rel: str) -> str:
     params = run["params"]
-    comps, k, cand, weights = params.get("components"), params.get("k"), params.get("candidates_per_list"), params.get("weights")
-    if not isinstance(comps, list) or not isinstance(weights, dict) or sorted(weights) != sorted(comps):
-        raise AuditError(f"{rel}: params need a components list and a weights object naming the same rankers")
+    comps, k, cand, weights = (
+        params.get("components"),
+        params.get("k"),
+        params.get("candidates_per_list"),
+        params.get("weights"),
+    )
+    shapes_ok = isinstance(comps, list) and isinstance(weights, dict) and sorted(weights) == sorted(comps)
+    numbers_ok = isinstance(k, (int, float)) and (cand is None or type(cand) is int)
+    if not shapes_ok or not numbers_ok or not all(isinstance(w, (int, float)) for w in weights.values()):
+        raise AuditError(
+            f"{rel}: params need components, numeric k and weights (one per component), candidates_per_list"
+        )
     component_runs = {c: bundle.run(corpus, c) for c in comps}
     tol = TOLERANCES["rrf_score_absolute"]
     for qid, hits in run["queries"].items():
@@ -575,7 +617,9 @@ def check_runs(bundle: Bundle, corpus: str) -> Iterable[Check]:
             for qid, hits in run["queries"].items():
                 ids = [h["doc_id"] for h in hits]
                 if [h["rank"] for h in hits] != list(range(1, len(hits) + 1)):
-                    check.fail(f"{rel}: query {qid}: rank fields are {[h['rank'] for h in hits][:12]}..., not 1..{len(hits)}")
+                    check.fail(
+                        f"{rel}: query {qid}: rank fields are {[h['rank'] for h in hits][:12]}..., not 1..{len(hits)}"
+                    )
                 if len(hits) > depth or len(set(ids)) != len(ids) or not set(ids) <= set(inputs.doc_text):
                     check.fail(f"{rel}: query {qid}: more than depth {depth} hits, a repeated doc or an unknown doc")
             method = run["params"].get("method")
@@ -611,11 +655,15 @@ def check_trec_files(bundle: Bundle, corpus: str) -> Iterable[Check]:
                 if [c[2] for c in got] != want:
                     at = next((i for i, (c, w) in enumerate(zip(got, want)) if c[2] != w), min(len(got), len(want)))
                     seen = got[at][2] if at < len(got) else "nothing"
-                    check.fail(f"{rel}: query {qid}: rank {at + 1} is doc {seen}, {ranker}.json has {want[at] if at < len(want) else 'nothing'}")
+                    check.fail(
+                        f"{rel}: query {qid}: rank {at + 1} is doc {seen}, {ranker}.json has {want[at] if at < len(want) else 'nothing'}"
+                    )
                     continue
                 for rank, cols in enumerate(got, start=1):
                     if cols[3] != str(rank) or float(cols[4]) != len(got) + 1 - rank:
-                        check.fail(f"{rel}: query {qid}: doc {cols[2]}: rank/score columns {cols[3]} {cols[4]}, expected {rank} {len(got) + 1 - rank}")
+                        check.fail(
+                            f"{rel}: query {qid}: doc {cols[2]}: rank/score columns {cols[3]} {cols[4]}, expected {rank} {len(got) + 1 - rank}"
+                        )
             return f"{sum(len(b) for b in blocks.values())} lines agree with {ranker}.json (top {TREC_DEPTH})"
 
         yield _guarded(f"trec:{corpus}/{ranker}", body)
@@ -630,13 +678,17 @@ def check_metrics(bundle: Bundle, corpus: str) -> Iterable[Check]:
             inputs, run = bundle.inputs(corpus), bundle.run(corpus, ranker)
             names = bundle.summary(corpus).get("metrics", [])
             stored = bundle.json(rel).get(ranker)
-            if not isinstance(stored, dict) or not all(isinstance(stored.get(s), dict) for s in ("overall", "by_kind", "per_query")):
+            if not isinstance(stored, dict) or not all(
+                isinstance(stored.get(s), dict) for s in ("overall", "by_kind", "per_query")
+            ):
                 raise AuditError(f"{where}: missing, or without overall, by_kind and per_query objects")
             tol = TOLERANCES["metric_absolute"]
 
             def compare(label: str, got: Any, want: dict[str, float]) -> None:
                 if not isinstance(got, dict) or sorted(got) != sorted(want):
-                    check.fail(f"{where}: {label}: metric names {sorted(got) if isinstance(got, dict) else got!r}, expected {sorted(want)}")
+                    check.fail(
+                        f"{where}: {label}: metric names {sorted(got) if isinstance(got, dict) else got!r}, expected {sorted(want)}"
+                    )
                     return
                 for name, value in want.items():
                     if type(got[name]) not in (int, float) or not abs(got[name] - value) <= tol:
@@ -649,7 +701,9 @@ def check_metrics(bundle: Bundle, corpus: str) -> Iterable[Check]:
                     ranking = [h["doc_id"] for h in run["queries"].get(qid, [])]
                     per_query[qid] = {n: metric(n, ranking, scored[qid]) for n in names}
             if sorted(stored["per_query"]) != sorted(per_query):
-                check.fail(f"{where}: per_query ids {sorted(stored['per_query'])}, expected the {len(per_query)} questions with a relevant passage")
+                check.fail(
+                    f"{where}: per_query ids {sorted(stored['per_query'])}, expected the {len(per_query)} questions with a relevant passage"
+                )
             for qid, values in per_query.items():
                 if qid in stored["per_query"]:
                     compare(f"query {qid}", stored["per_query"][qid], values)
