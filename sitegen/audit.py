@@ -1,58 +1,65 @@
 """Independent audit of a sitegen evidence bundle: ``python audit.py [SITE_DIR]``.
 
 This file is copied verbatim into every built site as ``audit.py``. It needs only
-Python 3.10+ and numpy, imports nothing from sitegen, and shares no code with it:
+Python 3.10+ and numpy, imports nothing from sitegen and shares no code with it:
 tokenising, BM25, cosine ranking, Reciprocal Rank Fusion and every metric are
 written again here from the documented definitions, then compared with the bundle.
 
-What it proves, when every check passes:
+What a pass proves:
 
 - every file under ``evidence/`` is listed in ``evidence/manifest.json`` with the
-  sha256 and size it has on disk, and nothing listed is missing or extra;
-- every BM25 run is what BM25 over the bundle's own copy of the corpus and the
-  questions gives, with the parameters the run states (ids, ranks, hit counts, scores);
+  sha256 and size it has on disk; nothing listed is missing, nothing unlisted is there;
+- every BM25 run is what BM25 over the bundle's own copy of the corpus and questions
+  gives with the parameters the run states (doc ids, ranks, hit counts, scores);
 - every dense run is the exact cosine ranking of the stored, unit-length embeddings;
-- every fusion run is RRF of the component runs stored next to it, component ranks included;
-- every metric (per question, per kind, overall) follows from the runs and the
-  qrels copy by trec_eval's definitions; the ``.trec`` files agree with the JSON runs;
-  ``corpus.json`` counts agree with the inputs.
+- every fusion run is RRF of the component runs stored beside it, component ranks included;
+- every metric (per question, per kind, overall) follows from the runs and the qrels
+  copy by trec_eval's definitions; the ``.trec`` files agree with the JSON runs
+  (their ids percent-decoded: ``%`` and whitespace are encoded there);
+  ``corpus.json`` counts agree with the inputs;
+- every derived table the pages show (``report.json``: hit counts, best values, rank of
+  the first relevant passage, rank-1 disagreements, wins and losses, sample questions)
+  follows from the runs, the metrics and the qrels.
 
-What it does not prove: that the relevance labels are right, that the questions
-are fair, that the embeddings are what the named model gives for these texts
-(that needs the model), that the run parameters are good ones, or that any quote
-on a page entails the claim beside it. It checks arithmetic and provenance.
+What it does not prove: that the relevance labels are right, that the questions are
+fair, that the embeddings are what the named model gives for these texts (that needs
+the model), that the parameters are good ones, or that any quote on a page entails the
+claim beside it. It checks arithmetic and provenance, nothing more.
 
 Tolerances (also written to ``audit.json``):
 
 - BM25 scores: relative 1e-9 (float64; only the order of summation may differ);
-- dense scores: absolute 1e-6 (float32 dot products; BLAS libraries may round differently);
-- RRF scores: absolute 1e-12; RRF ids, ranks and component ranks: exact;
+- dense scores: absolute 1e-6 (float32 dot products; BLAS libraries round differently);
+- RRF scores: absolute 1e-12; RRF doc ids, ranks and component ranks: exact;
 - metrics: absolute 1e-9; embedding row norms: 1 +- 1e-5.
 
-For BM25 and dense runs ids and ranks must match exactly, except that two passages
-whose recomputed scores are equal within the score tolerance may stand in either
-order (a tie that float rounding can flip is not evidence of tampering).
+BM25 and dense hits must be in order of their stored score, then doc id, exactly, and
+their doc ids and ranks must match the recomputation exactly, except that two passages
+whose recomputed scores are equal within the score tolerance may stand in either order:
+a tie that float rounding can flip is evidence of nothing. Such ranks are counted.
 
-Exit status 0 only when every check passes. Writes ``SITE_DIR/audit.json``
-(sorted keys, no timestamps, no absolute paths: identical bundles give identical bytes).
+Exit status 0 only when every check passes. Writes ``SITE_DIR/audit.json`` (sorted
+keys, no timestamps, no absolute paths: identical bundles give identical bytes).
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
 import json
 import math
 import re
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import numpy as np
 
-__all__ = ["CORPUS_CHECKS", "TOLERANCES", "main", "run_audit"]
+__all__ = ["CORPUS_CHECKS", "RANKER_CHECKS", "TOLERANCES", "main", "run_audit"]
 
 SCHEMA_VERSION = 1
 TREC_DEPTH = 100
@@ -65,7 +72,6 @@ TOLERANCES = {
     "metric_absolute": 1e-9,
     "embedding_norm_absolute": 1e-5,
 }
-METRIC_FAMILIES = ("hit", "recall", "precision", "mrr", "ndcg")
 _WORD = re.compile(r"[^\W_]+")
 
 
@@ -83,23 +89,8 @@ class Check:
         self.mismatches.append(message)
 
 
-def _guarded(name: str, body: Callable[[Check], str]) -> Check:
-    """Run one check; a broken bundle turns into a failed check, never a crash."""
-    check = Check(name)
-    try:
-        detail = body(check)
-    except AuditError as exc:
-        check.fail(str(exc))
-        detail = ""
-    except Exception as exc:  # malformed evidence of a shape no check foresaw
-        check.fail(f"{name}: cannot verify: {type(exc).__name__}: {exc}")
-        detail = ""
-    if check.mismatches:
-        n = len(check.mismatches)
-        check.detail = f"{n} mismatch{'es' if n > 1 else ''}; first: {check.mismatches[0]}"
-    else:
-        check.detail = detail
-    return check
+def _is_number(x: Any) -> bool:
+    return type(x) in (int, float) and math.isfinite(x)
 
 
 # ---------------------------------------------------------------- reading the bundle
@@ -122,13 +113,13 @@ class Embeddings:
 
 
 class Bundle:
-    """Lazy, cached access to the files of one site; load failures are cached too."""
+    """Cached access to one site's files; a load failure is cached and raised to every check needing it."""
 
     def __init__(self, site: Path) -> None:
         self.site = site
-        self._memo: dict[Any, tuple[Any, AuditError | None]] = {}
+        self._memo: dict[tuple[str, str], tuple[Any, AuditError | None]] = {}
 
-    def _cached(self, key: Any, load: Callable[[], Any]) -> Any:
+    def _cached(self, key: tuple[str, str], load: Callable[[], Any]) -> Any:
         if key not in self._memo:
             try:
                 self._memo[key] = (load(), None)
@@ -141,65 +132,56 @@ class Bundle:
 
     def text(self, rel: str) -> str:
         def load() -> str:
-            path = self.site / rel
-            if not path.is_file():
+            if not (self.site / rel).is_file():
                 raise AuditError(f"{rel}: file is missing")
             try:
-                return path.read_text(encoding="utf-8")
+                return (self.site / rel).read_text(encoding="utf-8")
             except UnicodeDecodeError as exc:
-                raise AuditError(f"{rel}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+                raise AuditError(f"{rel}: not valid UTF-8 (byte {exc.start})") from None
 
         return self._cached(("text", rel), load)
 
-    def json(self, rel: str) -> Any:
+    def json(self, rel: str, kind: type = dict) -> Any:
         def load() -> Any:
             try:
-                return json.loads(self.text(rel))
+                value = json.loads(self.text(rel))
             except json.JSONDecodeError as exc:
                 raise AuditError(f"{rel}: malformed JSON: {exc.msg} (line {exc.lineno})") from None
+            if not isinstance(value, kind):
+                raise AuditError(f"{rel}: expected a JSON {kind.__name__}")
+            return value
 
         return self._cached(("json", rel), load)
 
     def corpora(self) -> list[str]:
         try:
             names = self.json("evidence/manifest.json")["corpora"]
-            if isinstance(names, list) and all(isinstance(n, str) and "/" not in n for n in names):
+            if isinstance(names, list) and all(isinstance(n, str) and n and "/" not in n for n in names):
                 return names
-        except (AuditError, KeyError, TypeError):
+        except (AuditError, KeyError):
             pass
         evidence = self.site / "evidence"
-        return sorted(p.name for p in evidence.iterdir() if (p / "corpus.json").is_file()) if evidence.is_dir() else []
-
-    def summary(self, corpus: str) -> dict[str, Any]:
-        summary = self.json(f"evidence/{corpus}/corpus.json")
-        if not isinstance(summary, dict):
-            raise AuditError(f"evidence/{corpus}/corpus.json: expected a JSON object")
-        return summary
+        return sorted(p.name for p in evidence.glob("*/corpus.json")) if evidence.is_dir() else []
 
     def rankers(self, corpus: str) -> list[str]:
         """Rankers named in corpus.json, then any other run file present."""
         try:
-            named = [r for r in self.summary(corpus).get("rankers", []) if isinstance(r, str)]
+            named = [r for r in self.json(f"evidence/{corpus}/corpus.json").get("rankers", []) if isinstance(r, str)]
         except AuditError:
             named = []
-        runs = self.site / "evidence" / corpus / "runs"
-        found = sorted(p.stem for p in runs.glob("*.json")) if runs.is_dir() else []
+        found = sorted(p.stem for p in (self.site / "evidence" / corpus / "runs").glob("*.json"))
         return list(dict.fromkeys(named + found))
 
     def run(self, corpus: str, ranker: str) -> dict[str, Any]:
         rel = f"evidence/{corpus}/runs/{ranker}.json"
         run = self.json(rel)
-        if not isinstance(run, dict) or not isinstance(run.get("queries"), dict):
-            raise AuditError(f"{rel}: expected an object with a 'queries' object")
-        if not isinstance(run.get("params"), dict):
-            raise AuditError(f"{rel}: expected a 'params' object")
+        if not isinstance(run.get("queries"), dict) or not isinstance(run.get("params"), dict):
+            raise AuditError(f"{rel}: expected 'params' and 'queries' objects")
         for qid, hits in run["queries"].items():
-            if not isinstance(hits, list) or not all(isinstance(h, dict) for h in hits):
-                raise AuditError(f"{rel}: query {qid}: hits must be a list of objects")
-            for hit in hits:
-                ok = isinstance(hit.get("doc_id"), str) and type(hit.get("rank")) is int
-                if not ok or type(hit.get("score")) not in (int, float) or not math.isfinite(hit["score"]):
-                    raise AuditError(f"{rel}: query {qid}: hit {hit!r} needs a string doc_id, int rank, finite score")
+            for hit in hits if isinstance(hits, list) else [None]:
+                ok = isinstance(hit, dict) and isinstance(hit.get("doc_id"), str) and type(hit.get("rank")) is int
+                if not ok or not _is_number(hit.get("score")):
+                    raise AuditError(f"{rel}: query {qid}: each hit needs a string doc_id, int rank, finite score")
         return run
 
     def inputs(self, corpus: str) -> Inputs:
@@ -235,17 +217,17 @@ def _read_inputs(bundle: Bundle, corpus: str) -> Inputs:
         doc_text[obj["_id"]] = f"{title}\n{obj['text']}" if title else obj["text"]
     queries: dict[str, dict[str, Any]] = {}
     for number, obj in _jsonl(bundle, f"{base}/queries.jsonl"):
-        if obj["_id"] in queries:
-            problems.append(f"{base}/queries.jsonl: line {number}: duplicate query id {obj['_id']}")
         kind, answerable = obj.get("kind", "unlabelled"), obj.get("answerable", True)
         if not isinstance(kind, str) or not isinstance(answerable, bool):
             raise AuditError(f"{base}/queries.jsonl: line {number}: kind must be a string, answerable a boolean")
+        if obj["_id"] in queries:
+            problems.append(f"{base}/queries.jsonl: line {number}: duplicate query id {obj['_id']}")
         queries[obj["_id"]] = {"text": obj["text"], "kind": kind, "answerable": answerable}
     rel = f"{base}/qrels/test.tsv"
-    qrels: dict[str, dict[str, int]] = {}
     rows = [(n, line) for n, line in enumerate(bundle.text(rel).splitlines(), start=1) if line.strip()]
     if not rows or [c.strip() for c in rows[0][1].split("\t")] != ["query-id", "corpus-id", "score"]:
         raise AuditError(f"{rel}: line 1: expected the header query-id<TAB>corpus-id<TAB>score")
+    qrels: dict[str, dict[str, int]] = {}
     for number, line in rows[1:]:
         columns = [c.strip() for c in line.split("\t")]
         if len(columns) != 3 or not re.fullmatch(r"[+-]?\d+", columns[2]):
@@ -265,27 +247,26 @@ def _read_inputs(bundle: Bundle, corpus: str) -> Inputs:
 def _read_embeddings(bundle: Bundle, corpus: str) -> Embeddings:
     base = f"evidence/{corpus}/embeddings"
     index = bundle.json(f"{base}/index.json")
-    if not isinstance(index, dict) or not all(isinstance(index.get(k), list) for k in ("passages", "queries")):
+    if not all(isinstance(index.get(k), list) for k in ("passages", "queries")):
         raise AuditError(f"{base}/index.json: expected 'passages' and 'queries' id lists")
     arrays = []
-    for name, ids in (("passages", index["passages"]), ("queries", index["queries"])):
-        path = bundle.site / base / f"{name}.npy"
+    for name in ("passages", "queries"):
         try:
-            matrix = np.load(path, allow_pickle=False)
+            matrix = np.load(bundle.site / base / f"{name}.npy", allow_pickle=False)
         except (OSError, ValueError) as exc:
             raise AuditError(f"{base}/{name}.npy: cannot load: {exc}") from None
-        want = (len(ids), index.get("dimensions"))
+        want = (len(index[name]), index.get("dimensions"))
         if matrix.dtype != np.float32 or matrix.shape != want:
             raise AuditError(f"{base}/{name}.npy: {matrix.dtype} {matrix.shape}, index.json says float32 {want}")
         arrays.append(matrix)
     return Embeddings(index, arrays[0], arrays[1])
 
 
-# ---------------------------------------------------------------- independent definitions
+# ---------------------------------------------------------------- the definitions, written again
 
 
 def tokens(text: str, stop_words: frozenset[str] = frozenset(), stem: bool = False) -> list[str]:
-    """Lowercased maximal runs of letters/digits, stop words dropped, plurals stripped if ``stem``."""
+    """Lowercased maximal runs of letters/digits, minus ``stop_words``, plurals stripped if ``stem``."""
     return [_singular(t) if stem else t for t in _WORD.findall(text.lower()) if t not in stop_words]
 
 
@@ -294,42 +275,51 @@ def _singular(token: str) -> str:
         return token
     if token.endswith("ies") and len(token) > 4:
         return token[:-3] + "y"
-    for ending in ("sses", "xes", "zes", "ches", "shes"):
-        if token.endswith(ending):
-            return token[:-2]
+    if token.endswith(("sses", "xes", "zes", "ches", "shes")):
+        return token[:-2]
     if token.endswith(("ss", "us", "is")) or not token.endswith("s"):
         return token
     return token[:-1]
 
 
-def bm25_index(docs: dict[str, list[str]]) -> tuple[dict[str, dict[str, int]], dict[str, int], float]:
-    """Postings (term -> {doc id: term frequency}), passage lengths, mean length."""
+def bm25_scores(docs: dict[str, list[str]], queries: dict[str, list[str]], k1: float, b: float) -> Iterator:
+    """Yield (query id, {doc id: score}) for Okapi BM25, idf = ln(1 + (N - df + 0.5)/(df + 0.5)),
+    query terms deduplicated; only positive scores are kept."""
     postings: dict[str, dict[str, int]] = {}
     for doc, toks in docs.items():
         for t in toks:
             postings.setdefault(t, {})[doc] = postings.get(t, {}).get(doc, 0) + 1
-    lengths = {d: len(t) for d, t in docs.items()}
-    return postings, lengths, (sum(lengths.values()) / len(lengths)) or 1.0
+    n = len(docs)
+    avgdl = (sum(len(t) for t in docs.values()) / n) or 1.0
+    for qid, query in queries.items():
+        scores: dict[str, float] = {}
+        for term in sorted(set(query)):
+            having = postings.get(term, {})
+            idf = math.log(1.0 + (n - len(having) + 0.5) / (len(having) + 0.5))
+            for d, tf in having.items():
+                norm = k1 * (1.0 - b + b * len(docs[d]) / avgdl)
+                scores[d] = scores.get(d, 0.0) + idf * tf * (k1 + 1.0) / (tf + norm)
+        yield qid, {d: s for d, s in scores.items() if s > 0}
 
 
-def bm25(index: tuple, query: list[str], k1: float, b: float) -> dict[str, float]:
-    """Okapi BM25 with idf = ln(1 + (N - df + 0.5)/(df + 0.5)), query terms deduplicated; positive scores only."""
-    postings, lengths, avgdl = index
-    n = len(lengths)
-    scores: dict[str, float] = {}
-    for term in sorted(set(query)):
-        having = postings.get(term, {})
-        idf = math.log(1.0 + (n - len(having) + 0.5) / (len(having) + 0.5))
-        for d, f in having.items():
-            scores[d] = scores.get(d, 0.0) + idf * f * (k1 + 1) / (f + k1 * (1 - b + b * lengths[d] / avgdl))
-    return {d: s for d, s in scores.items() if s > 0}
+def rrf(lists: dict[str, list[str]], k: float, candidates: int | None, weights: dict[str, float]) -> tuple:
+    """Fused scores and component ranks, in order of first appearance (lists read in the given order)."""
+    fused: dict[str, float] = {}
+    ranks: dict[str, dict[str, int | None]] = {}
+    for name, ids in lists.items():
+        if weights[name] == 0:
+            continue
+        for rank, doc in enumerate(ids[:candidates] if candidates else ids, start=1):
+            fused[doc] = fused.get(doc, 0.0) + weights[name] / (k + rank)
+            ranks.setdefault(doc, dict.fromkeys(lists))[name] = rank
+    return fused, ranks
 
 
 def metric(name: str, ranking: list[str], grades: dict[str, int]) -> float:
-    """hit/recall/precision/mrr/ndcg@k, trec_eval's definitions; relevant means grade > 0."""
+    """hit/recall/precision/mrr/ndcg@k with trec_eval's definitions; relevant means grade > 0."""
     family, _, cut = name.partition("@")
-    if family not in METRIC_FAMILIES or not cut.isdigit() or int(cut) < 1:
-        raise ValueError(f"unknown metric {name}")
+    if not cut.isdigit() or int(cut) < 1 or family not in ("hit", "recall", "precision", "mrr", "ndcg"):
+        raise AuditError(f"cannot verify metric {name!r}: unknown name")
     k = int(cut)
     relevant = {d for d, g in grades.items() if g > 0}
     top = ranking[:k]
@@ -347,7 +337,7 @@ def metric(name: str, ranking: list[str], grades: dict[str, int]) -> float:
     return dcg / sum(g / math.log2(r + 1) for r, g in enumerate(ideal, start=1))
 
 
-# ---------------------------------------------------------------- checks
+# ---------------------------------------------------------------- checks: one function each
 
 
 def _sha256(path: Path) -> str:
@@ -358,241 +348,190 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def check_manifest(bundle: Bundle) -> Check:
-    def body(check: Check) -> str:
-        rel = "evidence/manifest.json"
-        manifest = bundle.json(rel)
-        if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
-            raise AuditError(f"{rel}: expected an object with a 'files' object")
-        if manifest.get("schema_version") != SCHEMA_VERSION:
-            check.fail(f"{rel}: schema_version {manifest.get('schema_version')!r}, this audit reads {SCHEMA_VERSION}")
-        listed = manifest["files"]
-        for path, entry in listed.items():
-            parts = path.split("/")
-            if parts[0] != "evidence" or ".." in parts or path == rel or not isinstance(entry, dict):
-                check.fail(f"{rel}: entry {path!r} is not a file under evidence/ with sha256 and bytes")
-                continue
-            target = bundle.site / path
-            if not target.is_file():
-                check.fail(f"{path}: listed in {rel} but missing")
-            elif target.stat().st_size != entry.get("bytes"):
-                check.fail(f"{path}: {target.stat().st_size} bytes, {rel} says {entry.get('bytes')}")
-            elif _sha256(target) != entry.get("sha256"):
-                check.fail(f"{path}: sha256 {_sha256(target)} differs from {rel}'s {entry.get('sha256')}")
-        evidence = bundle.site / "evidence"
-        for path in sorted(p.relative_to(bundle.site).as_posix() for p in evidence.rglob("*") if p.is_file()):
-            if path != rel and path not in listed:
-                check.fail(f"{path}: file under evidence/ is not listed in {rel}")
-        return f"{len(listed)} files match their sha256 and size; no unlisted files"
-
-    return _guarded("manifest", body)
+def check_manifest(check: Check, bundle: Bundle) -> str:
+    rel = "evidence/manifest.json"
+    manifest = bundle.json(rel)
+    listed = manifest.get("files")
+    if not isinstance(listed, dict):
+        raise AuditError(f"{rel}: expected a 'files' object")
+    if manifest.get("schema_version") != SCHEMA_VERSION:
+        check.fail(f"{rel}: schema_version {manifest.get('schema_version')!r}, this audit reads {SCHEMA_VERSION}")
+    for path, entry in listed.items():
+        parts = path.split("/")
+        if parts[0] != "evidence" or ".." in parts or path == rel or not isinstance(entry, dict):
+            check.fail(f"{rel}: entry {path!r} is not a file under evidence/ with sha256 and bytes")
+        elif not (bundle.site / path).is_file():
+            check.fail(f"{path}: listed in {rel} but missing")
+        elif (size := (bundle.site / path).stat().st_size) != entry.get("bytes"):
+            check.fail(f"{path}: {size} bytes, {rel} says {entry.get('bytes')}")
+        elif (digest := _sha256(bundle.site / path)) != entry.get("sha256"):
+            check.fail(f"{path}: sha256 {digest}, {rel} says {entry.get('sha256')}")
+    for path in sorted(p.relative_to(bundle.site).as_posix() for p in bundle.site.glob("evidence/**/*") if p.is_file()):
+        if path != rel and path not in listed:
+            check.fail(f"{path}: file under evidence/ is not listed in {rel}")
+    for corpus in sorted({p.parent.name for p in bundle.site.glob("evidence/*/corpus.json")} - set(bundle.corpora())):
+        check.fail(f"evidence/{corpus}/: a corpus folder that {rel}'s corpora list leaves out")
+    return f"{len(listed)} files match their sha256 and size; no file is missing or unlisted"
 
 
-def check_inputs(bundle: Bundle, corpus: str) -> Iterable[Check]:
-    def body(check: Check) -> str:
-        inputs = bundle.inputs(corpus)
-        for problem in inputs.problems:
-            check.fail(problem)
-        return f"{len(inputs.doc_text)} passages, {len(inputs.queries)} questions, {inputs.judged_pairs} judged pairs"
-
-    yield _guarded(f"inputs:{corpus}", body)
+def check_inputs(check: Check, bundle: Bundle, corpus: str) -> str:
+    inputs = bundle.inputs(corpus)
+    for problem in inputs.problems:
+        check.fail(problem)
+    return f"{len(inputs.doc_text)} passages, {len(inputs.queries)} questions, {inputs.judged_pairs} judged pairs"
 
 
-def check_summary(bundle: Bundle, corpus: str) -> Iterable[Check]:
-    def body(check: Check) -> str:
-        rel = f"evidence/{corpus}/corpus.json"
-        summary, inputs = bundle.summary(corpus), bundle.inputs(corpus)
-        qs = inputs.queries.values()
-        kinds = list(dict.fromkeys(q["kind"] for q in qs))
-        runs_dir = bundle.site / "evidence" / corpus / "runs"
-        metrics = bundle.json(f"evidence/{corpus}/metrics.json")
-        some_metrics = next(iter(metrics.values()), {}).get("overall", {}) if isinstance(metrics, dict) else {}
-        expected = {
-            "name": corpus,
-            "documents": len(inputs.doc_text),
-            "queries": len(inputs.queries),
-            "answerable_queries": sum(1 for q in qs if q["answerable"]),
-            "judged_pairs": inputs.judged_pairs,
-            "kinds": {k: sum(1 for q in qs if q["kind"] == k and q["answerable"]) for k in kinds},
-            "kind_order": kinds,
-            "embeddings": (bundle.site / "evidence" / corpus / "embeddings" / "index.json").is_file(),
-        }
-        for key, want in expected.items():
-            if summary.get(key) != want:
-                check.fail(f"{rel}: {key} is {summary.get(key)!r}, the inputs give {want!r}")
-        sets = {
-            "runs/*.json files": sorted(p.stem for p in runs_dir.glob("*.json")) if runs_dir.is_dir() else [],
-            "metrics.json rankers": sorted(metrics) if isinstance(metrics, dict) else [],
-        }
-        for what, names in sets.items():
-            if sorted(summary.get("rankers", [])) != names:
-                check.fail(f"{rel}: rankers {summary.get('rankers')!r} differ from the {what} {names!r}")
-        if sorted(summary.get("metrics", [])) != sorted(some_metrics):
-            check.fail(f"{rel}: metrics {summary.get('metrics')!r} differ from metrics.json's {sorted(some_metrics)!r}")
-        for name in summary.get("inputs", []):
-            if not (bundle.site / "evidence" / corpus / name).is_file():
-                check.fail(f"{rel}: input {name} is listed but missing")
-        return (
-            f"counts, kinds, rankers and metric names agree with the inputs ({len(summary.get('rankers', []))} rankers)"
-        )
-
-    yield _guarded(f"corpus:{corpus}", body)
+def check_summary(check: Check, bundle: Bundle, corpus: str) -> str:
+    rel = f"evidence/{corpus}/corpus.json"
+    summary, inputs = bundle.json(rel), bundle.inputs(corpus)
+    metrics = bundle.json(f"evidence/{corpus}/metrics.json")
+    qs = list(inputs.queries.values())
+    kinds = list(dict.fromkeys(q["kind"] for q in qs))
+    expected = {
+        "name": corpus,
+        "documents": len(inputs.doc_text),
+        "queries": len(qs),
+        "answerable_queries": sum(1 for q in qs if q["answerable"]),
+        "judged_pairs": inputs.judged_pairs,
+        "kinds": {k: sum(1 for q in qs if q["kind"] == k and q["answerable"]) for k in kinds},
+        "kind_order": kinds,
+        "embeddings": (bundle.site / "evidence" / corpus / "embeddings").is_dir(),
+    }
+    for key, want in expected.items():
+        if summary.get(key) != want:
+            check.fail(f"{rel}: {key} is {summary.get(key)!r}, the inputs give {want!r}")
+    run_files = sorted(p.stem for p in (bundle.site / "evidence" / corpus / "runs").glob("*.json"))
+    for what, names in (("runs/*.json files", run_files), ("metrics.json rankers", sorted(metrics))):
+        if sorted(summary.get("rankers", [])) != names:
+            check.fail(f"{rel}: rankers {summary.get('rankers')!r} differ from the {what} {names!r}")
+    for name in summary.get("inputs", []):
+        if not (bundle.site / "evidence" / corpus / name).is_file():
+            check.fail(f"{rel}: input {name} is listed but missing")
+    return f"counts, kinds, rankers and inputs agree ({len(run_files)} runs)"
 
 
-def check_embeddings(bundle: Bundle, corpus: str) -> Iterable[Check]:
-    if not (bundle.site / "evidence" / corpus / "embeddings").exists():
-        return
-
-    def body(check: Check) -> str:
-        base = f"evidence/{corpus}/embeddings"
-        emb, inputs = bundle.embeddings(corpus), bundle.inputs(corpus)
-        for name, ids, want in (
-            ("passages", emb.index["passages"], inputs.doc_text),
-            ("queries", emb.index["queries"], inputs.queries),
-        ):
-            if sorted(ids) != sorted(want) or len(set(ids)) != len(ids):
-                check.fail(f"{base}/index.json: {name} ids differ from the inputs' ids")
-        tol = TOLERANCES["embedding_norm_absolute"]
-        for name, matrix, ids in (
-            ("passages", emb.passages, emb.index["passages"]),
-            ("queries", emb.queries, emb.index["queries"]),
-        ):
-            norms = np.linalg.norm(matrix.astype(np.float64), axis=1)
-            for row in np.flatnonzero(~(np.abs(norms - 1.0) <= tol)):
-                check.fail(f"{base}/{name}.npy: row {row} (id {ids[row]}): norm {norms[row]!r}, expected 1 +- {tol}")
-        model = bundle.json("evidence/manifest.json").get("model") or {}
-        for key, manifest_key in (("model", "name"), ("weights_sha256", "weights_sha256")):
-            if emb.index.get(key) != model.get(manifest_key):
-                check.fail(
-                    f"{base}/index.json: {key} {emb.index.get(key)!r}, manifest model says {model.get(manifest_key)!r}"
-                )
-        return f"{emb.passages.shape[0]}+{emb.queries.shape[0]} float32 vectors of {emb.passages.shape[1]} dimensions, unit length"
-
-    yield _guarded(f"embeddings:{corpus}", body)
+def check_embeddings(check: Check, bundle: Bundle, corpus: str) -> str:
+    base = f"evidence/{corpus}/embeddings"
+    if not (bundle.site / base).exists():
+        return "no embeddings in this bundle"
+    emb, inputs = bundle.embeddings(corpus), bundle.inputs(corpus)
+    tol = TOLERANCES["embedding_norm_absolute"]
+    for name, matrix, want in (("passages", emb.passages, inputs.doc_text), ("queries", emb.queries, inputs.queries)):
+        ids = emb.index[name]
+        if sorted(ids) != sorted(want) or len(set(ids)) != len(ids):
+            check.fail(f"{base}/index.json: {name} ids differ from the ids in the inputs")
+        norms = np.linalg.norm(matrix.astype(np.float64), axis=1)
+        for row in np.flatnonzero(~(np.abs(norms - 1.0) <= tol)):
+            check.fail(f"{base}/{name}.npy: row {row} (id {ids[row]}): norm {norms[row]!r}, expected 1 +- {tol}")
+    model = bundle.json("evidence/manifest.json").get("model") or {}
+    for key, manifest_key in (("model", "name"), ("weights_sha256", "weights_sha256")):
+        if emb.index.get(key) != model.get(manifest_key):
+            check.fail(f"{base}/index.json: {key} {emb.index.get(key)!r}, manifest says {model.get(manifest_key)!r}")
+    n, d = emb.passages.shape
+    return f"{n} passage and {len(emb.queries)} question vectors, float32, {d} dimensions, unit length"
 
 
-def _compare_scored(
-    check: Check,
-    where: str,
-    hits: list[dict],
-    scores: dict[str, float],
-    depth: int,
-    close: Callable[[float, float], bool],
-) -> int:
-    """Hits against the recomputed ranking (score desc, doc id asc); near-ties may stand in either order.
+def _compare_ranked(check: Check, where: str, hits: list[dict], scores: dict[str, float], depth: int, tol: Any) -> int:
+    """Hits against the ranking by recomputed score (descending, then doc id ascending).
 
-    Returns how many positions differ only by such a tie."""
+    The stored hits must follow that rule exactly on their own stored scores. Against the
+    recomputed scores, two passages whose scores ``tol(a, b)`` calls equal may stand in either
+    order (float rounding can flip them). Returns the number of positions decided that way."""
+    for rank, (a, b) in enumerate(itertools.pairwise(hits), start=1):
+        if (-a["score"], a["doc_id"]) > (-b["score"], b["doc_id"]):
+            check.fail(
+                f"{where}: ranks {rank}, {rank + 1} ({a['doc_id']}, {b['doc_id']}) break the order score, doc id"
+            )
     expected = sorted(scores, key=lambda d: (-scores[d], d))[:depth]
     if len(hits) != len(expected):
         check.fail(f"{where}: {len(hits)} hits, recomputed {len(expected)}")
-    flipped = 0
-    for rank, (hit, want) in enumerate(zip(hits, expected), start=1):
-        doc, got = hit["doc_id"], scores.get(hit["doc_id"])
-        if got is None:
-            check.fail(f"{where}: rank {rank} is doc {doc}, which the recomputation does not rank (recomputed {want})")
-            continue
-        if doc != want:
-            if not close(got, scores[want]):
-                check.fail(f"{where}: rank {rank} is doc {doc}, recomputed {want}")
-                continue
-            flipped += 1
-        if not close(hit["score"], got):
-            check.fail(f"{where}: rank {rank} doc {doc}: score {hit['score']!r}, recomputed {got!r}")
-    return flipped
+    near_ties = 0
+    for rank, (hit, want) in enumerate(zip(hits, expected, strict=False), start=1):
+        doc, score = hit["doc_id"], scores.get(hit["doc_id"])
+        if score is None:
+            check.fail(f"{where}: rank {rank} is doc {doc}, which recomputes to no score; recomputed {want}")
+        elif doc != want and not tol(score, scores[want]):
+            check.fail(f"{where}: rank {rank} is doc {doc}, recomputed {want}")
+        else:
+            near_ties += doc != want
+            if not tol(hit["score"], score):
+                check.fail(f"{where}: rank {rank} doc {doc}: score {hit['score']!r}, recomputed {score!r}")
+    return near_ties
 
 
 def _verify_bm25(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any], rel: str) -> str:
-    params = run["params"]
-    k1, b, stem, stop = params.get("k1"), params.get("b"), params.get("stemmed"), params.get("stop_words", [])
-    if (
-        not all(isinstance(x, (int, float)) for x in (k1, b))
-        or not isinstance(stem, bool)
-        or not isinstance(stop, list)
-    ):
+    p = run["params"]
+    k1, b, stem, stop = p.get("k1"), p.get("b"), p.get("stemmed"), p.get("stop_words", [])
+    if not (_is_number(k1) and _is_number(b) and isinstance(stem, bool) and isinstance(stop, list)):
         raise AuditError(f"{rel}: params need numeric k1 and b, boolean stemmed, a stop_words list")
-    inputs = bundle.inputs(corpus)
-    stop_set = frozenset(stop)
-    index = bm25_index({d: tokens(t, stop_set, stem) for d, t in inputs.doc_text.items()})
+    inputs, stop_set = bundle.inputs(corpus), frozenset(stop)
+    docs = {d: tokens(text, stop_set, stem) for d, text in inputs.doc_text.items()}
+    queries = {q: tokens(inputs.queries[q]["text"], stop_set, stem) for q in run["queries"] if q in inputs.queries}
     rel_tol = TOLERANCES["bm25_score_relative"]
-    flipped = 0
-    for qid, hits in run["queries"].items():
-        if qid in inputs.queries:
-            scores = bm25(index, tokens(inputs.queries[qid]["text"], stop_set, stem), k1, b)
-            flipped += _compare_scored(
-                check,
-                f"{rel}: query {qid}",
-                hits,
-                scores,
-                run["depth"],
-                lambda x, y: abs(x - y) <= rel_tol * max(abs(x), abs(y)),
-            )
-    return f"k1={k1} b={b} stemmed={stem}, {len(stop)} stop words; {flipped} near-tie swaps"
+
+    def close(x: float, y: float) -> bool:
+        return abs(x - y) <= rel_tol * max(abs(x), abs(y))
+
+    swaps = sum(
+        _compare_ranked(check, f"{rel}: query {q}", run["queries"][q], scores, run["depth"], close)
+        for q, scores in bm25_scores(docs, queries, k1, b)
+    )
+    return f"k1={k1} b={b} stemmed={stem} stop words={len(stop)}; {swaps} ranks decided by near-ties"
 
 
 def _verify_dense(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any], rel: str) -> str:
     emb = bundle.embeddings(corpus)
     for key in ("model", "weights_sha256"):
         if run["params"].get(key) != emb.index.get(key):
-            check.fail(
-                f"{rel}: params {key} {run['params'].get(key)!r}, embeddings/index.json says {emb.index.get(key)!r}"
-            )
+            check.fail(f"{rel}: params {key} {run['params'].get(key)!r}, index.json says {emb.index.get(key)!r}")
     rows = {q: i for i, q in enumerate(emb.index["queries"])}
     tol = TOLERANCES["dense_score_absolute"]
-    flipped = 0
+    swaps = 0
     for qid, hits in run["queries"].items():
         if qid not in rows:
             check.fail(f"{rel}: query {qid}: no vector in embeddings/queries.npy")
             continue
-        values = emb.passages @ emb.queries[rows[qid]]  # float32, as the definition says
-        scores = {d: float(v) for d, v in zip(emb.index["passages"], values)}
-        flipped += _compare_scored(
+        values = emb.passages @ emb.queries[rows[qid]]  # float32 dot products, as documented
+        scores = {d: float(v) for d, v in zip(emb.index["passages"], values, strict=True)}
+        swaps += _compare_ranked(
             check, f"{rel}: query {qid}", hits, scores, run["depth"], lambda x, y: abs(x - y) <= tol
         )
-    return f"exact cosine over {emb.passages.shape[0]} stored vectors; {flipped} near-tie swaps"
+    return f"cosine over {len(emb.passages)} stored vectors; {swaps} ranks decided by near-ties"
 
 
 def _verify_rrf(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any], rel: str) -> str:
-    params = run["params"]
-    comps, k, cand, weights = (
-        params.get("components"),
-        params.get("k"),
-        params.get("candidates_per_list"),
-        params.get("weights"),
-    )
-    shapes_ok = isinstance(comps, list) and isinstance(weights, dict) and sorted(weights) == sorted(comps)
-    numbers_ok = isinstance(k, (int, float)) and (cand is None or type(cand) is int)
-    if not shapes_ok or not numbers_ok or not all(isinstance(w, (int, float)) for w in weights.values()):
-        raise AuditError(
-            f"{rel}: params need components, numeric k and weights (one per component), candidates_per_list"
-        )
+    p = run["params"]
+    comps, k, cand, weights = p.get("components"), p.get("k"), p.get("candidates_per_list"), p.get("weights")
+    shapes = isinstance(comps, list) and isinstance(weights, dict) and sorted(weights) == sorted(comps)
+    if (
+        not shapes
+        or not _is_number(k)
+        or not (cand is None or type(cand) is int)
+        or not all(map(_is_number, weights.values()))
+    ):
+        raise AuditError(f"{rel}: params need components, numeric k, a weight per component, candidates_per_list")
     component_runs = {c: bundle.run(corpus, c) for c in comps}
     tol = TOLERANCES["rrf_score_absolute"]
     for qid, hits in run["queries"].items():
-        fused: dict[str, float] = {}
-        ranks: dict[str, dict[str, int | None]] = {}
-        for comp in comps:
-            if weights[comp] == 0:
-                continue
-            listed = component_runs[comp]["queries"].get(qid, [])
-            for rank, hit in enumerate(listed[:cand] if cand else listed, start=1):
-                fused[hit["doc_id"]] = fused.get(hit["doc_id"], 0.0) + weights[comp] / (k + rank)
-                ranks.setdefault(hit["doc_id"], dict.fromkeys(comps))[comp] = rank
-        expected = sorted(fused, key=lambda d: -fused[d])[: run["depth"]]  # stable: first appearance wins ties
+        lists = {c: [h["doc_id"] for h in component_runs[c]["queries"].get(qid, [])] for c in comps}
+        fused, ranks = rrf(lists, k, cand, weights)
+        expected = sorted(fused, key=lambda d: -fused[d])[: run["depth"]]  # stable: first appearance breaks ties
         where = f"{rel}: query {qid}"
         if len(hits) != len(expected):
             check.fail(f"{where}: {len(hits)} hits, recomputed {len(expected)}")
-        for rank, (hit, want) in enumerate(zip(hits, expected), start=1):
+        for rank, (hit, want) in enumerate(zip(hits, expected, strict=False), start=1):
             if hit["doc_id"] != want:
                 check.fail(f"{where}: rank {rank} is doc {hit['doc_id']}, recomputed {want}")
                 continue
             if abs(hit["score"] - fused[want]) > tol:
                 check.fail(f"{where}: rank {rank} doc {want}: score {hit['score']!r}, recomputed {fused[want]!r}")
             if hit.get("components") != ranks[want]:
-                got, exp = json.dumps(hit.get("components"), sort_keys=True), json.dumps(ranks[want], sort_keys=True)
+                got, exp = (json.dumps(x, sort_keys=True) for x in (hit.get("components"), ranks[want]))
                 check.fail(f"{where}: rank {rank} doc {want}: components {got}, recomputed {exp}")
     return f"RRF of {', '.join(comps)}, k={k}, {cand} candidates a list, weights {json.dumps(weights, sort_keys=True)}"
 
 
+# A run's params["method"] names the definition it is checked against.
 METHODS: dict[str, Callable[[Check, Bundle, str, dict[str, Any], str], str]] = {
     "okapi-bm25": _verify_bm25,
     "exact cosine": _verify_dense,
@@ -600,160 +539,240 @@ METHODS: dict[str, Callable[[Check, Bundle, str, dict[str, Any], str], str]] = {
 }
 
 
-def check_runs(bundle: Bundle, corpus: str) -> Iterable[Check]:
-    for ranker in bundle.rankers(corpus):
-
-        def body(check: Check, ranker: str = ranker) -> str:
-            rel = f"evidence/{corpus}/runs/{ranker}.json"
-            run, inputs = bundle.run(corpus, ranker), bundle.inputs(corpus)
-            for key, want in (("schema_version", SCHEMA_VERSION), ("corpus", corpus), ("ranker", ranker)):
-                if run.get(key) != want:
-                    check.fail(f"{rel}: {key} is {run.get(key)!r}, expected {want!r}")
-            depth = run.get("depth")
-            if type(depth) is not int or depth < 1:
-                raise AuditError(f"{rel}: depth {depth!r} is not a positive integer")
-            if sorted(run["queries"]) != sorted(inputs.queries):
-                check.fail(f"{rel}: query ids differ from inputs/queries.jsonl")
-            for qid, hits in run["queries"].items():
-                ids = [h["doc_id"] for h in hits]
-                if [h["rank"] for h in hits] != list(range(1, len(hits) + 1)):
-                    check.fail(
-                        f"{rel}: query {qid}: rank fields are {[h['rank'] for h in hits][:12]}..., not 1..{len(hits)}"
-                    )
-                if len(hits) > depth or len(set(ids)) != len(ids) or not set(ids) <= set(inputs.doc_text):
-                    check.fail(f"{rel}: query {qid}: more than depth {depth} hits, a repeated doc or an unknown doc")
-            method = run["params"].get("method")
-            if method not in METHODS:
-                raise AuditError(f"{rel}: cannot verify ranker {ranker}: unknown method {method!r}")
-            hits_total = sum(len(h) for h in run["queries"].values())
-            return f"{hits_total} hits recomputed ({method}): " + METHODS[method](check, bundle, corpus, run, rel)
-
-        yield _guarded(f"run:{corpus}/{ranker}", body)
+def check_run(check: Check, bundle: Bundle, corpus: str, ranker: str) -> str:
+    rel = f"evidence/{corpus}/runs/{ranker}.json"
+    run, inputs = bundle.run(corpus, ranker), bundle.inputs(corpus)
+    for key, want in (("schema_version", SCHEMA_VERSION), ("corpus", corpus), ("ranker", ranker)):
+        if run.get(key) != want:
+            check.fail(f"{rel}: {key} is {run.get(key)!r}, expected {want!r}")
+    depth = run.get("depth")
+    if type(depth) is not int or depth < 1:
+        raise AuditError(f"{rel}: depth {depth!r} is not a positive integer")
+    if sorted(run["queries"]) != sorted(inputs.queries):
+        check.fail(f"{rel}: its query ids differ from inputs/queries.jsonl's")
+    for qid, hits in run["queries"].items():
+        ids, ranks = [h["doc_id"] for h in hits], [h["rank"] for h in hits]
+        if ranks != list(range(1, len(hits) + 1)):
+            bad = next(i for i, r in enumerate(ranks, start=1) if r != i)
+            check.fail(f"{rel}: query {qid}: rank fields are not 1..{len(hits)}: hit {bad} has rank {ranks[bad - 1]}")
+        if len(hits) > depth or len(set(ids)) != len(ids) or not set(ids) <= set(inputs.doc_text):
+            check.fail(f"{rel}: query {qid}: more than {depth} hits, a repeated doc id or a doc id not in the inputs")
+    method = run["params"].get("method")
+    if method not in METHODS:
+        raise AuditError(f"{rel}: cannot verify ranker {ranker}: unknown method {method!r}")
+    detail = METHODS[method](check, bundle, corpus, run, rel)
+    return f"{sum(map(len, run['queries'].values()))} hits recomputed ({method}): {detail}"
 
 
-def check_trec_files(bundle: Bundle, corpus: str) -> Iterable[Check]:
-    for ranker in bundle.rankers(corpus):
-
-        def body(check: Check, ranker: str = ranker) -> str:
-            rel = f"evidence/{corpus}/runs/{ranker}.trec"
-            run = bundle.run(corpus, ranker)
-            blocks: dict[str, list[list[str]]] = {}
-            last = None
-            for number, line in enumerate(bundle.text(rel).splitlines(), start=1):
-                cols = line.split()
-                if len(cols) != 6 or cols[1] != "Q0" or cols[5] != ranker:
-                    check.fail(f"{rel}: line {number}: expected 'qid Q0 docid rank score {ranker}'")
-                    continue
-                if cols[0] != last and cols[0] in blocks:
-                    check.fail(f"{rel}: line {number}: query {cols[0]}'s lines are not together")
-                last = cols[0]
-                blocks.setdefault(cols[0], []).append(cols)
-            for qid in sorted(set(blocks) - set(run["queries"])):
-                check.fail(f"{rel}: query {qid} is not in {ranker}.json")
-            for qid, hits in run["queries"].items():
-                want, got = [h["doc_id"] for h in hits[:TREC_DEPTH]], blocks.get(qid, [])
-                if [c[2] for c in got] != want:
-                    at = next((i for i, (c, w) in enumerate(zip(got, want)) if c[2] != w), min(len(got), len(want)))
-                    seen = got[at][2] if at < len(got) else "nothing"
-                    check.fail(
-                        f"{rel}: query {qid}: rank {at + 1} is doc {seen}, {ranker}.json has {want[at] if at < len(want) else 'nothing'}"
-                    )
-                    continue
-                for rank, cols in enumerate(got, start=1):
-                    if cols[3] != str(rank) or float(cols[4]) != len(got) + 1 - rank:
-                        check.fail(
-                            f"{rel}: query {qid}: doc {cols[2]}: rank/score columns {cols[3]} {cols[4]}, expected {rank} {len(got) + 1 - rank}"
-                        )
-            return f"{sum(len(b) for b in blocks.values())} lines agree with {ranker}.json (top {TREC_DEPTH})"
-
-        yield _guarded(f"trec:{corpus}/{ranker}", body)
-
-
-def check_metrics(bundle: Bundle, corpus: str) -> Iterable[Check]:
-    for ranker in bundle.rankers(corpus):
-
-        def body(check: Check, ranker: str = ranker) -> str:
-            rel = f"evidence/{corpus}/metrics.json"
-            where = f"{rel}: ranker {ranker}"
-            inputs, run = bundle.inputs(corpus), bundle.run(corpus, ranker)
-            names = bundle.summary(corpus).get("metrics", [])
-            stored = bundle.json(rel).get(ranker)
-            if not isinstance(stored, dict) or not all(
-                isinstance(stored.get(s), dict) for s in ("overall", "by_kind", "per_query")
-            ):
-                raise AuditError(f"{where}: missing, or without overall, by_kind and per_query objects")
-            tol = TOLERANCES["metric_absolute"]
-
-            def compare(label: str, got: Any, want: dict[str, float]) -> None:
-                if not isinstance(got, dict) or sorted(got) != sorted(want):
-                    check.fail(
-                        f"{where}: {label}: metric names {sorted(got) if isinstance(got, dict) else got!r}, expected {sorted(want)}"
-                    )
-                    return
-                for name, value in want.items():
-                    if type(got[name]) not in (int, float) or not abs(got[name] - value) <= tol:
-                        check.fail(f"{where}: {label}: {name} is {got[name]!r}, recomputed {value!r}")
-
-            scored = {q: g for q, g in inputs.qrels.items() if q in inputs.queries and any(v > 0 for v in g.values())}
-            per_query = {}
-            for qid in inputs.queries:  # file order, so messages come in question order
-                if qid in scored:
-                    ranking = [h["doc_id"] for h in run["queries"].get(qid, [])]
-                    per_query[qid] = {n: metric(n, ranking, scored[qid]) for n in names}
-            if sorted(stored["per_query"]) != sorted(per_query):
+def check_trec(check: Check, bundle: Bundle, corpus: str, ranker: str) -> str:
+    rel = f"evidence/{corpus}/runs/{ranker}.trec"
+    run = bundle.run(corpus, ranker)
+    blocks: dict[str, list[list[str]]] = {}
+    last = None
+    for number, line in enumerate(bundle.text(rel).splitlines(), start=1):
+        cols = line.split()
+        if len(cols) != 6 or cols[1] != "Q0" or cols[5] != ranker or not re.fullmatch(r"\d+", cols[4]):
+            check.fail(f"{rel}: line {number}: expected 'qid Q0 docid rank score {ranker}' with an integer score")
+            continue
+        cols[0], cols[2] = unquote(cols[0]), unquote(cols[2])  # ids: "%" and whitespace are percent-encoded
+        if cols[0] != last and cols[0] in blocks:
+            check.fail(f"{rel}: line {number}: query {cols[0]}'s lines are not together")
+        blocks.setdefault(cols[0], []).append(cols)
+        last = cols[0]
+    for qid in sorted(set(blocks) - set(run["queries"])):
+        check.fail(f"{rel}: query {qid} is not in {ranker}.json")
+    for qid, hits in run["queries"].items():
+        want, got = [h["doc_id"] for h in hits[:TREC_DEPTH]], [c[2] for c in blocks.get(qid, [])]
+        if got != want:
+            at = next((i for i, (g, w) in enumerate(zip(got, want, strict=False)) if g != w), min(len(got), len(want)))
+            seen, json_doc = (x[at] if at < len(x) else "nothing" for x in (got, want))
+            check.fail(f"{rel}: query {qid}: rank {at + 1} is doc {seen}, {ranker}.json has {json_doc}")
+            continue
+        for rank, cols in enumerate(blocks.get(qid, []), start=1):
+            score = len(got) + 1 - rank  # n + 1 - rank, n = that query's hit count
+            if cols[3] != str(rank) or int(cols[4]) != score:
                 check.fail(
-                    f"{where}: per_query ids {sorted(stored['per_query'])}, expected the {len(per_query)} questions with a relevant passage"
+                    f"{rel}: query {qid}: doc {cols[2]}: rank, score {cols[3]}, {cols[4]}; expected {rank}, {score}"
                 )
-            for qid, values in per_query.items():
-                if qid in stored["per_query"]:
-                    compare(f"query {qid}", stored["per_query"][qid], values)
-
-            def mean(qids: list[str]) -> dict[str, float]:
-                return {n: math.fsum(per_query[q][n] for q in qids) / len(qids) for n in names}
-
-            groups: dict[str, list[str]] = {}
-            for qid in per_query:
-                groups.setdefault(inputs.queries[qid]["kind"], []).append(qid)
-            if sorted(stored["by_kind"]) != sorted(groups):
-                check.fail(f"{where}: by_kind kinds {sorted(stored['by_kind'])}, expected {sorted(groups)}")
-            for kind, qids in groups.items():
-                if kind in stored["by_kind"]:
-                    compare(f"kind {kind}", stored["by_kind"][kind], mean(qids))
-            if per_query:
-                compare("overall", stored["overall"], mean(list(per_query)))
-            return f"{len(names)} metrics x ({len(per_query)} questions + {len(groups)} kinds + overall) recomputed"
-
-        yield _guarded(f"metrics:{corpus}/{ranker}", body)
+    return f"{sum(map(len, blocks.values()))} lines agree with {ranker}.json (top {TREC_DEPTH})"
 
 
-# One function per check, each yielding named Checks; add a derived-table check by appending here.
-CORPUS_CHECKS: list[Callable[[Bundle, str], Iterable[Check]]] = [
-    check_inputs,
-    check_summary,
-    check_embeddings,
-    check_runs,
-    check_trec_files,
-    check_metrics,
+def check_metrics(check: Check, bundle: Bundle, corpus: str, ranker: str) -> str:
+    rel = f"evidence/{corpus}/metrics.json"
+    where = f"{rel}: ranker {ranker}"
+    inputs, run = bundle.inputs(corpus), bundle.run(corpus, ranker)
+    names = bundle.json(f"evidence/{corpus}/corpus.json").get("metrics")
+    stored = bundle.json(rel).get(ranker)
+    if not isinstance(names, list) or not names:
+        raise AuditError(f"evidence/{corpus}/corpus.json: no 'metrics' list")
+    if not isinstance(stored, dict) or not all(
+        isinstance(stored.get(s), dict) for s in ("overall", "by_kind", "per_query")
+    ):
+        raise AuditError(f"{where}: missing, or without 'overall', 'by_kind' and 'per_query' objects")
+    tol = TOLERANCES["metric_absolute"]
+
+    def compare(label: str, got: Any, want: dict[str, float]) -> None:
+        if not isinstance(got, dict) or sorted(got) != sorted(want):
+            check.fail(
+                f"{where}: {label}: metric names {sorted(got) if isinstance(got, dict) else got}, expected {names}"
+            )
+            return
+        for name, value in want.items():
+            if not _is_number(got[name]) or abs(got[name] - value) > tol:
+                check.fail(f"{where}: {label}: {name} is {got[name]!r}, recomputed {value!r}")
+
+    per_query: dict[str, dict[str, float]] = {}
+    for qid in inputs.queries:  # only questions with a relevant passage are scored
+        grades = inputs.qrels.get(qid, {})
+        if any(g > 0 for g in grades.values()):
+            ranking = [h["doc_id"] for h in run["queries"].get(qid, [])]
+            per_query[qid] = {n: metric(n, ranking, grades) for n in names}
+    if sorted(stored["per_query"]) != sorted(per_query):
+        check.fail(f"{where}: per_query has {sorted(stored['per_query'])}, expected {sorted(per_query)}")
+    for qid, values in per_query.items():
+        if qid in stored["per_query"]:
+            compare(f"query {qid}", stored["per_query"][qid], values)
+
+    def mean(qids: list[str]) -> dict[str, float]:
+        return {n: math.fsum(per_query[q][n] for q in qids) / len(qids) if qids else 0.0 for n in names}
+
+    groups: dict[str, list[str]] = {}
+    for qid in per_query:
+        groups.setdefault(inputs.queries[qid]["kind"], []).append(qid)
+    if sorted(stored["by_kind"]) != sorted(groups):
+        check.fail(f"{where}: by_kind has kinds {sorted(stored['by_kind'])}, expected {sorted(groups)}")
+    for kind, qids in groups.items():
+        if kind in stored["by_kind"]:
+            compare(f"kind {kind}", stored["by_kind"][kind], mean(qids))
+    compare("overall", stored["overall"], mean(list(per_query)))
+    return f"{len(names)} metrics for {len(per_query)} questions, {len(groups)} kinds and overall"
+
+
+def check_report(check: Check, bundle: Bundle, corpus: str) -> str:
+    """report.json: the counts, best values, ranks of the right passage and samples the pages show."""
+    rel = f"evidence/{corpus}/report.json"
+    stored = bundle.json(rel)
+    inputs = bundle.inputs(corpus)
+    rankers = [r for r in bundle.json(f"evidence/{corpus}/corpus.json").get("rankers", []) if isinstance(r, str)]
+    scored = [q for q in inputs.queries if any(g > 0 for g in inputs.qrels.get(q, {}).values())]
+    kinds: dict[str, list[str]] = {}
+    for qid in scored:
+        kinds.setdefault(inputs.queries[qid]["kind"], []).append(qid)
+
+    first: dict[str, dict[str, int | None]] = {}
+    for qid in scored:
+        grades = inputs.qrels[qid]
+        first[qid] = {}
+        for ranker in rankers:
+            hits = bundle.run(corpus, ranker)["queries"].get(qid, [])
+            first[qid][ranker] = next((i for i, h in enumerate(hits, 1) if grades.get(h["doc_id"], 0) > 0), None)
+    names = [n for n in bundle.json(f"evidence/{corpus}/corpus.json").get("metrics", []) if isinstance(n, str)]
+    cutoffs = [int(n.split("@")[1]) for n in names if n.startswith("hit@")]
+
+    def hit_counts(qids: list[str]) -> dict[str, dict[str, int]]:
+        return {
+            r: {f"hit@{k}": sum(1 for q in qids if first[q][r] is not None and first[q][r] <= k) for k in cutoffs}
+            for r in rankers
+        }
+
+    def best(qids: list[str], name: str) -> list[str]:
+        """Rankers with the highest mean, recomputed from the runs (not read from metrics.json)."""
+        values = {}
+        for r in rankers:
+            queries = bundle.run(corpus, r)["queries"]
+            scores = [metric(name, [h["doc_id"] for h in queries.get(q, [])], inputs.qrels[q]) for q in qids]
+            values[r] = math.fsum(scores) / len(scores)
+        top = max(values.values())
+        return [r for r, v in values.items() if top - v <= 1e-12]
+
+    disputes = []
+    for qid in scored:
+        right = [r for r in rankers if first[qid][r] == 1]
+        if 0 < len(right) < len(rankers):
+            wrong = [r for r in rankers if r not in right]
+            disputes.append(
+                {"query_id": qid, "kind": inputs.queries[qid]["kind"], "right_at_1": right, "wrong_at_1": wrong}
+            )
+    disputed = {d["query_id"] for d in disputes}
+    want = {
+        "questions": {"overall": len(scored), "by_kind": {k: len(v) for k, v in kinds.items()}},
+        "hit_counts": {"overall": hit_counts(scored), "by_kind": {k: hit_counts(v) for k, v in kinds.items()}},
+        "best": {
+            "overall": {n: best(scored, n) for n in names},
+            "by_kind": {k: {n: best(qids, n) for n in names} for k, qids in kinds.items()},
+        },
+        "first_relevant_rank": first,
+        "rank1_disagreements": disputes,
+        "wins_losses": {
+            r: {
+                "right_at_1": sum(1 for q in scored if first[q][r] == 1),
+                "only_right_at_1": sum(1 for d in disputes if d["right_at_1"] == [r]),
+                "only_wrong_at_1": sum(1 for d in disputes if d["wrong_at_1"] == [r]),
+            }
+            for r in rankers
+        },
+        "samples": [
+            {"kind": k, "query_id": next((q for q in qids if q in disputed), qids[0])} for k, qids in kinds.items()
+        ],
+    }
+    for key, value in want.items():
+        got = stored.get(key)
+        if got == value:
+            continue
+        if isinstance(got, dict) and isinstance(value, dict) and sorted(got) == sorted(value):
+            for sub in value:
+                if got[sub] != value[sub]:
+                    check.fail(f"{rel}: {key}.{sub}: stored {got[sub]!r}, recomputed {value[sub]!r}")
+        else:
+            check.fail(f"{rel}: {key}: stored {got!r}, recomputed {value!r}")
+    return f"{len(want)} tables recomputed for {len(scored)} questions and {len(rankers)} rankers"
+
+
+# Checks run per corpus, then per (corpus, ranker); a new derived table gets one function and one line here.
+CORPUS_CHECKS: list[tuple[str, Callable[[Check, Bundle, str], str]]] = [
+    ("inputs", check_inputs),
+    ("corpus", check_summary),
+    ("embeddings", check_embeddings),
+    ("report", check_report),
 ]
+RANKER_CHECKS: list[tuple[str, Callable[[Check, Bundle, str, str], str]]] = [
+    ("run", check_run),
+    ("trec", check_trec),
+    ("metrics", check_metrics),
+]
+
+
+def _run_check(name: str, body: Callable[..., str], *args: Any) -> Check:
+    """Run one check; a broken bundle becomes a failed check, never a crash."""
+    check, detail = Check(name), ""
+    try:
+        detail = body(check, *args)
+    except AuditError as exc:
+        check.fail(str(exc))
+    except Exception as exc:  # evidence malformed in a way no check foresaw
+        check.fail(f"{name}: cannot verify: {type(exc).__name__}: {exc}")
+    n = len(check.mismatches)
+    check.detail = f"{n} mismatch{'es' if n > 1 else ''}; first: {check.mismatches[0]}" if n else detail
+    return check
 
 
 def run_audit(site_dir: Path, echo: Callable[[str], None] = print) -> dict[str, Any]:
     """Run every check on a site folder, print one line per check, write ``audit.json``, return the report."""
     site = Path(site_dir)
     bundle = Bundle(site)
-    checks = [check_manifest(bundle)]
+    checks = [_run_check("manifest", check_manifest, bundle)]
     for corpus in bundle.corpora():
-        for make in CORPUS_CHECKS:
-            checks.extend(make(bundle, corpus))
-    failed = 0
+        checks += [_run_check(f"{prefix}:{corpus}", fn, bundle, corpus) for prefix, fn in CORPUS_CHECKS]
+        for prefix, fn in RANKER_CHECKS:
+            checks += [_run_check(f"{prefix}:{corpus}/{r}", fn, bundle, corpus, r) for r in bundle.rankers(corpus)]
+    failed = sum(1 for c in checks if c.mismatches)
     for check in checks:
-        failed += bool(check.mismatches)
         echo(f"{'FAIL' if check.mismatches else 'PASS'} {check.name}: {check.detail}")
         for message in check.mismatches[1:MAX_PRINTED]:
             echo(f"    {message}")
         if len(check.mismatches) > MAX_PRINTED:
             echo(f"    ... and {len(check.mismatches) - MAX_PRINTED} more (see audit.json)")
-    verdict = "fail" if failed or not checks else "pass"
+    verdict = "pass" if checks and not failed else "fail"
     manifest = site / "evidence" / "manifest.json"
     report = {
         "schema_version": SCHEMA_VERSION,
@@ -784,14 +803,14 @@ def run_audit(site_dir: Path, echo: Callable[[str], None] = print) -> dict[str, 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="audit.py",
-        description="Recompute a sitegen report's rankings and metrics from its evidence bundle and compare.",
+        description="Recompute a sitegen report's rankings and metrics from its evidence bundle; exit 0 if all hold.",
     )
     parser.add_argument(
         "site",
         nargs="?",
         type=Path,
         default=Path(__file__).resolve().parent,
-        help="the site folder (holding evidence/); default: the folder holding this script",
+        help="the site folder (the one holding evidence/); default: the folder holding this script",
     )
     args = parser.parse_args(argv)
     if not (args.site / "evidence").is_dir():

@@ -34,6 +34,8 @@ from sitegen.rankers import DEFAULT_RANKERS, RankInputs, Run, make_rankers
 from sitegen.render import render_site
 from sitegen.report import derive_report
 
+AUDIT_SCRIPT = "audit.py"
+
 __all__ = ["BuildOptions", "BuildResult", "build_site", "inputs_date", "select_corpora"]
 
 
@@ -54,6 +56,7 @@ class BuildResult:
     corpora: tuple[str, ...]
     rankers: tuple[str, ...]
     embed_stats: EmbedStats
+    audit_verdict: str
     seconds: dict[str, float] = field(default_factory=dict)
 
 
@@ -112,6 +115,25 @@ def inputs_date(folder: Path) -> str | None:
     return result.stdout.strip() or None if result.returncode == 0 else None
 
 
+def _audit(staging: Path, log: Log) -> dict[str, Any]:
+    """Copy the standalone verifier into the site and run it; a failed audit fails the build."""
+    from sitegen import audit
+
+    shutil.copyfile(audit.__file__, staging / AUDIT_SCRIPT)
+    lines: list[str] = []
+    report = audit.run_audit(staging, echo=lines.append)
+    if report["verdict"] != "pass":
+        failures = [line for line in lines if line.startswith("FAIL")]
+        for line in failures:
+            log(line)
+        raise BuildError(
+            f"the audit of the new build failed ({len(failures)} checks); the previous site was kept. "
+            f"First failure: {failures[0] if failures else lines[-1]}"
+        )
+    log(f"audit: {lines[-1]}")
+    return report
+
+
 def _swap_into_place(staging: Path, out_dir: Path) -> None:
     previous = out_dir.with_name(f".{out_dir.name}.previous")
     if previous.exists():
@@ -152,8 +174,13 @@ def build_site(
         total_stats, model_info = _build_into(staging, corpora, rankers, options, log, progress, model, seconds)
         clock = time.perf_counter()
         write_manifest(staging, [c.name for c in corpora], model_info)
-        render_site(staging)
         seconds["write"] += time.perf_counter() - clock
+        clock = time.perf_counter()
+        audit_report = _audit(staging, log)
+        seconds["audit"] = time.perf_counter() - clock
+        clock = time.perf_counter()
+        render_site(staging)
+        seconds["render"] = time.perf_counter() - clock
         _swap_into_place(staging, out_dir)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -162,6 +189,7 @@ def build_site(
         corpora=tuple(c.name for c in corpora),
         rankers=tuple(r.name for r in rankers),
         embed_stats=total_stats,
+        audit_verdict=audit_report["verdict"],
         seconds=seconds,
     )
 

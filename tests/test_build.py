@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import FakeEmbeddingModel, assert_metrics_match_trec_eval, write_corpus
 
+from sitegen import build as build_module
 from sitegen.build import BuildOptions, build_site
 from sitegen.cli import cli
 from sitegen.errors import SitegenError
@@ -165,7 +166,37 @@ def test_index_page_shows_the_overall_table_and_links_to_its_evidence(built: Pat
     page = (built / "index.html").read_text()
     metrics = json.loads((built / "evidence" / "tiny" / "metrics.json").read_text())
     assert 'href="evidence/tiny/metrics.json"' in page
-    for ranker in DEFAULT_RANKERS:
-        assert f'href="evidence/tiny/runs/{ranker}.json"' in page
+    assert 'href="corpora/tiny/index.html"' in page
     assert f"{metrics['bm25']['overall']['mrr@10']:.3f}" in page
+    corpus_page = (built / "corpora" / "tiny" / "index.html").read_text()
+    for ranker in DEFAULT_RANKERS:
+        assert f'href="../../evidence/tiny/runs/{ranker}.json"' in corpus_page
     assert (built / ".nojekyll").exists()
+
+
+def test_build_whose_audit_fails_exits_non_zero_and_keeps_the_previous_site(
+    tmp_path: Path, tiny_corpus: Path, fake_model: FakeEmbeddingModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "site"
+    _build(tiny_corpus.parent, out, fake_model, tmp_path / "cache")
+    before = _tree(out)
+    real_writer = build_module.write_corpus_evidence
+
+    def writer_with_a_wrong_metric(evidence_dir, corpus, runs, metrics, *args, **kwargs):
+        wrong = json.loads(json.dumps(metrics))
+        wrong["bm25"]["overall"]["mrr@10"] += 0.01  # what a scoring bug would publish
+        real_writer(evidence_dir, corpus, runs, wrong, *args, **kwargs)
+
+    monkeypatch.setattr(build_module, "write_corpus_evidence", writer_with_a_wrong_metric)
+    with pytest.raises(SitegenError, match="audit of the new build failed") as info:
+        _build(tiny_corpus.parent, out, fake_model, tmp_path / "cache")
+    assert "bm25" in str(info.value)
+    assert _tree(out) == before
+
+
+def test_built_site_carries_the_audit_script_and_its_verdict(built: Path) -> None:
+    assert (built / "audit.py").read_bytes() == (Path(build_module.__file__).parent / "audit.py").read_bytes()
+    verdict = json.loads((built / "audit.json").read_text())
+    assert verdict["verdict"] == "pass"
+    assert "Audit: passed" in (built / "index.html").read_text()
+    assert "Verdict: pass" in (built / "reproducibility.html").read_text()

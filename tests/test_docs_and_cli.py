@@ -68,3 +68,26 @@ def test_core_modules_never_import_click() -> None:
         if path.name != "cli.py":
             assert "import click" not in path.read_text(), path
     assert sys.modules.get("sitegen.cli") is not None
+
+
+def test_readme_results_tables_match_the_committed_evidence() -> None:
+    """The README quotes the payments-support tables as built; a rebuild that changes them must update it."""
+    import json
+
+    base = REPO / "site" / "evidence" / "payments-support"
+    metrics = json.loads((base / "metrics.json").read_text())
+    report = json.loads((base / "report.json").read_text())
+    results = (REPO / "README.md").read_text().split("## Results: payments-support", 1)[1]
+    n = report["questions"]["overall"]
+    for ranker, scored in metrics.items():
+        overall, counts = scored["overall"], report["hit_counts"]["overall"][ranker]
+        row = (
+            f"| `{ranker}` | {overall['hit@1']:.3f} ({counts['hit@1']}/{n}) | "
+            f"{overall['hit@5']:.3f} ({counts['hit@5']}/{n}) | {overall['mrr@10']:.3f} |"
+        )
+        assert row in results, row
+        kinds = ("exact-code", "exact-id", "paraphrase", "code-plus-words")
+        cells = " | ".join(
+            " / ".join(f"{scored['by_kind'][k][m]:.3f}" for m in ("hit@1", "hit@5", "mrr@10")) for k in kinds
+        )
+        assert f"| `{ranker}` | {cells} |" in results, ranker

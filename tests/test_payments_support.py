@@ -128,3 +128,15 @@ def test_model_weights_sha256_is_recorded(two_builds) -> None:
 
     manifest = json.loads((two_builds[0] / "evidence" / "manifest.json").read_text())
     assert manifest["model"]["weights_sha256"] == sha256_file(model_folder() / "model.safetensors")
+
+
+def test_a_vector_does_not_depend_on_the_texts_embedded_with_it(tmp_path: Path) -> None:
+    """An incremental rebuild must give the same bytes as a cold one."""
+    from sitegen.embeddings import EmbeddingCache, EmbeddingModel, embed_texts
+
+    corpus = load_corpus(CORPUS)
+    texts = [passage_text(d) for d in corpus.documents[:12]]
+    model = EmbeddingModel()
+    together, _ = embed_texts(texts, model, EmbeddingCache(tmp_path / "a", model.weights_sha256))
+    alone, _ = embed_texts(texts[5:6], model, EmbeddingCache(tmp_path / "b", model.weights_sha256))
+    assert together[5].tobytes() == alone[0].tobytes()

@@ -1,0 +1,823 @@
+"""Independent audit of a sitegen evidence bundle: ``python audit.py [SITE_DIR]``.
+
+This file is copied verbatim into every built site as ``audit.py``. It needs only
+Python 3.10+ and numpy, imports nothing from sitegen and shares no code with it:
+tokenising, BM25, cosine ranking, Reciprocal Rank Fusion and every metric are
+written again here from the documented definitions, then compared with the bundle.
+
+What a pass proves:
+
+- every file under ``evidence/`` is listed in ``evidence/manifest.json`` with the
+  sha256 and size it has on disk; nothing listed is missing, nothing unlisted is there;
+- every BM25 run is what BM25 over the bundle's own copy of the corpus and questions
+  gives with the parameters the run states (doc ids, ranks, hit counts, scores);
+- every dense run is the exact cosine ranking of the stored, unit-length embeddings;
+- every fusion run is RRF of the component runs stored beside it, component ranks included;
+- every metric (per question, per kind, overall) follows from the runs and the qrels
+  copy by trec_eval's definitions; the ``.trec`` files agree with the JSON runs
+  (their ids percent-decoded: ``%`` and whitespace are encoded there);
+  ``corpus.json`` counts agree with the inputs;
+- every derived table the pages show (``report.json``: hit counts, best values, rank of
+  the first relevant passage, rank-1 disagreements, wins and losses, sample questions)
+  follows from the runs, the metrics and the qrels.
+
+What it does not prove: that the relevance labels are right, that the questions are
+fair, that the embeddings are what the named model gives for these texts (that needs
+the model), that the parameters are good ones, or that any quote on a page entails the
+claim beside it. It checks arithmetic and provenance, nothing more.
+
+Tolerances (also written to ``audit.json``):
+
+- BM25 scores: relative 1e-9 (float64; only the order of summation may differ);
+- dense scores: absolute 1e-6 (float32 dot products; BLAS libraries round differently);
+- RRF scores: absolute 1e-12; RRF doc ids, ranks and component ranks: exact;
+- metrics: absolute 1e-9; embedding row norms: 1 +- 1e-5.
+
+BM25 and dense hits must be in order of their stored score, then doc id, exactly, and
+their doc ids and ranks must match the recomputation exactly, except that two passages
+whose recomputed scores are equal within the score tolerance may stand in either order:
+a tie that float rounding can flip is evidence of nothing. Such ranks are counted.
+
+Exit status 0 only when every check passes. Writes ``SITE_DIR/audit.json`` (sorted
+keys, no timestamps, no absolute paths: identical bundles give identical bytes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import itertools
+import json
+import math
+import re
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+import numpy as np
+
+__all__ = ["CORPUS_CHECKS", "RANKER_CHECKS", "TOLERANCES", "main", "run_audit"]
+
+SCHEMA_VERSION = 1
+TREC_DEPTH = 100
+MAX_LISTED = 200  # mismatches kept per check in audit.json
+MAX_PRINTED = 10  # mismatches printed under a FAIL line
+TOLERANCES = {
+    "bm25_score_relative": 1e-9,
+    "dense_score_absolute": 1e-6,
+    "rrf_score_absolute": 1e-12,
+    "metric_absolute": 1e-9,
+    "embedding_norm_absolute": 1e-5,
+}
+_WORD = re.compile(r"[^\W_]+")
+
+
+class AuditError(Exception):
+    """Something a check needs is missing or unreadable; the message names the file."""
+
+
+@dataclass
+class Check:
+    name: str
+    mismatches: list[str] = field(default_factory=list)
+    detail: str = ""
+
+    def fail(self, message: str) -> None:
+        self.mismatches.append(message)
+
+
+def _is_number(x: Any) -> bool:
+    return type(x) in (int, float) and math.isfinite(x)
+
+
+# ---------------------------------------------------------------- reading the bundle
+
+
+@dataclass
+class Inputs:
+    doc_text: dict[str, str]  # doc id -> the text every ranker indexes, in file order
+    queries: dict[str, dict[str, Any]]  # query id -> {"text", "kind", "answerable"}
+    qrels: dict[str, dict[str, int]]
+    judged_pairs: int
+    problems: list[str]
+
+
+@dataclass
+class Embeddings:
+    index: dict[str, Any]
+    passages: np.ndarray
+    queries: np.ndarray
+
+
+class Bundle:
+    """Cached access to one site's files; a load failure is cached and raised to every check needing it."""
+
+    def __init__(self, site: Path) -> None:
+        self.site = site
+        self._memo: dict[tuple[str, str], tuple[Any, AuditError | None]] = {}
+
+    def _cached(self, key: tuple[str, str], load: Callable[[], Any]) -> Any:
+        if key not in self._memo:
+            try:
+                self._memo[key] = (load(), None)
+            except AuditError as exc:
+                self._memo[key] = (None, exc)
+        value, error = self._memo[key]
+        if error is not None:
+            raise error
+        return value
+
+    def text(self, rel: str) -> str:
+        def load() -> str:
+            if not (self.site / rel).is_file():
+                raise AuditError(f"{rel}: file is missing")
+            try:
+                return (self.site / rel).read_text(encoding="utf-8")
+            except UnicodeDecodeError as exc:
+                raise AuditError(f"{rel}: not valid UTF-8 (byte {exc.start})") from None
+
+        return self._cached(("text", rel), load)
+
+    def json(self, rel: str, kind: type = dict) -> Any:
+        def load() -> Any:
+            try:
+                value = json.loads(self.text(rel))
+            except json.JSONDecodeError as exc:
+                raise AuditError(f"{rel}: malformed JSON: {exc.msg} (line {exc.lineno})") from None
+            if not isinstance(value, kind):
+                raise AuditError(f"{rel}: expected a JSON {kind.__name__}")
+            return value
+
+        return self._cached(("json", rel), load)
+
+    def corpora(self) -> list[str]:
+        try:
+            names = self.json("evidence/manifest.json")["corpora"]
+            if isinstance(names, list) and all(isinstance(n, str) and n and "/" not in n for n in names):
+                return names
+        except (AuditError, KeyError):
+            pass
+        evidence = self.site / "evidence"
+        return sorted(p.name for p in evidence.glob("*/corpus.json")) if evidence.is_dir() else []
+
+    def rankers(self, corpus: str) -> list[str]:
+        """Rankers named in corpus.json, then any other run file present."""
+        try:
+            named = [r for r in self.json(f"evidence/{corpus}/corpus.json").get("rankers", []) if isinstance(r, str)]
+        except AuditError:
+            named = []
+        found = sorted(p.stem for p in (self.site / "evidence" / corpus / "runs").glob("*.json"))
+        return list(dict.fromkeys(named + found))
+
+    def run(self, corpus: str, ranker: str) -> dict[str, Any]:
+        rel = f"evidence/{corpus}/runs/{ranker}.json"
+        run = self.json(rel)
+        if not isinstance(run.get("queries"), dict) or not isinstance(run.get("params"), dict):
+            raise AuditError(f"{rel}: expected 'params' and 'queries' objects")
+        for qid, hits in run["queries"].items():
+            for hit in hits if isinstance(hits, list) else [None]:
+                ok = isinstance(hit, dict) and isinstance(hit.get("doc_id"), str) and type(hit.get("rank")) is int
+                if not ok or not _is_number(hit.get("score")):
+                    raise AuditError(f"{rel}: query {qid}: each hit needs a string doc_id, int rank, finite score")
+        return run
+
+    def inputs(self, corpus: str) -> Inputs:
+        return self._cached(("inputs", corpus), lambda: _read_inputs(self, corpus))
+
+    def embeddings(self, corpus: str) -> Embeddings:
+        return self._cached(("embeddings", corpus), lambda: _read_embeddings(self, corpus))
+
+
+def _jsonl(bundle: Bundle, rel: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    for number, line in enumerate(bundle.text(rel).splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise AuditError(f"{rel}: line {number}: malformed JSON: {exc.msg}") from None
+        if not isinstance(obj, dict) or not isinstance(obj.get("_id"), str) or not isinstance(obj.get("text"), str):
+            raise AuditError(f"{rel}: line {number}: expected an object with string _id and text")
+        yield number, obj
+
+
+def _read_inputs(bundle: Bundle, corpus: str) -> Inputs:
+    base = f"evidence/{corpus}/inputs"
+    problems: list[str] = []
+    doc_text: dict[str, str] = {}
+    for number, obj in _jsonl(bundle, f"{base}/corpus.jsonl"):
+        title = obj.get("title") or ""
+        if not isinstance(title, str):
+            raise AuditError(f"{base}/corpus.jsonl: line {number}: title must be a string")
+        if obj["_id"] in doc_text:
+            problems.append(f"{base}/corpus.jsonl: line {number}: duplicate doc id {obj['_id']}")
+        doc_text[obj["_id"]] = f"{title}\n{obj['text']}" if title else obj["text"]
+    queries: dict[str, dict[str, Any]] = {}
+    for number, obj in _jsonl(bundle, f"{base}/queries.jsonl"):
+        kind, answerable = obj.get("kind", "unlabelled"), obj.get("answerable", True)
+        if not isinstance(kind, str) or not isinstance(answerable, bool):
+            raise AuditError(f"{base}/queries.jsonl: line {number}: kind must be a string, answerable a boolean")
+        if obj["_id"] in queries:
+            problems.append(f"{base}/queries.jsonl: line {number}: duplicate query id {obj['_id']}")
+        queries[obj["_id"]] = {"text": obj["text"], "kind": kind, "answerable": answerable}
+    rel = f"{base}/qrels/test.tsv"
+    rows = [(n, line) for n, line in enumerate(bundle.text(rel).splitlines(), start=1) if line.strip()]
+    if not rows or [c.strip() for c in rows[0][1].split("\t")] != ["query-id", "corpus-id", "score"]:
+        raise AuditError(f"{rel}: line 1: expected the header query-id<TAB>corpus-id<TAB>score")
+    qrels: dict[str, dict[str, int]] = {}
+    for number, line in rows[1:]:
+        columns = [c.strip() for c in line.split("\t")]
+        if len(columns) != 3 or not re.fullmatch(r"[+-]?\d+", columns[2]):
+            raise AuditError(f"{rel}: line {number}: expected query-id<TAB>corpus-id<TAB>integer grade")
+        qid, did, grade = columns[0], columns[1], int(columns[2])
+        if qid not in queries or did not in doc_text:
+            problems.append(f"{rel}: line {number}: query {qid} or doc {did} is not in the inputs")
+        if grade < 0 or did in qrels.get(qid, {}):
+            problems.append(f"{rel}: line {number}: query {qid} doc {did}: negative grade or judged twice")
+        qrels.setdefault(qid, {})[did] = grade
+    for qid, query in queries.items():
+        if query["answerable"] != any(g > 0 for g in qrels.get(qid, {}).values()):
+            problems.append(f"{base}/queries.jsonl: query {qid}: answerable={query['answerable']} disagrees with qrels")
+    return Inputs(doc_text, queries, qrels, len(rows) - 1, problems)
+
+
+def _read_embeddings(bundle: Bundle, corpus: str) -> Embeddings:
+    base = f"evidence/{corpus}/embeddings"
+    index = bundle.json(f"{base}/index.json")
+    if not all(isinstance(index.get(k), list) for k in ("passages", "queries")):
+        raise AuditError(f"{base}/index.json: expected 'passages' and 'queries' id lists")
+    arrays = []
+    for name in ("passages", "queries"):
+        try:
+            matrix = np.load(bundle.site / base / f"{name}.npy", allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise AuditError(f"{base}/{name}.npy: cannot load: {exc}") from None
+        want = (len(index[name]), index.get("dimensions"))
+        if matrix.dtype != np.float32 or matrix.shape != want:
+            raise AuditError(f"{base}/{name}.npy: {matrix.dtype} {matrix.shape}, index.json says float32 {want}")
+        arrays.append(matrix)
+    return Embeddings(index, arrays[0], arrays[1])
+
+
+# ---------------------------------------------------------------- the definitions, written again
+
+
+def tokens(text: str, stop_words: frozenset[str] = frozenset(), stem: bool = False) -> list[str]:
+    """Lowercased maximal runs of letters/digits, minus ``stop_words``, plurals stripped if ``stem``."""
+    return [_singular(t) if stem else t for t in _WORD.findall(text.lower()) if t not in stop_words]
+
+
+def _singular(token: str) -> str:
+    if len(token) <= 3 or not token.isalpha():
+        return token
+    if token.endswith("ies") and len(token) > 4:
+        return token[:-3] + "y"
+    if token.endswith(("sses", "xes", "zes", "ches", "shes")):
+        return token[:-2]
+    if token.endswith(("ss", "us", "is")) or not token.endswith("s"):
+        return token
+    return token[:-1]
+
+
+def bm25_scores(docs: dict[str, list[str]], queries: dict[str, list[str]], k1: float, b: float) -> Iterator:
+    """Yield (query id, {doc id: score}) for Okapi BM25, idf = ln(1 + (N - df + 0.5)/(df + 0.5)),
+    query terms deduplicated; only positive scores are kept."""
+    postings: dict[str, dict[str, int]] = {}
+    for doc, toks in docs.items():
+        for t in toks:
+            postings.setdefault(t, {})[doc] = postings.get(t, {}).get(doc, 0) + 1
+    n = len(docs)
+    avgdl = (sum(len(t) for t in docs.values()) / n) or 1.0
+    for qid, query in queries.items():
+        scores: dict[str, float] = {}
+        for term in sorted(set(query)):
+            having = postings.get(term, {})
+            idf = math.log(1.0 + (n - len(having) + 0.5) / (len(having) + 0.5))
+            for d, tf in having.items():
+                norm = k1 * (1.0 - b + b * len(docs[d]) / avgdl)
+                scores[d] = scores.get(d, 0.0) + idf * tf * (k1 + 1.0) / (tf + norm)
+        yield qid, {d: s for d, s in scores.items() if s > 0}
+
+
+def rrf(lists: dict[str, list[str]], k: float, candidates: int | None, weights: dict[str, float]) -> tuple:
+    """Fused scores and component ranks, in order of first appearance (lists read in the given order)."""
+    fused: dict[str, float] = {}
+    ranks: dict[str, dict[str, int | None]] = {}
+    for name, ids in lists.items():
+        if weights[name] == 0:
+            continue
+        for rank, doc in enumerate(ids[:candidates] if candidates else ids, start=1):
+            fused[doc] = fused.get(doc, 0.0) + weights[name] / (k + rank)
+            ranks.setdefault(doc, dict.fromkeys(lists))[name] = rank
+    return fused, ranks
+
+
+def metric(name: str, ranking: list[str], grades: dict[str, int]) -> float:
+    """hit/recall/precision/mrr/ndcg@k with trec_eval's definitions; relevant means grade > 0."""
+    family, _, cut = name.partition("@")
+    if not cut.isdigit() or int(cut) < 1 or family not in ("hit", "recall", "precision", "mrr", "ndcg"):
+        raise AuditError(f"cannot verify metric {name!r}: unknown name")
+    k = int(cut)
+    relevant = {d for d, g in grades.items() if g > 0}
+    top = ranking[:k]
+    found = [r for r, d in enumerate(top, start=1) if d in relevant]
+    if family == "hit":
+        return 1.0 if found else 0.0
+    if family == "recall":
+        return len(found) / len(relevant)
+    if family == "precision":
+        return len(found) / k
+    if family == "mrr":
+        return 1.0 / found[0] if found else 0.0
+    dcg = sum(grades[top[r - 1]] / math.log2(r + 1) for r in found)
+    ideal = sorted((g for g in grades.values() if g > 0), reverse=True)[:k]
+    return dcg / sum(g / math.log2(r + 1) for r, g in enumerate(ideal, start=1))
+
+
+# ---------------------------------------------------------------- checks: one function each
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def check_manifest(check: Check, bundle: Bundle) -> str:
+    rel = "evidence/manifest.json"
+    manifest = bundle.json(rel)
+    listed = manifest.get("files")
+    if not isinstance(listed, dict):
+        raise AuditError(f"{rel}: expected a 'files' object")
+    if manifest.get("schema_version") != SCHEMA_VERSION:
+        check.fail(f"{rel}: schema_version {manifest.get('schema_version')!r}, this audit reads {SCHEMA_VERSION}")
+    for path, entry in listed.items():
+        parts = path.split("/")
+        if parts[0] != "evidence" or ".." in parts or path == rel or not isinstance(entry, dict):
+            check.fail(f"{rel}: entry {path!r} is not a file under evidence/ with sha256 and bytes")
+        elif not (bundle.site / path).is_file():
+            check.fail(f"{path}: listed in {rel} but missing")
+        elif (size := (bundle.site / path).stat().st_size) != entry.get("bytes"):
+            check.fail(f"{path}: {size} bytes, {rel} says {entry.get('bytes')}")
+        elif (digest := _sha256(bundle.site / path)) != entry.get("sha256"):
+            check.fail(f"{path}: sha256 {digest}, {rel} says {entry.get('sha256')}")
+    for path in sorted(p.relative_to(bundle.site).as_posix() for p in bundle.site.glob("evidence/**/*") if p.is_file()):
+        if path != rel and path not in listed:
+            check.fail(f"{path}: file under evidence/ is not listed in {rel}")
+    for corpus in sorted({p.parent.name for p in bundle.site.glob("evidence/*/corpus.json")} - set(bundle.corpora())):
+        check.fail(f"evidence/{corpus}/: a corpus folder that {rel}'s corpora list leaves out")
+    return f"{len(listed)} files match their sha256 and size; no file is missing or unlisted"
+
+
+def check_inputs(check: Check, bundle: Bundle, corpus: str) -> str:
+    inputs = bundle.inputs(corpus)
+    for problem in inputs.problems:
+        check.fail(problem)
+    return f"{len(inputs.doc_text)} passages, {len(inputs.queries)} questions, {inputs.judged_pairs} judged pairs"
+
+
+def check_summary(check: Check, bundle: Bundle, corpus: str) -> str:
+    rel = f"evidence/{corpus}/corpus.json"
+    summary, inputs = bundle.json(rel), bundle.inputs(corpus)
+    metrics = bundle.json(f"evidence/{corpus}/metrics.json")
+    qs = list(inputs.queries.values())
+    kinds = list(dict.fromkeys(q["kind"] for q in qs))
+    expected = {
+        "name": corpus,
+        "documents": len(inputs.doc_text),
+        "queries": len(qs),
+        "answerable_queries": sum(1 for q in qs if q["answerable"]),
+        "judged_pairs": inputs.judged_pairs,
+        "kinds": {k: sum(1 for q in qs if q["kind"] == k and q["answerable"]) for k in kinds},
+        "kind_order": kinds,
+        "embeddings": (bundle.site / "evidence" / corpus / "embeddings").is_dir(),
+    }
+    for key, want in expected.items():
+        if summary.get(key) != want:
+            check.fail(f"{rel}: {key} is {summary.get(key)!r}, the inputs give {want!r}")
+    run_files = sorted(p.stem for p in (bundle.site / "evidence" / corpus / "runs").glob("*.json"))
+    for what, names in (("runs/*.json files", run_files), ("metrics.json rankers", sorted(metrics))):
+        if sorted(summary.get("rankers", [])) != names:
+            check.fail(f"{rel}: rankers {summary.get('rankers')!r} differ from the {what} {names!r}")
+    for name in summary.get("inputs", []):
+        if not (bundle.site / "evidence" / corpus / name).is_file():
+            check.fail(f"{rel}: input {name} is listed but missing")
+    return f"counts, kinds, rankers and inputs agree ({len(run_files)} runs)"
+
+
+def check_embeddings(check: Check, bundle: Bundle, corpus: str) -> str:
+    base = f"evidence/{corpus}/embeddings"
+    if not (bundle.site / base).exists():
+        return "no embeddings in this bundle"
+    emb, inputs = bundle.embeddings(corpus), bundle.inputs(corpus)
+    tol = TOLERANCES["embedding_norm_absolute"]
+    for name, matrix, want in (("passages", emb.passages, inputs.doc_text), ("queries", emb.queries, inputs.queries)):
+        ids = emb.index[name]
+        if sorted(ids) != sorted(want) or len(set(ids)) != len(ids):
+            check.fail(f"{base}/index.json: {name} ids differ from the ids in the inputs")
+        norms = np.linalg.norm(matrix.astype(np.float64), axis=1)
+        for row in np.flatnonzero(~(np.abs(norms - 1.0) <= tol)):
+            check.fail(f"{base}/{name}.npy: row {row} (id {ids[row]}): norm {norms[row]!r}, expected 1 +- {tol}")
+    model = bundle.json("evidence/manifest.json").get("model") or {}
+    for key, manifest_key in (("model", "name"), ("weights_sha256", "weights_sha256")):
+        if emb.index.get(key) != model.get(manifest_key):
+            check.fail(f"{base}/index.json: {key} {emb.index.get(key)!r}, manifest says {model.get(manifest_key)!r}")
+    n, d = emb.passages.shape
+    return f"{n} passage and {len(emb.queries)} question vectors, float32, {d} dimensions, unit length"
+
+
+def _compare_ranked(check: Check, where: str, hits: list[dict], scores: dict[str, float], depth: int, tol: Any) -> int:
+    """Hits against the ranking by recomputed score (descending, then doc id ascending).
+
+    The stored hits must follow that rule exactly on their own stored scores. Against the
+    recomputed scores, two passages whose scores ``tol(a, b)`` calls equal may stand in either
+    order (float rounding can flip them). Returns the number of positions decided that way."""
+    for rank, (a, b) in enumerate(itertools.pairwise(hits), start=1):
+        if (-a["score"], a["doc_id"]) > (-b["score"], b["doc_id"]):
+            check.fail(
+                f"{where}: ranks {rank}, {rank + 1} ({a['doc_id']}, {b['doc_id']}) break the order score, doc id"
+            )
+    expected = sorted(scores, key=lambda d: (-scores[d], d))[:depth]
+    if len(hits) != len(expected):
+        check.fail(f"{where}: {len(hits)} hits, recomputed {len(expected)}")
+    near_ties = 0
+    for rank, (hit, want) in enumerate(zip(hits, expected, strict=False), start=1):
+        doc, score = hit["doc_id"], scores.get(hit["doc_id"])
+        if score is None:
+            check.fail(f"{where}: rank {rank} is doc {doc}, which recomputes to no score; recomputed {want}")
+        elif doc != want and not tol(score, scores[want]):
+            check.fail(f"{where}: rank {rank} is doc {doc}, recomputed {want}")
+        else:
+            near_ties += doc != want
+            if not tol(hit["score"], score):
+                check.fail(f"{where}: rank {rank} doc {doc}: score {hit['score']!r}, recomputed {score!r}")
+    return near_ties
+
+
+def _verify_bm25(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any], rel: str) -> str:
+    p = run["params"]
+    k1, b, stem, stop = p.get("k1"), p.get("b"), p.get("stemmed"), p.get("stop_words", [])
+    if not (_is_number(k1) and _is_number(b) and isinstance(stem, bool) and isinstance(stop, list)):
+        raise AuditError(f"{rel}: params need numeric k1 and b, boolean stemmed, a stop_words list")
+    inputs, stop_set = bundle.inputs(corpus), frozenset(stop)
+    docs = {d: tokens(text, stop_set, stem) for d, text in inputs.doc_text.items()}
+    queries = {q: tokens(inputs.queries[q]["text"], stop_set, stem) for q in run["queries"] if q in inputs.queries}
+    rel_tol = TOLERANCES["bm25_score_relative"]
+
+    def close(x: float, y: float) -> bool:
+        return abs(x - y) <= rel_tol * max(abs(x), abs(y))
+
+    swaps = sum(
+        _compare_ranked(check, f"{rel}: query {q}", run["queries"][q], scores, run["depth"], close)
+        for q, scores in bm25_scores(docs, queries, k1, b)
+    )
+    return f"k1={k1} b={b} stemmed={stem} stop words={len(stop)}; {swaps} ranks decided by near-ties"
+
+
+def _verify_dense(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any], rel: str) -> str:
+    emb = bundle.embeddings(corpus)
+    for key in ("model", "weights_sha256"):
+        if run["params"].get(key) != emb.index.get(key):
+            check.fail(f"{rel}: params {key} {run['params'].get(key)!r}, index.json says {emb.index.get(key)!r}")
+    rows = {q: i for i, q in enumerate(emb.index["queries"])}
+    tol = TOLERANCES["dense_score_absolute"]
+    swaps = 0
+    for qid, hits in run["queries"].items():
+        if qid not in rows:
+            check.fail(f"{rel}: query {qid}: no vector in embeddings/queries.npy")
+            continue
+        values = emb.passages @ emb.queries[rows[qid]]  # float32 dot products, as documented
+        scores = {d: float(v) for d, v in zip(emb.index["passages"], values, strict=True)}
+        swaps += _compare_ranked(
+            check, f"{rel}: query {qid}", hits, scores, run["depth"], lambda x, y: abs(x - y) <= tol
+        )
+    return f"cosine over {len(emb.passages)} stored vectors; {swaps} ranks decided by near-ties"
+
+
+def _verify_rrf(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any], rel: str) -> str:
+    p = run["params"]
+    comps, k, cand, weights = p.get("components"), p.get("k"), p.get("candidates_per_list"), p.get("weights")
+    shapes = isinstance(comps, list) and isinstance(weights, dict) and sorted(weights) == sorted(comps)
+    if (
+        not shapes
+        or not _is_number(k)
+        or not (cand is None or type(cand) is int)
+        or not all(map(_is_number, weights.values()))
+    ):
+        raise AuditError(f"{rel}: params need components, numeric k, a weight per component, candidates_per_list")
+    component_runs = {c: bundle.run(corpus, c) for c in comps}
+    tol = TOLERANCES["rrf_score_absolute"]
+    for qid, hits in run["queries"].items():
+        lists = {c: [h["doc_id"] for h in component_runs[c]["queries"].get(qid, [])] for c in comps}
+        fused, ranks = rrf(lists, k, cand, weights)
+        expected = sorted(fused, key=lambda d: -fused[d])[: run["depth"]]  # stable: first appearance breaks ties
+        where = f"{rel}: query {qid}"
+        if len(hits) != len(expected):
+            check.fail(f"{where}: {len(hits)} hits, recomputed {len(expected)}")
+        for rank, (hit, want) in enumerate(zip(hits, expected, strict=False), start=1):
+            if hit["doc_id"] != want:
+                check.fail(f"{where}: rank {rank} is doc {hit['doc_id']}, recomputed {want}")
+                continue
+            if abs(hit["score"] - fused[want]) > tol:
+                check.fail(f"{where}: rank {rank} doc {want}: score {hit['score']!r}, recomputed {fused[want]!r}")
+            if hit.get("components") != ranks[want]:
+                got, exp = (json.dumps(x, sort_keys=True) for x in (hit.get("components"), ranks[want]))
+                check.fail(f"{where}: rank {rank} doc {want}: components {got}, recomputed {exp}")
+    return f"RRF of {', '.join(comps)}, k={k}, {cand} candidates a list, weights {json.dumps(weights, sort_keys=True)}"
+
+
+# A run's params["method"] names the definition it is checked against.
+METHODS: dict[str, Callable[[Check, Bundle, str, dict[str, Any], str], str]] = {
+    "okapi-bm25": _verify_bm25,
+    "exact cosine": _verify_dense,
+    "reciprocal rank fusion": _verify_rrf,
+}
+
+
+def check_run(check: Check, bundle: Bundle, corpus: str, ranker: str) -> str:
+    rel = f"evidence/{corpus}/runs/{ranker}.json"
+    run, inputs = bundle.run(corpus, ranker), bundle.inputs(corpus)
+    for key, want in (("schema_version", SCHEMA_VERSION), ("corpus", corpus), ("ranker", ranker)):
+        if run.get(key) != want:
+            check.fail(f"{rel}: {key} is {run.get(key)!r}, expected {want!r}")
+    depth = run.get("depth")
+    if type(depth) is not int or depth < 1:
+        raise AuditError(f"{rel}: depth {depth!r} is not a positive integer")
+    if sorted(run["queries"]) != sorted(inputs.queries):
+        check.fail(f"{rel}: its query ids differ from inputs/queries.jsonl's")
+    for qid, hits in run["queries"].items():
+        ids, ranks = [h["doc_id"] for h in hits], [h["rank"] for h in hits]
+        if ranks != list(range(1, len(hits) + 1)):
+            bad = next(i for i, r in enumerate(ranks, start=1) if r != i)
+            check.fail(f"{rel}: query {qid}: rank fields are not 1..{len(hits)}: hit {bad} has rank {ranks[bad - 1]}")
+        if len(hits) > depth or len(set(ids)) != len(ids) or not set(ids) <= set(inputs.doc_text):
+            check.fail(f"{rel}: query {qid}: more than {depth} hits, a repeated doc id or a doc id not in the inputs")
+    method = run["params"].get("method")
+    if method not in METHODS:
+        raise AuditError(f"{rel}: cannot verify ranker {ranker}: unknown method {method!r}")
+    detail = METHODS[method](check, bundle, corpus, run, rel)
+    return f"{sum(map(len, run['queries'].values()))} hits recomputed ({method}): {detail}"
+
+
+def check_trec(check: Check, bundle: Bundle, corpus: str, ranker: str) -> str:
+    rel = f"evidence/{corpus}/runs/{ranker}.trec"
+    run = bundle.run(corpus, ranker)
+    blocks: dict[str, list[list[str]]] = {}
+    last = None
+    for number, line in enumerate(bundle.text(rel).splitlines(), start=1):
+        cols = line.split()
+        if len(cols) != 6 or cols[1] != "Q0" or cols[5] != ranker or not re.fullmatch(r"\d+", cols[4]):
+            check.fail(f"{rel}: line {number}: expected 'qid Q0 docid rank score {ranker}' with an integer score")
+            continue
+        cols[0], cols[2] = unquote(cols[0]), unquote(cols[2])  # ids: "%" and whitespace are percent-encoded
+        if cols[0] != last and cols[0] in blocks:
+            check.fail(f"{rel}: line {number}: query {cols[0]}'s lines are not together")
+        blocks.setdefault(cols[0], []).append(cols)
+        last = cols[0]
+    for qid in sorted(set(blocks) - set(run["queries"])):
+        check.fail(f"{rel}: query {qid} is not in {ranker}.json")
+    for qid, hits in run["queries"].items():
+        want, got = [h["doc_id"] for h in hits[:TREC_DEPTH]], [c[2] for c in blocks.get(qid, [])]
+        if got != want:
+            at = next((i for i, (g, w) in enumerate(zip(got, want, strict=False)) if g != w), min(len(got), len(want)))
+            seen, json_doc = (x[at] if at < len(x) else "nothing" for x in (got, want))
+            check.fail(f"{rel}: query {qid}: rank {at + 1} is doc {seen}, {ranker}.json has {json_doc}")
+            continue
+        for rank, cols in enumerate(blocks.get(qid, []), start=1):
+            score = len(got) + 1 - rank  # n + 1 - rank, n = that query's hit count
+            if cols[3] != str(rank) or int(cols[4]) != score:
+                check.fail(
+                    f"{rel}: query {qid}: doc {cols[2]}: rank, score {cols[3]}, {cols[4]}; expected {rank}, {score}"
+                )
+    return f"{sum(map(len, blocks.values()))} lines agree with {ranker}.json (top {TREC_DEPTH})"
+
+
+def check_metrics(check: Check, bundle: Bundle, corpus: str, ranker: str) -> str:
+    rel = f"evidence/{corpus}/metrics.json"
+    where = f"{rel}: ranker {ranker}"
+    inputs, run = bundle.inputs(corpus), bundle.run(corpus, ranker)
+    names = bundle.json(f"evidence/{corpus}/corpus.json").get("metrics")
+    stored = bundle.json(rel).get(ranker)
+    if not isinstance(names, list) or not names:
+        raise AuditError(f"evidence/{corpus}/corpus.json: no 'metrics' list")
+    if not isinstance(stored, dict) or not all(
+        isinstance(stored.get(s), dict) for s in ("overall", "by_kind", "per_query")
+    ):
+        raise AuditError(f"{where}: missing, or without 'overall', 'by_kind' and 'per_query' objects")
+    tol = TOLERANCES["metric_absolute"]
+
+    def compare(label: str, got: Any, want: dict[str, float]) -> None:
+        if not isinstance(got, dict) or sorted(got) != sorted(want):
+            check.fail(
+                f"{where}: {label}: metric names {sorted(got) if isinstance(got, dict) else got}, expected {names}"
+            )
+            return
+        for name, value in want.items():
+            if not _is_number(got[name]) or abs(got[name] - value) > tol:
+                check.fail(f"{where}: {label}: {name} is {got[name]!r}, recomputed {value!r}")
+
+    per_query: dict[str, dict[str, float]] = {}
+    for qid in inputs.queries:  # only questions with a relevant passage are scored
+        grades = inputs.qrels.get(qid, {})
+        if any(g > 0 for g in grades.values()):
+            ranking = [h["doc_id"] for h in run["queries"].get(qid, [])]
+            per_query[qid] = {n: metric(n, ranking, grades) for n in names}
+    if sorted(stored["per_query"]) != sorted(per_query):
+        check.fail(f"{where}: per_query has {sorted(stored['per_query'])}, expected {sorted(per_query)}")
+    for qid, values in per_query.items():
+        if qid in stored["per_query"]:
+            compare(f"query {qid}", stored["per_query"][qid], values)
+
+    def mean(qids: list[str]) -> dict[str, float]:
+        return {n: math.fsum(per_query[q][n] for q in qids) / len(qids) if qids else 0.0 for n in names}
+
+    groups: dict[str, list[str]] = {}
+    for qid in per_query:
+        groups.setdefault(inputs.queries[qid]["kind"], []).append(qid)
+    if sorted(stored["by_kind"]) != sorted(groups):
+        check.fail(f"{where}: by_kind has kinds {sorted(stored['by_kind'])}, expected {sorted(groups)}")
+    for kind, qids in groups.items():
+        if kind in stored["by_kind"]:
+            compare(f"kind {kind}", stored["by_kind"][kind], mean(qids))
+    compare("overall", stored["overall"], mean(list(per_query)))
+    return f"{len(names)} metrics for {len(per_query)} questions, {len(groups)} kinds and overall"
+
+
+def check_report(check: Check, bundle: Bundle, corpus: str) -> str:
+    """report.json: the counts, best values, ranks of the right passage and samples the pages show."""
+    rel = f"evidence/{corpus}/report.json"
+    stored = bundle.json(rel)
+    inputs = bundle.inputs(corpus)
+    rankers = [r for r in bundle.json(f"evidence/{corpus}/corpus.json").get("rankers", []) if isinstance(r, str)]
+    scored = [q for q in inputs.queries if any(g > 0 for g in inputs.qrels.get(q, {}).values())]
+    kinds: dict[str, list[str]] = {}
+    for qid in scored:
+        kinds.setdefault(inputs.queries[qid]["kind"], []).append(qid)
+
+    first: dict[str, dict[str, int | None]] = {}
+    for qid in scored:
+        grades = inputs.qrels[qid]
+        first[qid] = {}
+        for ranker in rankers:
+            hits = bundle.run(corpus, ranker)["queries"].get(qid, [])
+            first[qid][ranker] = next((i for i, h in enumerate(hits, 1) if grades.get(h["doc_id"], 0) > 0), None)
+    names = [n for n in bundle.json(f"evidence/{corpus}/corpus.json").get("metrics", []) if isinstance(n, str)]
+    cutoffs = [int(n.split("@")[1]) for n in names if n.startswith("hit@")]
+
+    def hit_counts(qids: list[str]) -> dict[str, dict[str, int]]:
+        return {
+            r: {f"hit@{k}": sum(1 for q in qids if first[q][r] is not None and first[q][r] <= k) for k in cutoffs}
+            for r in rankers
+        }
+
+    def best(qids: list[str], name: str) -> list[str]:
+        """Rankers with the highest mean, recomputed from the runs (not read from metrics.json)."""
+        values = {}
+        for r in rankers:
+            queries = bundle.run(corpus, r)["queries"]
+            scores = [metric(name, [h["doc_id"] for h in queries.get(q, [])], inputs.qrels[q]) for q in qids]
+            values[r] = math.fsum(scores) / len(scores)
+        top = max(values.values())
+        return [r for r, v in values.items() if top - v <= 1e-12]
+
+    disputes = []
+    for qid in scored:
+        right = [r for r in rankers if first[qid][r] == 1]
+        if 0 < len(right) < len(rankers):
+            wrong = [r for r in rankers if r not in right]
+            disputes.append(
+                {"query_id": qid, "kind": inputs.queries[qid]["kind"], "right_at_1": right, "wrong_at_1": wrong}
+            )
+    disputed = {d["query_id"] for d in disputes}
+    want = {
+        "questions": {"overall": len(scored), "by_kind": {k: len(v) for k, v in kinds.items()}},
+        "hit_counts": {"overall": hit_counts(scored), "by_kind": {k: hit_counts(v) for k, v in kinds.items()}},
+        "best": {
+            "overall": {n: best(scored, n) for n in names},
+            "by_kind": {k: {n: best(qids, n) for n in names} for k, qids in kinds.items()},
+        },
+        "first_relevant_rank": first,
+        "rank1_disagreements": disputes,
+        "wins_losses": {
+            r: {
+                "right_at_1": sum(1 for q in scored if first[q][r] == 1),
+                "only_right_at_1": sum(1 for d in disputes if d["right_at_1"] == [r]),
+                "only_wrong_at_1": sum(1 for d in disputes if d["wrong_at_1"] == [r]),
+            }
+            for r in rankers
+        },
+        "samples": [
+            {"kind": k, "query_id": next((q for q in qids if q in disputed), qids[0])} for k, qids in kinds.items()
+        ],
+    }
+    for key, value in want.items():
+        got = stored.get(key)
+        if got == value:
+            continue
+        if isinstance(got, dict) and isinstance(value, dict) and sorted(got) == sorted(value):
+            for sub in value:
+                if got[sub] != value[sub]:
+                    check.fail(f"{rel}: {key}.{sub}: stored {got[sub]!r}, recomputed {value[sub]!r}")
+        else:
+            check.fail(f"{rel}: {key}: stored {got!r}, recomputed {value!r}")
+    return f"{len(want)} tables recomputed for {len(scored)} questions and {len(rankers)} rankers"
+
+
+# Checks run per corpus, then per (corpus, ranker); a new derived table gets one function and one line here.
+CORPUS_CHECKS: list[tuple[str, Callable[[Check, Bundle, str], str]]] = [
+    ("inputs", check_inputs),
+    ("corpus", check_summary),
+    ("embeddings", check_embeddings),
+    ("report", check_report),
+]
+RANKER_CHECKS: list[tuple[str, Callable[[Check, Bundle, str, str], str]]] = [
+    ("run", check_run),
+    ("trec", check_trec),
+    ("metrics", check_metrics),
+]
+
+
+def _run_check(name: str, body: Callable[..., str], *args: Any) -> Check:
+    """Run one check; a broken bundle becomes a failed check, never a crash."""
+    check, detail = Check(name), ""
+    try:
+        detail = body(check, *args)
+    except AuditError as exc:
+        check.fail(str(exc))
+    except Exception as exc:  # evidence malformed in a way no check foresaw
+        check.fail(f"{name}: cannot verify: {type(exc).__name__}: {exc}")
+    n = len(check.mismatches)
+    check.detail = f"{n} mismatch{'es' if n > 1 else ''}; first: {check.mismatches[0]}" if n else detail
+    return check
+
+
+def run_audit(site_dir: Path, echo: Callable[[str], None] = print) -> dict[str, Any]:
+    """Run every check on a site folder, print one line per check, write ``audit.json``, return the report."""
+    site = Path(site_dir)
+    bundle = Bundle(site)
+    checks = [_run_check("manifest", check_manifest, bundle)]
+    for corpus in bundle.corpora():
+        checks += [_run_check(f"{prefix}:{corpus}", fn, bundle, corpus) for prefix, fn in CORPUS_CHECKS]
+        for prefix, fn in RANKER_CHECKS:
+            checks += [_run_check(f"{prefix}:{corpus}/{r}", fn, bundle, corpus, r) for r in bundle.rankers(corpus)]
+    failed = sum(1 for c in checks if c.mismatches)
+    for check in checks:
+        echo(f"{'FAIL' if check.mismatches else 'PASS'} {check.name}: {check.detail}")
+        for message in check.mismatches[1:MAX_PRINTED]:
+            echo(f"    {message}")
+        if len(check.mismatches) > MAX_PRINTED:
+            echo(f"    ... and {len(check.mismatches) - MAX_PRINTED} more (see audit.json)")
+    verdict = "pass" if checks and not failed else "fail"
+    manifest = site / "evidence" / "manifest.json"
+    report = {
+        "schema_version": SCHEMA_VERSION,
+        "verdict": verdict,
+        "manifest_sha256": _sha256(manifest) if manifest.is_file() else None,
+        "checks": [
+            {
+                "name": c.name,
+                "status": "fail" if c.mismatches else "pass",
+                "detail": c.detail,
+                "mismatches": c.mismatches[:MAX_LISTED]
+                + ([f"... and {len(c.mismatches) - MAX_LISTED} more"] if len(c.mismatches) > MAX_LISTED else []),
+            }
+            for c in checks
+        ],
+        "counts": {"checks": len(checks), "passed": len(checks) - failed, "failed": failed},
+        "tolerances": dict(TOLERANCES),
+    }
+    try:
+        text = json.dumps(report, sort_keys=True, indent=2, ensure_ascii=False)
+        (site / "audit.json").write_text(text + "\n", encoding="utf-8")
+    except OSError as exc:
+        echo(f"could not write audit.json: {exc}")
+    echo(f"AUDIT {verdict.upper()}: {len(checks) - failed} of {len(checks)} checks passed")
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="audit.py",
+        description="Recompute a sitegen report's rankings and metrics from its evidence bundle; exit 0 if all hold.",
+    )
+    parser.add_argument(
+        "site",
+        nargs="?",
+        type=Path,
+        default=Path(__file__).resolve().parent,
+        help="the site folder (the one holding evidence/); default: the folder holding this script",
+    )
+    args = parser.parse_args(argv)
+    if not (args.site / "evidence").is_dir():
+        print(f"audit.py: {args.site} has no evidence/ folder; pass the site folder", file=sys.stderr)
+        return 2
+    return 0 if run_audit(args.site)["verdict"] == "pass" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
