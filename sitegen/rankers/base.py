@@ -37,23 +37,27 @@ class Run:
 
 @dataclass(frozen=True)
 class RankInputs:
-    """What a ranker may read: the corpus, its embeddings, and earlier rankers' runs."""
+    """What a ranker may read: the corpus, its embeddings, earlier rankers' runs and,
+    for the PostgreSQL rankers, the corpus loaded into a live server."""
 
     corpus: Corpus
     embeddings: CorpusEmbeddings | None = None
     runs: Mapping[str, Run] = field(default_factory=dict)
+    postgres: Any = None
 
 
 class Ranker(Protocol):
     """A named, parameterised ranking method.
 
     ``requires`` names rankers whose runs must exist before this one runs (fusion);
-    ``uses_embeddings`` asks the build to embed the corpus and queries first.
+    ``uses_embeddings`` asks the build to embed the corpus and queries first;
+    ``uses_postgres`` asks it to start PostgreSQL and load the corpus into it.
     """
 
     name: str
     requires: tuple[str, ...]
     uses_embeddings: bool
+    uses_postgres: bool
 
     def params(self) -> dict[str, Any]: ...
 

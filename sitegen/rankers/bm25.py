@@ -88,6 +88,7 @@ class BM25Ranker:
 
     requires: tuple[str, ...] = ()
     uses_embeddings = False
+    uses_postgres = False
 
     def __init__(self, name: str, stemmed: bool, k1: float = 1.2, b: float = 0.75) -> None:
         self.name = name

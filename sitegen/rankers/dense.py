@@ -22,6 +22,7 @@ class DenseRanker:
 
     requires: tuple[str, ...] = ()
     uses_embeddings = True
+    uses_postgres = False
 
     def __init__(self, name: str = "dense") -> None:
         self.name = name

@@ -74,6 +74,7 @@ class RRFRanker:
     """Fusion of named component rankers' runs."""
 
     uses_embeddings = False
+    uses_postgres = False
 
     def __init__(
         self,
