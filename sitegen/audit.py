@@ -19,7 +19,10 @@ What a pass proves:
   ``corpus.json`` counts agree with the inputs;
 - every derived table the pages show (``report.json``: hit counts, best values, rank of
   the first relevant passage, rank-1 disagreements, wins and losses, sample questions)
-  follows from the runs, the metrics and the qrels.
+  follows from the runs, the metrics and the qrels;
+- every experiment (``experiments.json``: RRF sweeps, the held-out split and choices,
+  paired randomisation tests and bootstrap intervals re-run from their recorded seed,
+  the ablation table, the unanswerable-question view) follows from the runs.
 
 What it does not prove: that the relevance labels are right, that the questions are
 fair, that the embeddings are what the named model gives for these texts (that needs
@@ -728,12 +731,198 @@ def check_report(check: Check, bundle: Bundle, corpus: str) -> str:
     return f"{len(want)} tables recomputed for {len(scored)} questions and {len(rankers)} rankers"
 
 
+def _close(got: Any, want: Any, tol: float) -> bool:
+    """Structural equality with numbers compared to a tolerance."""
+    if isinstance(want, dict):
+        return isinstance(got, dict) and sorted(got) == sorted(want) and all(_close(got[k], want[k], tol) for k in want)
+    if isinstance(want, list):
+        return (
+            isinstance(got, list)
+            and len(got) == len(want)
+            and all(_close(g, w, tol) for g, w in zip(got, want, strict=True))
+        )
+    if isinstance(want, float) and not isinstance(want, bool):
+        return _is_number(got) and abs(got - want) <= tol
+    return got == want
+
+
+def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
+    """experiments.json: RRF sweeps, held-out selection, paired tests, ablation and the unanswerable view.
+
+    The randomised tests are re-run with the recorded seed and the documented numpy
+    algorithm (PCG64 sign flips and bootstrap indices), so they must agree to the metric tolerance.
+    """
+    rel = f"evidence/{corpus}/experiments.json"
+    if not (bundle.site / rel).is_file():
+        return "no experiments in this bundle"
+    stored = bundle.json(rel)
+    inputs = bundle.inputs(corpus)
+    tol = TOLERANCES["metric_absolute"]
+    rankers = [r for r in bundle.json(f"evidence/{corpus}/corpus.json").get("rankers", []) if isinstance(r, str)]
+    runs = {r: bundle.run(corpus, r) for r in rankers}
+    ranking = {r: {q: [h["doc_id"] for h in hits] for q, hits in runs[r]["queries"].items()} for r in rankers}
+    scored = [q for q in inputs.queries if any(g > 0 for g in inputs.qrels.get(q, {}).values())]
+
+    def mean(values: list[float]) -> float:
+        return math.fsum(values) / len(values) if values else 0.0
+
+    def scores(lists: dict[str, dict[str, list[str]]], qids: list[str], name: str) -> list[float]:
+        return [metric(name, lists.get(q, []), inputs.qrels[q]) for q in qids]
+
+    def compare(label: str, got: Any, want: Any) -> None:
+        if not _close(got, want, tol):
+            check.fail(f"{rel}: {label}: stored {got!r}, recomputed {want!r}")
+
+    sweep_metrics = stored.get("metrics", [])
+    heldout = stored.get("heldout", {})
+    seed, selection = heldout.get("seed"), heldout.get("selection_metric")
+    # the split: within each kind, numpy PCG64 seeded [seed, position of the kind] permutes the ids
+    by_kind: dict[str, list[str]] = {}
+    for q in scored:
+        by_kind.setdefault(inputs.queries[q]["kind"], []).append(q)
+    folds: dict[str, list[str]] = {"A": [], "B": []}
+    for i, ids in enumerate(by_kind.values()):
+        shuffled = [ids[j] for j in np.random.default_rng([seed, i]).permutation(len(ids))]
+        half = (len(ids) + 1) // 2
+        first, second = ("A", "B") if i % 2 == 0 else ("B", "A")
+        folds[first] += shuffled[:half]
+        folds[second] += shuffled[half:]
+    order = {q: n for ids in by_kind.values() for n, q in enumerate(ids)}
+    folds = {f: sorted(ids, key=lambda q: (order[q], q)) for f, ids in folds.items()}
+    compare("heldout.folds", heldout.get("folds"), folds)
+
+    for fusion, by_sweep in stored.get("sweeps", {}).items():
+        comps = runs[fusion]["params"]["components"]
+        for sweep, data in by_sweep.items():
+            per_setting = []
+            for n, row in enumerate(data["rows"]):
+                p = row["params"]
+                fused = {}
+                for q in scored:
+                    lists = {c: ranking[c].get(q, []) for c in comps}
+                    f, _ = rrf(lists, p["k"], p["candidates"], dict(zip(comps, p["weights"], strict=True)))
+                    fused[q] = sorted(f, key=lambda d: -f[d])
+                per_setting.append(fused)
+                want = {m: mean(scores(fused, scored, m)) for m in sweep_metrics}
+                compare(f"sweeps.{fusion}.{sweep}.rows[{n}].overall", row["overall"], want)
+            result = heldout["results"][fusion][sweep]
+            default = next(n for n, r in enumerate(data["rows"]) if r["value"] == result["folds"][0]["default"])
+            wins = 0
+            for n, fold in enumerate(result["folds"]):
+                tune, test = folds[fold["tune_on"]], folds[fold["test_on"]]
+                sel = [mean(scores(f, tune, selection)) for f in per_setting]
+                tied = [i for i, v in enumerate(sel) if max(sel) - v <= 1e-12]
+                chosen = default if default in tied else tied[0]
+                want_scores = {
+                    "tuned": {m: mean(scores(per_setting[chosen], test, m)) for m in sweep_metrics},
+                    "default": {m: mean(scores(per_setting[default], test, m)) for m in sweep_metrics},
+                    "dense": {m: mean(scores(ranking[comps[0]], test, m)) for m in sweep_metrics},
+                }
+                beats = want_scores["tuned"][selection] - want_scores["default"][selection] > 1e-12
+                wins += beats
+                label = f"heldout.{fusion}.{sweep}.folds[{n}]"
+                compare(f"{label}.chosen", fold["chosen"], data["rows"][chosen]["value"])
+                compare(f"{label}.scores", fold["scores"], want_scores)
+                compare(f"{label}.tuned_beats_default", fold["tuned_beats_default"], beats)
+            compare(f"heldout.{fusion}.{sweep}.tuned_beats_default_in", result["tuned_beats_default_in"], wins)
+
+    sig = stored.get("significance", {})
+    rounds, alpha = sig.get("rounds"), sig.get("alpha")
+    pairs = {}
+    for n, pair in enumerate(sig.get("pairs", [])):
+        a = np.array(scores(ranking[pair["a"]], scored, pair["metric"]))
+        b = np.array(scores(ranking[pair["b"]], scored, pair["metric"]))
+        d = a - b
+        flips = np.random.default_rng(sig["seed"]).integers(0, 2, size=(rounds, d.size)) * 2 - 1
+        extreme = np.count_nonzero(np.abs((flips * d).mean(axis=1)) >= abs(d.mean()) - 1e-12)
+        p = (1 + int(extreme)) / (1 + rounds)
+        idx = np.random.default_rng(sig["seed"]).integers(0, d.size, size=(rounds, d.size))
+        low, high = np.quantile(d[idx].mean(axis=1), [0.025, 0.975])
+        want = {
+            "a": pair["a"],
+            "b": pair["b"],
+            "metric": pair["metric"],
+            "mean_a": mean(list(a)),
+            "mean_b": mean(list(b)),
+            "difference": mean(list(d)),
+            "p_value": p,
+            "ci_low": float(low),
+            "ci_high": float(high),
+            "significant": p < alpha,
+        }
+        compare(f"significance.pairs[{n}] ({pair['a']} vs {pair['b']}, {pair['metric']})", pair, want)
+        pairs[(pair["a"], pair["b"], pair["metric"])] = want
+    expected_pairs = {
+        (a, b, m) for i, a in enumerate(rankers) for b in rankers[i + 1 :] for m in sig.get("metrics", [])
+    }
+    if set(pairs) != expected_pairs:
+        check.fail(f"{rel}: significance.pairs cover {len(pairs)} comparisons, expected every pair x metric")
+
+    config_rel = f"evidence/{corpus}/inputs/sitegen.json"
+    steps = bundle.json(config_rel).get("ablation") if (bundle.site / config_rel).is_file() else None
+    steps = [s for s in steps if s["ranker"] in rankers] if steps else [{"ranker": r, "adds": r} for r in rankers]
+    rows = []
+    for n, step in enumerate(steps):
+        r = step["ranker"]
+        row = {
+            "ranker": r,
+            "adds": step["adds"],
+            "delta": None,
+            "p_value": None,
+            "significant": None,
+            "overall": {m: mean(scores(ranking[r], scored, m)) for m in sig.get("metrics", [])},
+        }
+        if n:
+            prev = steps[n - 1]["ranker"]
+            row["delta"] = {
+                m: mean(
+                    [
+                        x - y
+                        for x, y in zip(scores(ranking[r], scored, m), scores(ranking[prev], scored, m), strict=True)
+                    ]
+                )
+                for m in sig.get("metrics", [])
+            }
+            found = {m: pairs.get((r, prev, m)) or pairs.get((prev, r, m)) for m in sig.get("metrics", [])}
+            if all(found.values()):
+                row["p_value"] = {m: f["p_value"] for m, f in found.items()}
+                row["significant"] = {m: f["significant"] for m, f in found.items()}
+        rows.append(row)
+    compare("ablation.rows", stored.get("ablation", {}).get("rows"), rows)
+
+    unanswerable = [q for q, v in inputs.queries.items() if not v["answerable"]]
+    view = {
+        "questions": unanswerable,
+        "rows": {
+            r: {
+                q: {
+                    "hits": len(runs[r]["queries"].get(q, [])),
+                    "top_score": runs[r]["queries"][q][0]["score"] if runs[r]["queries"].get(q) else None,
+                }
+                for q in unanswerable
+            }
+            for r in rankers
+        },
+        "answerable_median_top_score": {},
+    }
+    for r in rankers:
+        tops = sorted(runs[r]["queries"][q][0]["score"] for q in scored if runs[r]["queries"].get(q))
+        mid = len(tops) // 2
+        view["answerable_median_top_score"][r] = (
+            None if not tops else tops[mid] if len(tops) % 2 else (tops[mid - 1] + tops[mid]) / 2
+        )
+    compare("unanswerable", stored.get("unanswerable"), view)
+    compare("one_question_points", stored.get("one_question_points"), 100.0 / len(scored) if scored else None)
+    return f"sweeps, held-out folds, {len(pairs)} paired tests, ablation and unanswerable view recomputed"
+
+
 # Checks run per corpus, then per (corpus, ranker); a new derived table gets one function and one line here.
 CORPUS_CHECKS: list[tuple[str, Callable[[Check, Bundle, str], str]]] = [
     ("inputs", check_inputs),
     ("corpus", check_summary),
     ("embeddings", check_embeddings),
     ("report", check_report),
+    ("experiments", check_experiments),
 ]
 RANKER_CHECKS: list[tuple[str, Callable[[Check, Bundle, str, str], str]]] = [
     ("run", check_run),

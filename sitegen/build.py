@@ -29,6 +29,7 @@ from sitegen.embeddings import (
 )
 from sitegen.errors import BuildError, CorpusError, SitegenError
 from sitegen.evidence import EVIDENCE_DIR, TREC_DEPTH, write_corpus_evidence, write_manifest
+from sitegen.experiments import run_experiments
 from sitegen.metrics import evaluate, metric_names
 from sitegen.rankers import DEFAULT_RANKERS, RankInputs, Run, make_rankers
 from sitegen.render import render_site
@@ -212,7 +213,7 @@ def _build_into(
         log(f"embedding model {MODEL_NAME}, weights sha256 {model.weights_sha256[:12]}..., cache {cache.path}")
     metric_list = metric_names()
     embedded = cached = 0
-    for key in ("embed", "rank", "score", "write"):
+    for key in ("embed", "rank", "score", "experiments", "write"):
         seconds.setdefault(key, 0.0)
     try:
         for corpus in corpora:
@@ -248,6 +249,18 @@ def _build_into(
                 )
             clock = time.perf_counter()
             rankings = {r: {q: [h.doc_id for h in hits] for q, hits in run.hits.items()} for r, run in runs.items()}
+            derived = {"report.json": derive_report(corpus, rankings, metrics)}
+            seconds["write"] += time.perf_counter() - clock
+            clock = time.perf_counter()
+            derived["experiments.json"] = run_experiments(
+                corpus,
+                rankings,
+                {r: run.params for r, run in runs.items()},
+                {r: {q: [h.score for h in hits] for q, hits in run.hits.items()} for r, run in runs.items()},
+            )
+            log(f"{corpus.name}: experiments done (sweeps, held-out selection, significance, ablation)")
+            seconds["experiments"] += time.perf_counter() - clock
+            clock = time.perf_counter()
             write_corpus_evidence(
                 staging / EVIDENCE_DIR,
                 corpus,
@@ -256,7 +269,7 @@ def _build_into(
                 metric_list,
                 options.depth,
                 embeddings,
-                report=derive_report(corpus, rankings, metrics),
+                derived=derived,
                 date=inputs_date(corpus.root),
             )
             seconds["write"] += time.perf_counter() - clock

@@ -23,6 +23,7 @@ from typing import Any
 from sitegen.errors import CorpusError
 
 __all__ = [
+    "CONFIG_FILE",
     "CORPUS_FILE",
     "QRELS_FILE",
     "QUERIES_FILE",
@@ -40,6 +41,7 @@ CORPUS_FILE = "corpus.jsonl"
 QUERIES_FILE = "queries.jsonl"
 QRELS_FILE = "qrels/test.tsv"
 README_FILE = "README.md"
+CONFIG_FILE = "sitegen.json"
 UNLABELLED_KIND = "unlabelled"
 
 _QRELS_HEADER = ("query-id", "corpus-id", "score")
@@ -77,6 +79,7 @@ class Corpus:
     qrels: Mapping[str, Mapping[str, int]]
     readme: str
     input_files: tuple[str, ...]
+    config: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -120,7 +123,10 @@ def load_corpus(folder: Path) -> Corpus:
 
     readme_path = folder / README_FILE
     readme = _read_text(readme_path) if readme_path.is_file() else ""
-    inputs = [CORPUS_FILE, QUERIES_FILE, QRELS_FILE] + ([README_FILE] if readme_path.is_file() else [])
+    config_path = folder / CONFIG_FILE
+    config = _load_config(config_path) if config_path.is_file() else {}
+    inputs = [CORPUS_FILE, QUERIES_FILE, QRELS_FILE]
+    inputs += [name for name in (README_FILE, CONFIG_FILE) if (folder / name).is_file()]
     return Corpus(
         name=folder.name,
         root=folder,
@@ -129,7 +135,31 @@ def load_corpus(folder: Path) -> Corpus:
         qrels=MappingProxyType({q: MappingProxyType(d) for q, d in qrels.items()}),
         readme=readme,
         input_files=tuple(sorted(inputs)),
+        config=MappingProxyType(config),
     )
+
+
+def _load_config(path: Path) -> dict[str, Any]:
+    """``sitegen.json``: per-corpus experiment settings. Today one key::
+
+    {"ablation": [{"ranker": "bm25", "adds": "what this row adds to the previous one"}, ...]}
+    """
+    try:
+        config = json.loads(_read_text(path))
+    except json.JSONDecodeError as exc:
+        raise CorpusError(path, f"malformed JSON: {exc.msg}", exc.lineno) from None
+    if not isinstance(config, dict):
+        raise CorpusError(path, "expected a JSON object")
+    unknown = sorted(set(config) - {"ablation"})
+    if unknown:
+        raise CorpusError(path, f"unknown setting(s) {', '.join(unknown)}; known: ablation")
+    steps = config.get("ablation", [])
+    if not isinstance(steps, list) or not all(
+        isinstance(s, dict) and set(s) == {"ranker", "adds"} and all(isinstance(v, str) and v for v in s.values())
+        for s in steps
+    ):
+        raise CorpusError(path, '"ablation" must be a list of {"ranker": NAME, "adds": TEXT} objects')
+    return config
 
 
 def _read_text(path: Path) -> str:

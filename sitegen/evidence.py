@@ -10,6 +10,7 @@ Bundle layout under the site folder::
                                                  ids with whitespace or % percent-encoded
     evidence/<corpus>/metrics.json               {ranker: {"overall", "by_kind", "per_query"}}
     evidence/<corpus>/report.json                derived tables the pages show (sitegen.report)
+    evidence/<corpus>/experiments.json           sweeps, held-out selection, significance, ablation
     evidence/<corpus>/embeddings/passages.npy    float32 rows in ``index.json`` order
     evidence/<corpus>/embeddings/queries.npy
     evidence/<corpus>/embeddings/index.json      model, weights sha256, row ids
@@ -143,10 +144,11 @@ def write_corpus_evidence(
     metric_list: list[str],
     depth: int,
     embeddings: CorpusEmbeddings | None,
-    report: Mapping[str, Any],
+    derived: Mapping[str, Any],
     date: str | None,
 ) -> None:
-    """Write one corpus's part of the bundle under ``evidence_dir/<corpus>/``."""
+    """Write one corpus's part of the bundle under ``evidence_dir/<corpus>/``; ``derived``
+    maps file names (``report.json``, ``experiments.json``) to the tables they hold."""
     base = evidence_dir / corpus.name
     for name in corpus.input_files:
         target = base / "inputs" / name
@@ -157,7 +159,8 @@ def write_corpus_evidence(
         write_json(base / "runs" / f"{ranker}.json", run_document(run, corpus.name, depth))
         (base / "runs" / f"{ranker}.trec").write_text(run_trec(run, query_order), encoding="utf-8")
     write_json(base / "metrics.json", {r: metrics[r] for r in runs})
-    write_json(base / "report.json", report)
+    for name, table in derived.items():
+        write_json(base / name, table)
     kinds = corpus.kinds
     write_json(
         base / "corpus.json",

@@ -4,10 +4,41 @@ from __future__ import annotations
 
 import io
 from collections.abc import Mapping, Sequence
+from typing import Any
 
-__all__ = ["grouped_bar_svg"]
+__all__ = ["grouped_bar_svg", "line_svg"]
 
-_SALT = "sitegen"
+_STYLE = {
+    "svg.hashsalt": "sitegen",
+    "svg.fonttype": "none",
+    "font.size": 9,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+}
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot
+
+    return pyplot
+
+
+def _svg(fig: Any) -> bytes:
+    fig.tight_layout()
+    buffer = io.StringIO()
+    fig.savefig(buffer, format="svg", metadata={"Date": None})
+    _pyplot().close(fig)
+    return buffer.getvalue().encode("utf-8")
+
+
+def _label(ax: Any, title: str, xlabel: str, ylabel: str, ylim: tuple[float, float]) -> None:
+    ax.set_ylim(*ylim)
+    ax.set_title(title)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
 
 
 def grouped_bar_svg(
@@ -19,20 +50,10 @@ def grouped_bar_svg(
     ylim: tuple[float, float] = (0.0, 1.0),
 ) -> bytes:
     """One group of bars per category, one bar per series, as SVG bytes."""
+    plt = _pyplot()
     import matplotlib
 
-    matplotlib.use("Agg")
-    from matplotlib import pyplot as plt
-
-    with matplotlib.rc_context(
-        {
-            "svg.hashsalt": _SALT,
-            "svg.fonttype": "none",
-            "font.size": 9,
-            "axes.spines.top": False,
-            "axes.spines.right": False,
-        }
-    ):
+    with matplotlib.rc_context(_STYLE):
         names = list(series)
         width = 0.8 / max(len(names), 1)
         fig, ax = plt.subplots(figsize=(max(6.0, 1.4 * len(categories) + 2.5), 3.6))
@@ -40,13 +61,28 @@ def grouped_bar_svg(
             offsets = [c + (i - (len(names) - 1) / 2) * width for c in range(len(categories))]
             ax.bar(offsets, series[name], width=width, label=name)
         ax.set_xticks(range(len(categories)), list(categories))
-        ax.set_ylim(*ylim)
-        ax.set_title(title)
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel(ylabel)
+        _label(ax, title, xlabel, ylabel, ylim)
         ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-        fig.tight_layout()
-        buffer = io.StringIO()
-        fig.savefig(buffer, format="svg", metadata={"Date": None})
-        plt.close(fig)
-    return buffer.getvalue().encode("utf-8")
+        return _svg(fig)
+
+
+def line_svg(
+    x_labels: Sequence[str],
+    series: Mapping[str, Sequence[float]],
+    title: str,
+    xlabel: str,
+    ylabel: str,
+    ylim: tuple[float, float] = (0.0, 1.0),
+) -> bytes:
+    """One line per series over categorical x positions, as SVG bytes."""
+    plt = _pyplot()
+    import matplotlib
+
+    with matplotlib.rc_context(_STYLE):
+        fig, ax = plt.subplots(figsize=(5.2, 3.2))
+        for name, values in series.items():
+            ax.plot(range(len(x_labels)), values, marker="o", label=name)
+        ax.set_xticks(range(len(x_labels)), list(x_labels))
+        _label(ax, title, xlabel, ylabel, ylim)
+        ax.legend(fontsize=8, frameon=False)
+        return _svg(fig)

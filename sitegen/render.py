@@ -23,7 +23,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from markupsafe import Markup
 
 from sitegen.evidence import EVIDENCE_DIR
-from sitegen.plots import grouped_bar_svg
+from sitegen.plots import grouped_bar_svg, line_svg
 
 __all__ = [
     "AUDIT_FILE",
@@ -51,6 +51,21 @@ _SAFE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 def format_score(value: float) -> str:
     """Presentation rounding only; the evidence keeps full precision."""
     return f"{value:.3f}"
+
+
+def format_signed(value: float) -> str:
+    return f"{value:+.3f}"
+
+
+def format_p(value: float) -> str:
+    """p to two decimals, the precision the number of rounds supports."""
+    return "< 0.01" if value < 0.005 else f"{value:.2f}"
+
+
+def _setting_label(value: Any) -> str:
+    if isinstance(value, list):
+        return ":".join(f"{v:g}" for v in value)
+    return f"{value:g}"
 
 
 def page_name(identifier: str) -> str:
@@ -127,6 +142,9 @@ def _environment() -> Environment:
         lstrip_blocks=True,
     )
     env.filters["score"] = format_score
+    env.filters["signed"] = format_signed
+    env.filters["pvalue"] = format_p
+    env.filters["setting"] = _setting_label
     return env
 
 
@@ -156,6 +174,7 @@ def _corpus_context(site_dir: Path, name: str) -> dict[str, Any]:
             qid, doc_id, grade = (c.strip() for c in line.split("\t"))
             qrels.setdefault(qid, {})[doc_id] = int(grade)
     runs = {r: _read_json(base / "runs" / f"{r}.json") for r in summary["rankers"]}
+    experiments = _read_json(base / "experiments.json") if (base / "experiments.json").exists() else None
     return {
         "name": name,
         "summary": summary,
@@ -165,6 +184,7 @@ def _corpus_context(site_dir: Path, name: str) -> dict[str, Any]:
         "queries": queries,
         "qrels": qrels,
         "runs": runs,
+        "experiments": experiments,
         "rankers": summary["rankers"],
         "evidence": f"{EVIDENCE_DIR}/{name}",
         "dir": _corpus_dir(name),
@@ -227,6 +247,44 @@ def _rank_class(rank: int | None) -> str:
     return "r-3" if rank <= 3 else ("r-10" if rank <= 10 else "r-far")
 
 
+def _experiments_context(c: dict[str, Any], site: _Site) -> dict[str, Any] | None:
+    """Sweep tables with their plots, held-out folds, significance matrices, ablation, unanswerable view."""
+    experiments = c["experiments"]
+    if experiments is None:
+        return None
+    sweeps = []
+    for fusion, by_sweep in experiments["sweeps"].items():
+        for sweep, data in by_sweep.items():
+            plot = f"{c['dir']}/sweep-{page_name(fusion)}-{sweep}.svg"
+            labels = [_setting_label(row["value"]) for row in data["rows"]]
+            series = {m: [row["overall"][m] for row in data["rows"]] for m in experiments["metrics"]}
+            site.claim(plot).write_bytes(
+                line_svg(labels, series, f"{fusion}: {sweep} sweep", data["parameter"], "score")
+            )
+            alt = f"Line plot of {', '.join(experiments['metrics'])} for {fusion} as {sweep} varies: " + "; ".join(
+                f"{label}: " + ", ".join(f"{m} {format_score(series[m][i])}" for m in series)
+                for i, label in enumerate(labels)
+            )
+            heldout = experiments["heldout"]["results"][fusion][sweep]
+            sweeps.append(
+                {"fusion": fusion, "sweep": sweep, "data": data, "plot": plot, "alt": alt, "heldout": heldout}
+            )
+    significance = experiments["significance"]
+    matrices = []
+    for metric in significance["metrics"]:
+        cells = {(p["a"], p["b"]): p for p in significance["pairs"] if p["metric"] == metric}
+        rows = [{"ranker": a, "cells": [cells.get((a, b)) for b in c["rankers"]]} for a in c["rankers"]]
+        matrices.append({"metric": metric, "rows": rows})
+    return {
+        "data": experiments,
+        "sweeps": sweeps,
+        "matrices": matrices,
+        "significance": significance,
+        "ablation": experiments["ablation"],
+        "unanswerable": experiments["unanswerable"],
+    }
+
+
 def _corpus_pages(c: dict[str, Any], site: _Site) -> list[_Page]:
     name, report = c["name"], c["report"]
     kinds = [k for k in c["summary"]["kind_order"] if k in report["questions"]["by_kind"]]
@@ -283,6 +341,7 @@ def _corpus_pages(c: dict[str, Any], site: _Site) -> list[_Page]:
                 "samples": samples,
                 "disagreements": disagreements,
                 "wins_losses": report["wins_losses"],
+                "experiments": _experiments_context(c, site),
                 "sample_rule": report["sample_rule"],
                 "best_rule": report["best_rule"],
             },

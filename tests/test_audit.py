@@ -323,6 +323,28 @@ def test_a_changed_rank_of_the_right_passage_is_caught(site: Path) -> None:
     assert message.startswith(f"{rel}: first_relevant_rank.q2: stored") and "'bm25': 7" in message
 
 
+@pytest.mark.parametrize(
+    ("where", "label"),
+    [
+        (("sweeps", "rrf-dense-bm25", "k", "rows", 0, "overall", "mrr@10"), "sweeps.rrf-dense-bm25.k.rows[0].overall"),
+        (("significance", "pairs", 0, "p_value"), "significance.pairs[0]"),
+        (("heldout", "results", "rrf-dense-bm25", "candidates", "folds", 1, "chosen"), "heldout.rrf-dense-bm25."),
+        (("ablation", "rows", 1, "overall", "hit@1"), "ablation.rows"),
+        (("unanswerable", "rows", "bm25", "q4", "hits"), "unanswerable"),
+    ],
+)
+def test_a_changed_experiment_value_is_caught(site: Path, where: tuple, label: str) -> None:
+    rel = "evidence/tiny/experiments.json"
+    experiments = load(site, rel)
+    node = experiments
+    for key in where[:-1]:
+        node = node[key]
+    node[where[-1]] = node[where[-1]] + 1 if not isinstance(node[where[-1]], list) else [9, 9]
+    save(site, rel, experiments)
+    messages = failures(site)["experiments:tiny"]
+    assert any(m.startswith(f"{rel}: {label}") for m in messages), messages
+
+
 def test_a_run_with_an_unknown_method_cannot_pass(site: Path) -> None:
     rel = "evidence/tiny/runs/bm25.json"
     run_doc = load(site, rel)
@@ -387,5 +409,5 @@ def test_audit_tokenisers_agree_with_sitegen(text: str) -> None:
 
 
 def test_check_registries_name_every_check_family() -> None:
-    assert [p for p, _ in audit.CORPUS_CHECKS] == ["inputs", "corpus", "embeddings", "report"]
+    assert [p for p, _ in audit.CORPUS_CHECKS] == ["inputs", "corpus", "embeddings", "report", "experiments"]
     assert [p for p, _ in audit.RANKER_CHECKS] == ["run", "trec", "metrics"]

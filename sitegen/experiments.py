@@ -1,0 +1,346 @@
+"""Experiments on top of the runs: RRF sweeps, held-out selection, paired significance,
+the ablation table and the unanswerable-question view.
+
+Everything here is a pure function of the runs, the qrels and a recorded seed, so the
+audit can recompute it. The randomised tests are specified exactly (see
+:func:`paired_permutation_test` and :func:`paired_bootstrap_ci`), so the same seed gives
+the same p-values and intervals in any implementation that uses numpy's PCG64.
+
+``evidence/<corpus>/experiments.json`` shape::
+
+    {"schema_version": 1, "metrics": [...], "one_question_points": float,
+     "sweeps": {rrf_ranker: {sweep: {"parameter", "fixed", "rows": [{"value", "params", "overall"}]}}},
+     "heldout": {"seed", "selection_metric", "folds": {"A": [qids], "B": [qids]},
+                 "results": {rrf_ranker: {sweep: {"tuned_beats_default_in": n, "folds": [{"tune_on", "test_on",
+                              "chosen", "default", "dense_ranker", "scores": {"tuned", "default", "dense"},
+                              "tuned_beats_default"}]}}}},
+     "significance": {"seed", "rounds", "alpha", "metrics", "pairs": [{"a", "b", "metric", "mean_a",
+                      "mean_b", "difference", "p_value", "ci_low", "ci_high", "significant"}]},
+     "ablation": {"source", "rows": [{"ranker", "adds", "overall", "delta", "p_value", "significant"}]},
+     "unanswerable": {"questions": [qid], "rows": {ranker: {qid: {"hits", "top_score"}}},
+                      "answerable_median_top_score": {ranker: float | None}}}
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from sitegen.corpus import Corpus
+from sitegen.metrics import evaluate
+from sitegen.rankers.fusion import reciprocal_rank_fusion
+
+__all__ = [
+    "DEFAULT_SEED",
+    "ExperimentSettings",
+    "paired_bootstrap_ci",
+    "paired_permutation_test",
+    "run_experiments",
+    "stratified_two_fold_split",
+]
+
+DEFAULT_SEED = 20261129
+SWEEP_METRICS = ("hit@1", "hit@5", "mrr@10")
+SIGNIFICANCE_METRICS = ("hit@1", "hit@5", "mrr@10", "ndcg@10")
+SELECTION_METRIC = "mrr@10"
+_TIE = 1e-12
+
+Rankings = Mapping[str, Sequence[str]]
+
+
+@dataclass(frozen=True)
+class ExperimentSettings:
+    """The grids and the randomness, all written into the evidence."""
+
+    k_values: tuple[float, ...] = (1, 10, 60, 200, 1000)
+    candidate_values: tuple[int, ...] = (3, 5, 10, 20, 50)
+    weight_values: tuple[tuple[float, float], ...] = ((1, 0), (1, 0.5), (1, 1), (0.5, 1), (0, 1))
+    default_k: float = 60
+    default_candidates: int = 20
+    default_weights: tuple[float, float] = (1, 1)
+    seed: int = DEFAULT_SEED
+    rounds: int = 10_000
+    alpha: float = 0.05
+
+
+def paired_permutation_test(a: Sequence[float], b: Sequence[float], seed: int, rounds: int) -> float:
+    """Two-sided paired randomisation test of mean(a - b) = 0.
+
+    Exactly: ``rng = numpy.random.default_rng(seed)``; ``signs = rng.integers(0, 2, size=(rounds, n)) * 2 - 1``;
+    each round's statistic is ``|mean(signs_row * d)|``; p = (1 + rounds whose statistic >= |mean(d)| - 1e-12)
+    / (1 + rounds). Identical inputs give p = 1.
+    """
+    d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
+    if d.size == 0:
+        return 1.0
+    observed = abs(float(d.mean()))
+    signs = np.random.default_rng(seed).integers(0, 2, size=(rounds, d.size)) * 2 - 1
+    statistics_ = np.abs((signs * d).mean(axis=1))
+    extreme = int(np.count_nonzero(statistics_ >= observed - _TIE))
+    return (1 + extreme) / (1 + rounds)
+
+
+def paired_bootstrap_ci(
+    a: Sequence[float], b: Sequence[float], seed: int, rounds: int, level: float = 0.95
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of mean(a - b).
+
+    Exactly: ``rng = numpy.random.default_rng(seed)``; ``idx = rng.integers(0, n, size=(rounds, n))``;
+    means = ``d[idx].mean(axis=1)``; bounds = ``numpy.quantile(means, [(1 - level) / 2, (1 + level) / 2])``
+    (linear interpolation).
+    """
+    d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
+    if d.size == 0:
+        return (0.0, 0.0)
+    idx = np.random.default_rng(seed).integers(0, d.size, size=(rounds, d.size))
+    low, high = np.quantile(d[idx].mean(axis=1), [(1 - level) / 2, (1 + level) / 2])
+    return (float(low), float(high))
+
+
+def stratified_two_fold_split(ids_by_kind: Mapping[str, Sequence[str]], seed: int) -> dict[str, list[str]]:
+    """Two folds balanced by kind: within each kind (in the given order of kinds and of ids),
+    ``numpy.random.default_rng([seed, i])`` (i = the kind's position) permutes the ids; the first
+    ceil(n/2) go to fold A for even i and to fold B for odd i, so odd-sized kinds do not all favour A."""
+    folds: dict[str, list[str]] = {"A": [], "B": []}
+    for i, (_, ids) in enumerate(ids_by_kind.items()):
+        order = np.random.default_rng([seed, i]).permutation(len(ids))
+        shuffled = [ids[j] for j in order]
+        half = math.ceil(len(shuffled) / 2)
+        first, second = ("A", "B") if i % 2 == 0 else ("B", "A")
+        folds[first].extend(shuffled[:half])
+        folds[second].extend(shuffled[half:])
+    position = {q: n for ids in ids_by_kind.values() for n, q in enumerate(ids)}
+    return {name: sorted(ids, key=lambda q: (position[q], q)) for name, ids in folds.items()}
+
+
+def _fuse(
+    component_rankings: Sequence[Rankings],
+    query_ids: Sequence[str],
+    k: float,
+    candidates: int,
+    weights: Sequence[float],
+) -> dict[str, list[str]]:
+    return {
+        q: [
+            item.doc_id
+            for item in reciprocal_rank_fusion([r.get(q, ()) for r in component_rankings], k, weights, candidates)
+        ]
+        for q in query_ids
+    }
+
+
+def _per_query(rankings: Rankings, corpus: Corpus, metrics: Sequence[str]) -> dict[str, dict[str, float]]:
+    kinds = {q.query_id: q.kind for q in corpus.queries}
+    return evaluate(rankings, corpus.qrels, kinds, metrics)["per_query"]
+
+
+def _mean(per_query: Mapping[str, Mapping[str, float]], qids: Sequence[str], metric: str) -> float:
+    return math.fsum(per_query[q][metric] for q in qids) / len(qids) if qids else 0.0
+
+
+def _sweep_grid(settings: ExperimentSettings) -> dict[str, dict[str, Any]]:
+    k, c, w = settings.default_k, settings.default_candidates, list(settings.default_weights)
+    return {
+        "k": {
+            "parameter": "k",
+            "fixed": {"candidates": c, "weights": w},
+            "values": [{"k": v, "candidates": c, "weights": w} for v in settings.k_values],
+        },
+        "candidates": {
+            "parameter": "candidates",
+            "fixed": {"k": k, "weights": w},
+            "values": [{"k": k, "candidates": v, "weights": w} for v in settings.candidate_values],
+        },
+        "weights": {
+            "parameter": "weights",
+            "fixed": {"k": k, "candidates": c},
+            "values": [{"k": k, "candidates": c, "weights": list(v)} for v in settings.weight_values],
+        },
+    }
+
+
+def _choose(rows: Sequence[dict[str, Any]], per_query: Sequence[Mapping], qids: Sequence[str], default: int) -> int:
+    """Index of the best setting on ``qids`` by the selection metric; ties go to the default, then grid order."""
+    scores = [_mean(pq, qids, SELECTION_METRIC) for pq in per_query]
+    best = max(scores)
+    tied = [i for i, s in enumerate(scores) if best - s <= _TIE]
+    return default if default in tied else tied[0]
+
+
+def run_experiments(
+    corpus: Corpus,
+    rankings: Mapping[str, Rankings],
+    run_params: Mapping[str, Mapping[str, Any]],
+    run_scores: Mapping[str, Mapping[str, Sequence[float]]],
+    settings: ExperimentSettings = ExperimentSettings(),
+) -> dict[str, Any]:
+    """All experiments for one corpus. ``rankings``: {ranker: {qid: [doc ids]}};
+    ``run_params``: each run's params; ``run_scores``: {ranker: {qid: [scores in rank order]}}."""
+    scored = [q.query_id for q in corpus.queries if corpus.relevant(q.query_id)]
+    metric_names = list(dict.fromkeys(SWEEP_METRICS + SIGNIFICANCE_METRICS))
+    base_per_query = {r: _per_query(rankings[r], corpus, metric_names) for r in rankings}
+    fusions = [
+        r for r, p in run_params.items() if p.get("method") == "reciprocal rank fusion" and len(p["components"]) == 2
+    ]
+
+    ids_by_kind: dict[str, list[str]] = {}
+    for query in corpus.queries:
+        if query.query_id in scored:
+            ids_by_kind.setdefault(query.kind, []).append(query.query_id)
+    folds = stratified_two_fold_split(ids_by_kind, settings.seed)
+
+    sweeps: dict[str, Any] = {}
+    heldout: dict[str, Any] = {}
+    for fusion in fusions:
+        components = list(run_params[fusion]["components"])
+        component_rankings = [rankings[c] for c in components]
+        # Fusions list the dense ranker first; "dense alone" is that first component.
+        dense = components[0]
+        sweeps[fusion], heldout[fusion] = {}, {}
+        for sweep, grid in _sweep_grid(settings).items():
+            per_query = []
+            rows = []
+            for params in grid["values"]:
+                fused = _fuse(component_rankings, scored, params["k"], params["candidates"], params["weights"])
+                pq = _per_query(fused, corpus, SWEEP_METRICS)
+                per_query.append(pq)
+                rows.append(
+                    {
+                        "value": params[grid["parameter"]],
+                        "params": params,
+                        "overall": {m: _mean(pq, scored, m) for m in SWEEP_METRICS},
+                    }
+                )
+            sweeps[fusion][sweep] = {"parameter": grid["parameter"], "fixed": grid["fixed"], "rows": rows}
+            default = next(
+                i
+                for i, p in enumerate(grid["values"])
+                if (p["k"], p["candidates"], list(p["weights"]))
+                == (settings.default_k, settings.default_candidates, list(settings.default_weights))
+            )
+            results = []
+            for tune_on, test_on in (("A", "B"), ("B", "A")):
+                chosen = _choose(rows, per_query, folds[tune_on], default)
+                tuned = {m: _mean(per_query[chosen], folds[test_on], m) for m in SWEEP_METRICS}
+                kept = {m: _mean(per_query[default], folds[test_on], m) for m in SWEEP_METRICS}
+                alone = {m: _mean(base_per_query[dense], folds[test_on], m) for m in SWEEP_METRICS}
+                results.append(
+                    {
+                        "tune_on": tune_on,
+                        "test_on": test_on,
+                        "chosen": rows[chosen]["value"],
+                        "default": rows[default]["value"],
+                        "dense_ranker": dense,
+                        "scores": {"tuned": tuned, "default": kept, "dense": alone},
+                        "tuned_beats_default": tuned[SELECTION_METRIC] - kept[SELECTION_METRIC] > _TIE,
+                    }
+                )
+            heldout[fusion][sweep] = {
+                "folds": results,
+                "tuned_beats_default_in": sum(1 for r in results if r["tuned_beats_default"]),
+            }
+
+    rankers = list(rankings)
+    pairs = []
+    for i, a in enumerate(rankers):
+        for b in rankers[i + 1 :]:
+            for metric in SIGNIFICANCE_METRICS:
+                xa = [base_per_query[a][q][metric] for q in scored]
+                xb = [base_per_query[b][q][metric] for q in scored]
+                p = paired_permutation_test(xa, xb, settings.seed, settings.rounds)
+                low, high = paired_bootstrap_ci(xa, xb, settings.seed, settings.rounds)
+                pairs.append(
+                    {
+                        "a": a,
+                        "b": b,
+                        "metric": metric,
+                        "mean_a": _mean(base_per_query[a], scored, metric),
+                        "mean_b": _mean(base_per_query[b], scored, metric),
+                        "difference": math.fsum(x - y for x, y in zip(xa, xb, strict=True)) / len(scored),
+                        "p_value": p,
+                        "ci_low": low,
+                        "ci_high": high,
+                        "significant": p < settings.alpha,
+                    }
+                )
+
+    return {
+        "schema_version": 1,
+        "metrics": list(SWEEP_METRICS),
+        "one_question_points": 100.0 / len(scored) if scored else None,
+        "sweeps": sweeps,
+        "heldout": {
+            "seed": settings.seed,
+            "selection_metric": SELECTION_METRIC,
+            "folds": folds,
+            "results": heldout,
+        },
+        "significance": {
+            "seed": settings.seed,
+            "rounds": settings.rounds,
+            "alpha": settings.alpha,
+            "metrics": list(SIGNIFICANCE_METRICS),
+            "pairs": pairs,
+        },
+        "ablation": _ablation(corpus, rankers, base_per_query, scored, pairs),
+        "unanswerable": _unanswerable(corpus, rankings, run_scores, scored),
+    }
+
+
+def _ablation(
+    corpus: Corpus, rankers: Sequence[str], per_query: Mapping, scored: Sequence[str], pairs: Sequence[dict]
+) -> dict[str, Any]:
+    steps = corpus.config.get("ablation")
+    source = "corpus config (sitegen.json)" if steps else "default: the rankers in build order"
+    if not steps:
+        steps = [{"ranker": r, "adds": r} for r in rankers]
+    steps = [s for s in steps if s["ranker"] in per_query]
+    rows = []
+    for n, step in enumerate(steps):
+        ranker = step["ranker"]
+        overall = {m: _mean(per_query[ranker], scored, m) for m in SIGNIFICANCE_METRICS}
+        row: dict[str, Any] = {
+            "ranker": ranker,
+            "adds": step["adds"],
+            "overall": overall,
+            "delta": None,
+            "p_value": None,
+            "significant": None,
+        }
+        if n:
+            previous = steps[n - 1]["ranker"]
+            row["delta"] = {
+                m: math.fsum(per_query[ranker][q][m] - per_query[previous][q][m] for q in scored) / len(scored)
+                for m in SIGNIFICANCE_METRICS
+            }
+            found = {p["metric"]: p for p in pairs if {p["a"], p["b"]} == {ranker, previous}}
+            row["p_value"] = {m: found[m]["p_value"] for m in SIGNIFICANCE_METRICS} if found else None
+            row["significant"] = {m: found[m]["significant"] for m in SIGNIFICANCE_METRICS} if found else None
+        rows.append(row)
+    return {"source": source, "rows": rows}
+
+
+def _unanswerable(
+    corpus: Corpus,
+    rankings: Mapping[str, Rankings],
+    run_scores: Mapping[str, Mapping[str, Sequence[float]]],
+    scored: Sequence[str],
+) -> dict[str, Any]:
+    questions = [q.query_id for q in corpus.queries if not q.answerable]
+    rows = {
+        r: {
+            q: {"hits": len(rankings[r].get(q, ())), "top_score": (run_scores[r].get(q) or [None])[0]}
+            for q in questions
+        }
+        for r in rankings
+    }
+    medians = {}
+    for r in rankings:
+        tops = [run_scores[r][q][0] for q in scored if run_scores[r].get(q)]
+        medians[r] = statistics.median(tops) if tops else None
+    return {"questions": questions, "rows": rows, "answerable_median_top_score": medians}
