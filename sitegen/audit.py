@@ -22,7 +22,11 @@ What a pass proves:
   follows from the runs, the metrics and the qrels;
 - every experiment (``experiments.json``: RRF sweeps, the held-out split and choices,
   paired randomisation tests and bootstrap intervals re-run from their recorded seed,
-  the ablation table, the unanswerable-question view) follows from the runs.
+  the ablation table, the unanswerable-question view) follows from the runs;
+- every pack (``packing.json``: whole passages in rank order within a character budget,
+  skipped when too long, later ones still tried), every "answer reached the prompt"
+  count and every citation verdict follows from the runs, the inputs and the fixture.
+  A valid citation proves provenance (the quote is in a packed passage), not entailment.
 
 What it does not prove: that the relevance labels are right, that the questions are
 fair, that the embeddings are what the named model gives for these texts (that needs
@@ -916,6 +920,115 @@ def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
     return f"sweeps, held-out folds, {len(pairs)} paired tests, ablation and unanswerable view recomputed"
 
 
+def check_packing(check: Check, bundle: Bundle, corpus: str) -> str:
+    """packing.json: packs (whole passages in rank order, skip what does not fit, keep trying),
+    answer-reached-the-prompt counts, and every citation verdict."""
+    rel = f"evidence/{corpus}/packing.json"
+    if not (bundle.site / rel).is_file():
+        return "no packing in this bundle"
+    stored = bundle.json(rel)
+    inputs = bundle.inputs(corpus)
+    rankers = [r for r in bundle.json(f"evidence/{corpus}/corpus.json").get("rankers", []) if isinstance(r, str)]
+    top_n, candidates, budgets = stored.get("top_n"), stored.get("candidates"), stored.get("budgets", [])
+    settings = [f"top{top_n}"] + [str(b) for b in budgets]
+    if stored.get("settings") != settings:
+        check.fail(f"{rel}: settings {stored.get('settings')!r}, expected {settings!r}")
+    text = inputs.doc_text
+
+    def fill(ids: list[str], budget: int | None) -> dict[str, Any]:
+        included, skipped, used = [], [], 0
+        for doc in ids:
+            if budget is None or used + len(text[doc]) <= budget:
+                included.append(doc)
+                used += len(text[doc])
+            else:
+                skipped.append(doc)
+        return {"included": included, "skipped": skipped, "used": used}
+
+    packs: dict[str, dict[str, dict[str, Any]]] = {}
+    for r in rankers:
+        hits = bundle.run(corpus, r)["queries"]
+        packs[r] = {}
+        for q in inputs.queries:
+            ids = [h["doc_id"] for h in hits.get(q, [])][:candidates]
+            want = {f"top{top_n}": fill(ids[:top_n], None)} | {str(b): fill(ids, b) for b in budgets}
+            packs[r][q] = want
+            got = stored.get("packs", {}).get(r, {}).get(q)
+            if got != want:
+                check.fail(f"{rel}: packs.{r}.{q}: stored {got!r}, recomputed {want!r}")
+
+    def relevant(q: str) -> set[str]:
+        return {d for d, g in inputs.qrels.get(q, {}).items() if g > 0}
+
+    def row(qids: list[str], r: str) -> dict[str, Any]:
+        hits = bundle.run(corpus, r)["queries"]
+        answerable = [q for q in qids if relevant(q)]
+        firsts = [
+            next((i for i, h in enumerate(hits.get(q, []), 1) if h["doc_id"] in relevant(q)), None) for q in answerable
+        ]
+        return {
+            "questions": len(answerable),
+            "rank1": firsts.count(1),
+            "top3": sum(1 for f in firsts if f is not None and f <= 3),
+            "answer_included": {
+                s: sum(1 for q in answerable if relevant(q) & set(packs[r][q][s]["included"])) for s in settings
+            },
+            "unanswerable": len(qids) - len(answerable),
+            "unanswerable_with_candidates": sum(1 for q in qids if not relevant(q) and hits.get(q)),
+        }
+
+    kinds: dict[str, list[str]] = {}
+    for q, v in inputs.queries.items():
+        kinds.setdefault(v["kind"], []).append(q)
+    for r in rankers:
+        want = {"overall": row(list(inputs.queries), r), "by_kind": {k: row(v, r) for k, v in kinds.items()}}
+        got = stored.get("results", {}).get(r)
+        if got != want:
+            check.fail(f"{rel}: results.{r}: stored {got!r}, recomputed {want!r}")
+
+    fixture_rel = f"evidence/{corpus}/inputs/citations.jsonl"
+    fixture = {}
+    if (bundle.site / fixture_rel).is_file():
+        fixture = {
+            json.loads(line)["query_id"]: json.loads(line)["citations"]
+            for line in bundle.text(fixture_rel).splitlines()
+            if line.strip()
+        }
+    if sorted(stored.get("citations", {})) != sorted(fixture):
+        check.fail(f"{rel}: citations for {sorted(stored.get('citations', {}))}, the fixture has {sorted(fixture)}")
+    counted = {r: {s: {} for s in settings} for r in rankers}
+    verdicts = 0
+    for q, items in fixture.items():
+        for n, c in enumerate(items):
+            for r in rankers:
+                for s in settings:
+                    if not c["quote"]:
+                        want = "empty-quote"
+                    elif c["doc_id"] not in text:
+                        want = "unknown-id"
+                    elif c["doc_id"] not in packs[r][q][s]["included"]:
+                        want = "not-in-evidence"
+                    else:
+                        want = "valid" if c["quote"] in text[c["doc_id"]] else "quote-not-found"
+                    counted[r][s][want] = counted[r][s].get(want, 0) + 1
+                    verdicts += 1
+                    try:
+                        got = stored["citations"][q][n]["verdicts"][r][s]
+                    except (KeyError, IndexError, TypeError):
+                        got = None
+                    if got != want:
+                        check.fail(
+                            f"{rel}: citations.{q}[{n}] ({c['kind']}): ranker {r}, {s}: "
+                            f"stored {got!r}, recomputed {want!r}"
+                        )
+    for r in rankers:
+        for s in settings:
+            got = {v: n for v, n in stored.get("citation_summary", {}).get(r, {}).get(s, {}).items() if n}
+            if got != counted[r][s]:
+                check.fail(f"{rel}: citation_summary.{r}.{s}: stored {got!r}, recomputed {counted[r][s]!r}")
+    return f"{len(rankers) * len(inputs.queries) * len(settings)} packs and {verdicts} citation verdicts recomputed"
+
+
 # Checks run per corpus, then per (corpus, ranker); a new derived table gets one function and one line here.
 CORPUS_CHECKS: list[tuple[str, Callable[[Check, Bundle, str], str]]] = [
     ("inputs", check_inputs),
@@ -923,6 +1036,7 @@ CORPUS_CHECKS: list[tuple[str, Callable[[Check, Bundle, str], str]]] = [
     ("embeddings", check_embeddings),
     ("report", check_report),
     ("experiments", check_experiments),
+    ("packing", check_packing),
 ]
 RANKER_CHECKS: list[tuple[str, Callable[[Check, Bundle, str, str], str]]] = [
     ("run", check_run),

@@ -31,6 +31,7 @@ from sitegen.errors import BuildError, CorpusError, SitegenError
 from sitegen.evidence import EVIDENCE_DIR, TREC_DEPTH, write_corpus_evidence, write_manifest
 from sitegen.experiments import run_experiments
 from sitegen.metrics import evaluate, metric_names
+from sitegen.packing import DEFAULT_BUDGETS, packing_report
 from sitegen.rankers import DEFAULT_RANKERS, RankInputs, Run, make_rankers
 from sitegen.render import render_site
 from sitegen.report import derive_report
@@ -258,7 +259,13 @@ def _build_into(
                 {r: run.params for r, run in runs.items()},
                 {r: {q: [h.score for h in hits] for q, hits in run.hits.items()} for r, run in runs.items()},
             )
-            log(f"{corpus.name}: experiments done (sweeps, held-out selection, significance, ablation)")
+            derived["packing.json"] = packing_report(
+                corpus,
+                rankings,
+                corpus.citations,
+                tuple(corpus.config.get("packing", {}).get("budgets", DEFAULT_BUDGETS)),
+            )
+            log(f"{corpus.name}: experiments done (sweeps, held-out selection, significance, ablation, packing)")
             seconds["experiments"] += time.perf_counter() - clock
             clock = time.perf_counter()
             write_corpus_evidence(

@@ -23,6 +23,7 @@ from typing import Any
 from sitegen.errors import CorpusError
 
 __all__ = [
+    "CITATIONS_FILE",
     "CONFIG_FILE",
     "CORPUS_FILE",
     "QRELS_FILE",
@@ -42,6 +43,7 @@ QUERIES_FILE = "queries.jsonl"
 QRELS_FILE = "qrels/test.tsv"
 README_FILE = "README.md"
 CONFIG_FILE = "sitegen.json"
+CITATIONS_FILE = "citations.jsonl"
 UNLABELLED_KIND = "unlabelled"
 
 _QRELS_HEADER = ("query-id", "corpus-id", "score")
@@ -80,6 +82,7 @@ class Corpus:
     readme: str
     input_files: tuple[str, ...]
     config: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    citations: Mapping[str, tuple[Mapping[str, str], ...]] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -125,8 +128,10 @@ def load_corpus(folder: Path) -> Corpus:
     readme = _read_text(readme_path) if readme_path.is_file() else ""
     config_path = folder / CONFIG_FILE
     config = _load_config(config_path) if config_path.is_file() else {}
+    citations_path = folder / CITATIONS_FILE
+    citations = _load_citations(citations_path, query_lines) if citations_path.is_file() else {}
     inputs = [CORPUS_FILE, QUERIES_FILE, QRELS_FILE]
-    inputs += [name for name in (README_FILE, CONFIG_FILE) if (folder / name).is_file()]
+    inputs += [name for name in (README_FILE, CONFIG_FILE, CITATIONS_FILE) if (folder / name).is_file()]
     return Corpus(
         name=folder.name,
         root=folder,
@@ -136,13 +141,15 @@ def load_corpus(folder: Path) -> Corpus:
         readme=readme,
         input_files=tuple(sorted(inputs)),
         config=MappingProxyType(config),
+        citations=MappingProxyType(citations),
     )
 
 
 def _load_config(path: Path) -> dict[str, Any]:
-    """``sitegen.json``: per-corpus experiment settings. Today one key::
+    """``sitegen.json``: per-corpus experiment settings::
 
-    {"ablation": [{"ranker": "bm25", "adds": "what this row adds to the previous one"}, ...]}
+    {"ablation": [{"ranker": "bm25", "adds": "what this row adds to the previous one"}, ...],
+     "packing": {"budgets": [20, 200, 1000]}}
     """
     try:
         config = json.loads(_read_text(path))
@@ -150,9 +157,18 @@ def _load_config(path: Path) -> dict[str, Any]:
         raise CorpusError(path, f"malformed JSON: {exc.msg}", exc.lineno) from None
     if not isinstance(config, dict):
         raise CorpusError(path, "expected a JSON object")
-    unknown = sorted(set(config) - {"ablation"})
+    unknown = sorted(set(config) - {"ablation", "packing"})
     if unknown:
-        raise CorpusError(path, f"unknown setting(s) {', '.join(unknown)}; known: ablation")
+        raise CorpusError(path, f"unknown setting(s) {', '.join(unknown)}; known: ablation, packing")
+    packing = config.get("packing", {})
+    budgets = packing.get("budgets", []) if isinstance(packing, dict) else None
+    if (
+        not isinstance(packing, dict)
+        or set(packing) - {"budgets"}
+        or not isinstance(budgets, list)
+        or not all(type(b) is int and b >= 0 for b in budgets)
+    ):
+        raise CorpusError(path, '"packing" must be {"budgets": [non-negative integers]} (characters)')
     steps = config.get("ablation", [])
     if not isinstance(steps, list) or not all(
         isinstance(s, dict) and set(s) == {"ranker", "adds"} and all(isinstance(v, str) and v for v in s.values())
@@ -160,6 +176,25 @@ def _load_config(path: Path) -> dict[str, Any]:
     ):
         raise CorpusError(path, '"ablation" must be a list of {"ranker": NAME, "adds": TEXT} objects')
     return config
+
+
+def _load_citations(path: Path, query_lines: Mapping[str, int]) -> dict[str, tuple[Mapping[str, str], ...]]:
+    """``citations.jsonl``: candidate citations per question, ``{"query_id", "citations": [{"kind",
+    "doc_id", "quote"}]}``; the doc id may name no passage (that is one of the cases under test)."""
+    citations: dict[str, tuple[Mapping[str, str], ...]] = {}
+    for number, obj in _json_objects(path):
+        query_id = obj.get("query_id")
+        if query_id not in query_lines:
+            raise CorpusError(path, f"unknown query_id {query_id!r} (not in {QUERIES_FILE})", number)
+        if query_id in citations:
+            raise CorpusError(path, f"query {query_id!r} is listed twice", number)
+        items = obj.get("citations")
+        if not isinstance(items, list) or not all(
+            isinstance(c, dict) and all(isinstance(c.get(k), str) for k in ("kind", "doc_id", "quote")) for c in items
+        ):
+            raise CorpusError(path, '"citations" must be a list of {"kind", "doc_id", "quote"} strings', number)
+        citations[query_id] = tuple(MappingProxyType(dict(c)) for c in items)
+    return citations
 
 
 def _read_text(path: Path) -> str:

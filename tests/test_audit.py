@@ -42,6 +42,11 @@ RICH_QUERIES = [
     {"_id": "r4", "text": "status of buses and wish", "kind": "stems"},
     {"_id": "r5", "text": "no passage answers this", "kind": "stems", "answerable": False},
 ]
+RICH_CITATIONS = [
+    {"kind": "valid", "doc_id": "a3", "quote": "fee tables update nightly"},
+    {"kind": "invented-id", "doc_id": "a9", "quote": "fee tables"},
+    {"kind": "invented-span", "doc_id": "a3", "quote": "fees are waived"},
+]
 RICH_QRELS = [("r1", "a1", 2), ("r1", "a4", 0), ("r2", "a2", 1), ("r3", "a3", 2), ("r3", "a5 100%", 1), ("r4", "a4", 1)]
 
 
@@ -49,7 +54,8 @@ RICH_QRELS = [("r1", "a1", 2), ("r1", "a4", 0), ("r2", "a2", 1), ("r3", "a3", 2)
 def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("audit")
     write_corpus(root / "corpora" / "tiny")
-    write_corpus(root / "corpora" / "rich", RICH_DOCS, RICH_QUERIES, RICH_QRELS)
+    rich = write_corpus(root / "corpora" / "rich", RICH_DOCS, RICH_QUERIES, RICH_QRELS)
+    (rich / "citations.jsonl").write_text(json.dumps({"query_id": "r3", "citations": RICH_CITATIONS}) + "\n")
     options = BuildOptions(corpora_dir=root / "corpora", out_dir=root / "site", cache_dir=root / "cache")
     build_site(options, model=FakeEmbeddingModel())
     return root / "site"
@@ -345,6 +351,29 @@ def test_a_changed_experiment_value_is_caught(site: Path, where: tuple, label: s
     assert any(m.startswith(f"{rel}: {label}") for m in messages), messages
 
 
+def test_a_changed_pack_or_answer_count_is_caught(site: Path) -> None:
+    rel = "evidence/tiny/packing.json"
+    packing = load(site, rel)
+    packing["packs"]["dense"]["q1"]["20"]["included"] = ["d1"]
+    packing["results"]["bm25"]["overall"]["answer_included"]["top3"] += 1
+    save(site, rel, packing)
+    messages = failures(site)["packing:tiny"]
+    assert any(m.startswith(f"{rel}: packs.dense.q1: stored") for m in messages)
+    assert any(m.startswith(f"{rel}: results.bm25: stored") for m in messages)
+
+
+def test_a_changed_citation_verdict_is_caught(site: Path) -> None:
+    rel = "evidence/rich/packing.json"
+    packing = load(site, rel)
+    assert packing["citations"]["r3"][1]["verdicts"]["bm25"]["top3"] == "unknown-id"
+    packing["citations"]["r3"][1]["verdicts"]["bm25"]["top3"] = "valid"
+    save(site, rel, packing)
+    (message,) = failures(site)["packing:rich"]
+    assert (
+        message == f"{rel}: citations.r3[1] (invented-id): ranker bm25, top3: stored 'valid', recomputed 'unknown-id'"
+    )
+
+
 def test_a_run_with_an_unknown_method_cannot_pass(site: Path) -> None:
     rel = "evidence/tiny/runs/bm25.json"
     run_doc = load(site, rel)
@@ -409,5 +438,5 @@ def test_audit_tokenisers_agree_with_sitegen(text: str) -> None:
 
 
 def test_check_registries_name_every_check_family() -> None:
-    assert [p for p, _ in audit.CORPUS_CHECKS] == ["inputs", "corpus", "embeddings", "report", "experiments"]
+    assert [p for p, _ in audit.CORPUS_CHECKS] == ["inputs", "corpus", "embeddings", "report", "experiments", "packing"]
     assert [p for p, _ in audit.RANKER_CHECKS] == ["run", "trec", "metrics"]
