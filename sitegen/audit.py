@@ -539,10 +539,88 @@ def _verify_rrf(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any], 
 
 
 # A run's params["method"] names the definition it is checked against.
+def _verify_external(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any], rel: str) -> str:
+    """An external run cannot be recomputed; check it is its bundled TREC file, read in trec_eval's
+    order (score descending, then doc id descending), cut to depth, and that its lists are honest."""
+    source = f"evidence/{corpus}/{run['params'].get('source', '')}"
+    lines = [line.split() for line in bundle.text(source).splitlines() if line.strip()]
+    if any(len(cols) != 6 for cols in lines):
+        raise AuditError(f"{source}: every line must have 6 columns")
+    parsed: dict[str, dict[str, float]] = {}
+    for cols in lines:
+        parsed.setdefault(cols[0], {})[cols[2]] = float(cols[4])
+    inputs = bundle.inputs(corpus)
+    for qid in inputs.queries:
+        items = sorted(parsed.get(qid, {}).items(), key=lambda item: item[0], reverse=True)
+        want = [d for d, _ in sorted(items, key=lambda item: -item[1])][: run["depth"]]
+        got = [h["doc_id"] for h in run["queries"].get(qid, [])]
+        if got != want:
+            check.fail(f"{rel}: query {qid}: hits {got[:5]}..., the bundled run file gives {want[:5]}...")
+        for hit in run["queries"].get(qid, []):
+            if parsed.get(qid, {}).get(hit["doc_id"]) != hit["score"]:
+                check.fail(f"{rel}: query {qid}: doc {hit['doc_id']}: score {hit['score']} is not the file's")
+    unknown_docs = sorted({d for scores in parsed.values() for d in scores} - set(inputs.doc_text))
+    unknown_queries = sorted(set(parsed) - set(inputs.queries))
+    if run["params"].get("unknown_documents") != unknown_docs:
+        check.fail(f"{rel}: unknown_documents {run['params'].get('unknown_documents')}, the file names {unknown_docs}")
+    if run["params"].get("unknown_queries") != unknown_queries:
+        check.fail(f"{rel}: unknown_queries {run['params'].get('unknown_queries')}, the file names {unknown_queries}")
+    return "external: metrics verified, ranking not reproducible here"
+
+
+def _verify_pgvector(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any], rel: str) -> str:
+    """HNSW is approximate: every stored score must be the true cosine of that passage (recomputed from the
+    stored vectors), scores must not increase down the list, and the report counts the ranks where the
+    approximate list holds the exact top score."""
+    emb = bundle.embeddings(corpus)
+    rows = {q: i for i, q in enumerate(emb.index["queries"])}
+    position = {d: i for i, d in enumerate(emb.index["passages"])}
+    tol = TOLERANCES["dense_score_absolute"]
+    exact_ranks = total = 0
+    for qid, hits in run["queries"].items():
+        if qid not in rows:
+            check.fail(f"{rel}: query {qid}: no vector in embeddings/queries.npy")
+            continue
+        values = emb.passages.astype(np.float64) @ emb.queries[rows[qid]].astype(np.float64)
+        best = np.sort(values)[::-1]
+        for rank, hit in enumerate(hits, start=1):
+            if hit["doc_id"] not in position:
+                check.fail(f"{rel}: query {qid}: rank {rank}: doc {hit['doc_id']} has no stored vector")
+                continue
+            true = float(values[position[hit["doc_id"]]])
+            if abs(hit["score"] - true) > tol:
+                check.fail(f"{rel}: query {qid}: doc {hit['doc_id']}: score {hit['score']!r}, its cosine is {true!r}")
+            if rank > 1 and hit["score"] > hits[rank - 2]["score"] + tol:
+                check.fail(f"{rel}: query {qid}: rank {rank} scores higher than rank {rank - 1}")
+            exact_ranks += abs(hit["score"] - float(best[rank - 1])) <= tol
+            total += 1
+    return (
+        f"scores are true cosines; {exact_ranks} of {total} ranks hold the exact search's score (HNSW is approximate)"
+    )
+
+
+def _verify_tsvector(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any], rel: str) -> str:
+    """ts_rank_cd is computed by PostgreSQL and not reimplemented here: the order is checked
+    (score descending, then doc id ascending, positive scores only); metrics are verified separately."""
+    for qid, hits in run["queries"].items():
+        for rank, hit in enumerate(hits, start=1):
+            if hit["score"] <= 0:
+                check.fail(f"{rel}: query {qid}: rank {rank}: score {hit['score']!r} is not positive")
+            if rank > 1:
+                previous = hits[rank - 2]
+                if (-previous["score"], previous["doc_id"]) >= (-hit["score"], hit["doc_id"]):
+                    check.fail(f"{rel}: query {qid}: ranks {rank - 1} and {rank} are out of (score, id) order")
+    return "order checked; ts_rank_cd scores come from PostgreSQL and are not recomputed"
+
+
 METHODS: dict[str, Callable[[Check, Bundle, str, dict[str, Any], str], str]] = {
     "okapi-bm25": _verify_bm25,
     "exact cosine": _verify_dense,
     "reciprocal rank fusion": _verify_rrf,
+    "external trec run": _verify_external,
+    "pgvector-hnsw": _verify_pgvector,
+    "postgres-tsvector": _verify_tsvector,
+    "postgres-hybrid-sql": _verify_rrf,  # the one-statement fusion must equal RRF of the two stored pg runs
 }
 
 
@@ -562,7 +640,9 @@ def check_run(check: Check, bundle: Bundle, corpus: str, ranker: str) -> str:
         if ranks != list(range(1, len(hits) + 1)):
             bad = next(i for i, r in enumerate(ranks, start=1) if r != i)
             check.fail(f"{rel}: query {qid}: rank fields are not 1..{len(hits)}: hit {bad} has rank {ranks[bad - 1]}")
-        if len(hits) > depth or len(set(ids)) != len(ids) or not set(ids) <= set(inputs.doc_text):
+        # Only an external run may name passages the corpus lacks; its own check lists them.
+        foreign = set(ids) - set(inputs.doc_text) if run["params"].get("method") != "external trec run" else set()
+        if len(hits) > depth or len(set(ids)) != len(ids) or foreign:
             check.fail(f"{rel}: query {qid}: more than {depth} hits, a repeated doc id or a doc id not in the inputs")
     method = run["params"].get("method")
     if method not in METHODS:
@@ -951,6 +1031,7 @@ def check_packing(check: Check, bundle: Bundle, corpus: str) -> str:
         packs[r] = {}
         for q in inputs.queries:
             ids = [h["doc_id"] for h in hits.get(q, [])][:candidates]
+            ids = [d for d in ids if d in text]  # an external run may name passages the corpus lacks
             want = {f"top{top_n}": fill(ids[:top_n], None)} | {str(b): fill(ids, b) for b in budgets}
             packs[r][q] = want
             got = stored.get("packs", {}).get(r, {}).get(q)
@@ -1029,6 +1110,35 @@ def check_packing(check: Check, bundle: Bundle, corpus: str) -> str:
     return f"{len(rankers) * len(inputs.queries) * len(settings)} packs and {verdicts} citation verdicts recomputed"
 
 
+def check_postgres(check: Check, bundle: Bundle, corpus: str) -> str:
+    """postgres.json: the agreement figures, recounted from the stored runs."""
+    rel = f"evidence/{corpus}/postgres.json"
+    if not (bundle.site / rel).is_file():
+        return "no PostgreSQL rankers in this bundle"
+    stored = bundle.json(rel)
+
+    def same_top(a: str, b: str, n: int) -> int:
+        run_a, run_b = bundle.run(corpus, a)["queries"], bundle.run(corpus, b)["queries"]
+        return sum(
+            1 for q in run_a if [h["doc_id"] for h in run_a[q][:n]] == [h["doc_id"] for h in run_b.get(q, [])[:n]]
+        )
+
+    figures = {
+        "sql_vs_python_top5_identical": ("rrf-pgvector-tsvector", "pg-hybrid-sql", 5),
+        "hnsw_vs_exact_top10_identical": ("dense", "pg-vector", 10),
+    }
+    counted = []
+    for key, (a, b, n) in figures.items():
+        if key in stored:
+            want = same_top(a, b, n)
+            if stored[key] != want:
+                check.fail(f"{rel}: {key} is {stored[key]!r}, the runs give {want}")
+            counted.append(f"{key} {want}")
+    if stored.get("not_run"):
+        return f"not run: {', '.join(sorted(stored['not_run']))}"
+    return "; ".join(counted) or "no agreement figures"
+
+
 # Checks run per corpus, then per (corpus, ranker); a new derived table gets one function and one line here.
 CORPUS_CHECKS: list[tuple[str, Callable[[Check, Bundle, str], str]]] = [
     ("inputs", check_inputs),
@@ -1037,6 +1147,7 @@ CORPUS_CHECKS: list[tuple[str, Callable[[Check, Bundle, str], str]]] = [
     ("report", check_report),
     ("experiments", check_experiments),
     ("packing", check_packing),
+    ("postgres", check_postgres),
 ]
 RANKER_CHECKS: list[tuple[str, Callable[[Check, Bundle, str, str], str]]] = [
     ("run", check_run),

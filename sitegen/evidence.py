@@ -174,6 +174,7 @@ def write_corpus_evidence(
             "kinds": {k: sum(1 for q in corpus.queries if q.kind == k and q.answerable) for k in kinds},
             "kind_order": list(kinds),
             "rankers": list(runs),
+            "external_rankers": [r for r, run in runs.items() if run.params.get("method") == "external trec run"],
             "metrics": metric_list,
             "depth": depth,
             "inputs": [f"inputs/{n}" for n in corpus.input_files],
@@ -214,7 +215,12 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def write_manifest(site_dir: Path, corpora: list[str], model: Mapping[str, str] | None) -> dict[str, Any]:
+def write_manifest(
+    site_dir: Path,
+    corpora: list[str],
+    model: Mapping[str, str] | None,
+    postgres: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
     """Write ``evidence/manifest.json``: the sha256 and size of every evidence file
     (paths relative to the site root, sorted), plus tool, Python, library and model versions."""
     evidence_dir = site_dir / EVIDENCE_DIR
@@ -228,6 +234,7 @@ def write_manifest(site_dir: Path, corpora: list[str], model: Mapping[str, str] 
         "python": platform.python_version(),
         "libraries": library_versions(),
         "model": dict(model) if model else None,
+        "postgres": dict(postgres) if postgres else None,
         "corpora": corpora,
         "files": files,
     }

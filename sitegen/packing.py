@@ -110,7 +110,8 @@ def packing_report(
     for ranker, by_query in rankings.items():
         packs[ranker] = {}
         for query in corpus.queries:
-            top = [(d, passages[d]) for d in list(by_query.get(query.query_id, ()))[:PACK_CANDIDATES]]
+            # An external run may name passages the corpus lacks: they have no text to pack.
+            top = [(d, passages[d]) for d in list(by_query.get(query.query_id, ()))[:PACK_CANDIDATES] if d in passages]
             chosen = {f"top{TOP_N}": pack(top[:TOP_N], None)} | {str(b): pack(top, b) for b in budgets}
             packs[ranker][query.query_id] = {
                 s: {"included": list(p.included), "skipped": list(p.skipped), "used": p.used} for s, p in chosen.items()

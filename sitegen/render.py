@@ -177,6 +177,7 @@ def _corpus_context(site_dir: Path, name: str) -> dict[str, Any]:
     runs = {r: _read_json(base / "runs" / f"{r}.json") for r in summary["rankers"]}
     experiments = _read_json(base / "experiments.json") if (base / "experiments.json").exists() else None
     packing = _read_json(base / "packing.json") if (base / "packing.json").exists() else None
+    postgres = _read_json(base / "postgres.json") if (base / "postgres.json").exists() else None
     return {
         "name": name,
         "summary": summary,
@@ -188,7 +189,9 @@ def _corpus_context(site_dir: Path, name: str) -> dict[str, Any]:
         "runs": runs,
         "experiments": experiments,
         "packing": packing,
+        "postgres": postgres,
         "rankers": summary["rankers"],
+        "external": set(summary.get("external_rankers", [])),
         "evidence": f"{EVIDENCE_DIR}/{name}",
         "dir": _corpus_dir(name),
         "readme": render_markdown(
@@ -220,7 +223,7 @@ def _table(c: dict[str, Any], scope: str, kind: str | None, metrics: tuple[str, 
                     "best": ranker in best[m],
                 }
             )
-        rows.append({"ranker": ranker, "cells": cells})
+        rows.append({"ranker": ranker, "cells": cells, "external": ranker in c["external"]})
     return {"metrics": metrics, "rows": rows, "n": n, "kind": kind}
 
 
@@ -228,12 +231,12 @@ def _hits(c: dict[str, Any], ranker: str, query_id: str, top: int) -> list[dict[
     grades = c["qrels"].get(query_id, {})
     rows = []
     for hit in c["runs"][ranker]["queries"].get(query_id, [])[:top]:
-        doc = c["docs"][hit["doc_id"]]
+        doc = c["docs"].get(hit["doc_id"])
         rows.append(
             {
                 "rank": hit["rank"],
                 "doc_id": hit["doc_id"],
-                "title": _passage_title(doc),
+                "title": _passage_title(doc) if doc else "(not a passage of this corpus; named by an external run)",
                 "score": hit["score"],
                 "grade": grades.get(hit["doc_id"], 0),
                 "components": hit.get("components"),
@@ -385,6 +388,7 @@ def _corpus_pages(c: dict[str, Any], site: _Site) -> list[_Page]:
                 "wins_losses": report["wins_losses"],
                 "experiments": _experiments_context(c, site),
                 "packing": c["packing"],
+                "postgres": c["postgres"],
                 "setting_titles": {s: _setting_title(s, c["packing"]["top_n"]) for s in c["packing"]["settings"]}
                 if c["packing"]
                 else {},

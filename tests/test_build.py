@@ -200,3 +200,101 @@ def test_built_site_carries_the_audit_script_and_its_verdict(built: Path) -> Non
     assert verdict["verdict"] == "pass"
     assert "Audit: passed" in (built / "index.html").read_text()
     assert "Verdict: pass" in (built / "reproducibility.html").read_text()
+
+
+def test_an_external_trec_run_is_scored_shown_and_audited_with_unknown_ids_reported(
+    tmp_path: Path, tiny_corpus: Path, fake_model: FakeEmbeddingModel
+) -> None:
+    run_file = tmp_path / "vendor.trec"
+    run_file.write_text(
+        "q1 Q0 d2 1 3.0 vendor\n"
+        "q1 Q0 d1 2 3.0 vendor\n"  # a tie: trec_eval puts d2 first (ids descending)
+        "q1 Q0 ghost 3 2.5 vendor\n"
+        "q2 Q0 d3 1 9.0 vendor\n"
+        "q9 Q0 d1 1 1.0 vendor\n"
+    )
+    out = tmp_path / "site"
+    _build(tiny_corpus.parent, out, fake_model, tmp_path / "cache", external_runs=(("vendor", "tiny", run_file),))
+    run = json.loads((out / "evidence" / "tiny" / "runs" / "vendor.json").read_text())
+    assert [h["doc_id"] for h in run["queries"]["q1"]] == ["d2", "d1", "ghost"]
+    assert run["queries"]["q3"] == []
+    assert run["params"]["unknown_documents"] == ["ghost"] and run["params"]["unknown_queries"] == ["q9"]
+    assert (out / "evidence" / "tiny" / "inputs" / "runs" / "vendor.trec").read_bytes() == run_file.read_bytes()
+    assert_metrics_match_trec_eval(out, "tiny")
+    metrics = json.loads((out / "evidence" / "tiny" / "metrics.json").read_text())
+    assert metrics["vendor"]["per_query"]["q2"]["hit@1"] == 1.0
+    assert metrics["vendor"]["per_query"]["q3"]["hit@20"] == 0.0
+    audit_report = json.loads((out / "audit.json").read_text())
+    assert any(c["name"] == "run:tiny/vendor" and "not reproducible" in c["detail"] for c in audit_report["checks"])
+    assert "(external)" in (out / "corpora" / "tiny" / "index.html").read_text()
+
+
+def test_external_run_with_a_malformed_line_or_a_clashing_name_is_refused(
+    tmp_path: Path, tiny_corpus: Path, fake_model: FakeEmbeddingModel
+) -> None:
+    bad = tmp_path / "bad.trec"
+    bad.write_text("q1 Q0 d1 1 2.0 x\nq1 Q0 d2 2 x\n")
+    with pytest.raises(SitegenError, match=r"bad\.trec:2: expected 6 columns"):
+        _build(tiny_corpus.parent, tmp_path / "s", fake_model, tmp_path / "c", external_runs=(("v", "tiny", bad),))
+    good = tmp_path / "good.trec"
+    good.write_text("q1 Q0 d1 1 2.0 x\n")
+    with pytest.raises(SitegenError, match="already a built-in ranker"):
+        _build(tiny_corpus.parent, tmp_path / "s", fake_model, tmp_path / "c", external_runs=(("bm25", "tiny", good),))
+
+
+def test_cli_run_option_rejects_a_value_without_corpus_and_path(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["build", "--run", "just-a-name"])
+    assert result.exit_code == 2
+    assert "is not NAME=CORPUS:PATH" in result.output
+
+
+def _postgres_processes() -> set[int]:
+    pids = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "comm").read_text().strip().startswith("postgres"):
+                    pids.add(int(entry.name))
+            except OSError:
+                continue
+    return pids
+
+
+def test_postgres_rankers_run_beside_the_others_and_leave_no_server_behind(built: Path) -> None:
+    postgres = json.loads((built / "evidence" / "tiny" / "postgres.json").read_text())
+    summary = json.loads((built / "evidence" / "tiny" / "corpus.json").read_text())
+    assert {"pg-vector", "pg-tsvector", "rrf-pgvector-tsvector", "pg-hybrid-sql"} <= set(summary["rankers"])
+    assert postgres["not_run"] == {}
+    assert postgres["sql_vs_python_top5_identical"] == postgres["questions"] == 4
+    assert {n["node_type"] for n in postgres["plans"]["scans"]["vector"]} == {"Index Scan"}
+    assert any(n["index"] and n["index"].endswith("_tsv_gin") for n in postgres["plans"]["scans"]["keyword"])
+    page = (built / "corpora" / "tiny" / "index.html").read_text()
+    assert "ts_rank_cd is not BM25" in page and "The one-statement SQL fusion and the Python fusion" in page
+    assert _postgres_processes() == set()
+
+
+def test_unreachable_postgres_marks_the_rows_not_run_unless_required(
+    tmp_path: Path, tiny_corpus: Path, fake_model: FakeEmbeddingModel
+) -> None:
+    dsn = "postgresql://sitegen@127.0.0.1:9/none?connect_timeout=2"
+    _build(tiny_corpus.parent, tmp_path / "site", fake_model, tmp_path / "cache", pg_dsn=dsn)
+    postgres = json.loads((tmp_path / "site" / "evidence" / "tiny" / "postgres.json").read_text())
+    assert set(postgres["not_run"]) == {"pg-vector", "pg-tsvector", "rrf-pgvector-tsvector", "pg-hybrid-sql"}
+    assert not (tmp_path / "site" / "evidence" / "tiny" / "runs" / "pg-vector.json").exists()
+    assert "Not run on this build" in (tmp_path / "site" / "corpora" / "tiny" / "index.html").read_text()
+    with pytest.raises(SitegenError):
+        _build(tiny_corpus.parent, tmp_path / "s2", fake_model, tmp_path / "cache", pg_dsn=dsn, require_postgres=True)
+    assert not (tmp_path / "s2").exists()
+
+
+def test_a_failed_build_stops_its_postgres_server(
+    tmp_path: Path, tiny_corpus: Path, fake_model: FakeEmbeddingModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def explode(*args, **kwargs):
+        assert _postgres_processes(), "the server should be running while ranking"
+        raise RuntimeError("crash while ranking")
+
+    monkeypatch.setattr("sitegen.rankers.pg.PgTsvectorRanker.rank", explode)
+    with pytest.raises(SitegenError, match="crash while ranking"):
+        _build(tiny_corpus.parent, tmp_path / "site", fake_model, tmp_path / "cache")
+    assert _postgres_processes() == set()

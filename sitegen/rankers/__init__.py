@@ -8,10 +8,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from sitegen.errors import SitegenError
+from sitegen.postgres import EF_SEARCH_MAX
 from sitegen.rankers.base import Hit, Ranker, RankInputs, Run, top_k
 from sitegen.rankers.bm25 import BM25Ranker
 from sitegen.rankers.dense import DenseRanker
 from sitegen.rankers.fusion import RRFRanker, reciprocal_rank_fusion
+from sitegen.rankers.pg import PgHybridRanker, PgTsvectorRanker, PgVectorRanker
 
 __all__ = [
     "DEFAULT_RANKERS",
@@ -31,6 +33,12 @@ RANKERS: dict[str, Callable[[], Ranker]] = {
     "dense": lambda: DenseRanker("dense"),
     "rrf-dense-bm25": lambda: RRFRanker("rrf-dense-bm25", ("dense", "bm25")),
     "rrf-dense-bm25-stem": lambda: RRFRanker("rrf-dense-bm25-stem", ("dense", "bm25-stem")),
+    # ef_search at pgvector's ceiling: on corpora up to 1,000 passages the HNSW search visits every
+    # passage, so pg-vector is exact and two builds agree byte for byte.
+    "pg-vector": lambda: PgVectorRanker("pg-vector", ef_search=EF_SEARCH_MAX),
+    "pg-tsvector": lambda: PgTsvectorRanker("pg-tsvector"),
+    "rrf-pgvector-tsvector": lambda: RRFRanker("rrf-pgvector-tsvector", ("pg-vector", "pg-tsvector")),
+    "pg-hybrid-sql": lambda: PgHybridRanker("pg-hybrid-sql", ef_search=EF_SEARCH_MAX),
 }
 
 DEFAULT_RANKERS: tuple[str, ...] = tuple(RANKERS)

@@ -11,8 +11,10 @@ Only documents with a positive score are ranked; ties go to the smaller document
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import chain, count
 from typing import Any
 
 import numpy as np
@@ -39,32 +41,67 @@ class BM25Index:
 
 
 def build_bm25_index(token_lists: Sequence[Sequence[str]], k1: float = 1.2, b: float = 0.75) -> BM25Index:
-    """Index tokenised documents; term ids follow first appearance, never set order."""
-    vocabulary: dict[str, int] = {}
-    term_ids: list[int] = []
-    lengths = np.empty(len(token_lists), dtype=np.int64)
-    for i, tokens in enumerate(token_lists):
-        lengths[i] = len(tokens)
-        term_ids.extend(vocabulary.setdefault(t, len(vocabulary)) for t in tokens)
+    """Index tokenised documents; term ids follow first appearance, never set order.
+
+    Written for speed and memory (see bench/): tokens are mapped to ids without a
+    Python list, and one in-place sort of int64 (term, document) keys groups the
+    postings. Every weight is computed with the same float64 operations in the same
+    order as the plain formula, so scores are bit-for-bit those of the definition.
+    """
     n_docs = len(token_lists)
+    lengths = np.fromiter(map(len, token_lists), dtype=np.int64, count=n_docs)
+    n_tokens = int(lengths.sum())
+    # A defaultdict numbering keys as they first appear; map() keeps the loop in C.
+    ids: defaultdict[str, int] = defaultdict(count().__next__)
+    key = np.fromiter(map(ids.__getitem__, chain.from_iterable(token_lists)), dtype=np.int64, count=n_tokens)
+    vocabulary = dict(ids)
     n_terms = len(vocabulary)
-    terms = np.asarray(term_ids, dtype=np.int64)
-    docs = np.repeat(np.arange(n_docs, dtype=np.int64), lengths)
-    # One key per (term, document) pair: unique() sorts by term, then document, and counts tf.
-    pairs, tf = np.unique(terms * n_docs + docs, return_counts=True)
-    pair_terms = pairs // n_docs if n_docs else pairs
-    pair_docs = pairs - pair_terms * n_docs
-    df = np.bincount(pair_terms, minlength=n_terms)
+    doc_dtype = np.int32 if n_docs < 2**31 else np.int64
+    if n_tokens == 0:
+        return BM25Index(
+            vocabulary=vocabulary,
+            starts=np.zeros(n_terms + 1, dtype=np.int64),
+            doc_indices=np.zeros(0, dtype=doc_dtype),
+            weights=np.zeros(0, dtype=np.float64),
+            n_docs=n_docs,
+            k1=k1,
+            b=b,
+        )
+    # One key per token, term * n_docs + document, sorted in place: term-major, then document.
+    key *= n_docs
+    key += np.repeat(np.arange(n_docs, dtype=doc_dtype), lengths)
+    key.sort()
+    first = np.empty(n_tokens, dtype=bool)
+    first[0] = True
+    np.not_equal(key[1:], key[:-1], out=first[1:])
+    run_starts = np.flatnonzero(first)  # where each distinct (term, document) pair begins
+    del first
+    pairs = key[run_starts]
+    del key
+    tf = np.empty(run_starts.size, dtype=np.int32 if n_tokens < 2**31 else np.int64)
+    np.subtract(run_starts[1:], run_starts[:-1], out=tf[:-1], casting="unsafe")
+    tf[-1] = n_tokens - run_starts[-1]
+    del run_starts
+    starts = np.searchsorted(pairs, np.arange(n_terms + 1, dtype=np.int64) * n_docs)
+    np.remainder(pairs, n_docs, out=pairs)
+    doc_indices = pairs.astype(doc_dtype)
+    del pairs
+    df = np.diff(starts)
     idf = np.log1p((n_docs - df + 0.5) / (df + 0.5))
     avgdl = float(lengths.mean()) if n_docs and lengths.sum() else 1.0
-    norm = k1 * (1.0 - b + b * lengths[pair_docs] / avgdl)
-    weights = idf[pair_terms] * tf * (k1 + 1.0) / (tf + norm)
-    starts = np.zeros(n_terms + 1, dtype=np.int64)
-    np.cumsum(df, out=starts[1:])
+    # weight = idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * |d| / avgdl)), evaluated left to right
+    # exactly as written; the length norm depends only on the document, so it is computed per document.
+    doc_norm = k1 * (1.0 - b + b * lengths / avgdl)
+    weights = np.repeat(idf, df)
+    weights *= tf
+    weights *= k1 + 1.0
+    denominator = doc_norm[doc_indices]
+    denominator += tf
+    weights /= denominator
     return BM25Index(
         vocabulary=vocabulary,
-        starts=starts,
-        doc_indices=pair_docs.astype(np.int32 if n_docs < 2**31 else np.int64),
+        starts=starts.astype(np.int64, copy=False),
+        doc_indices=doc_indices,
         weights=weights,
         n_docs=n_docs,
         k1=k1,
@@ -73,14 +110,20 @@ def build_bm25_index(token_lists: Sequence[Sequence[str]], k1: float = 1.2, b: f
 
 
 def bm25_scores(index: BM25Index, query_tokens: Sequence[str]) -> np.ndarray:
-    """Score every document for one query; unknown and repeated terms add nothing."""
-    term_ids = sorted({index.vocabulary[t] for t in query_tokens if t in index.vocabulary})
-    if not term_ids:
-        return np.zeros(index.n_docs)
-    slices = [slice(index.starts[t], index.starts[t + 1]) for t in term_ids]
-    docs = np.concatenate([index.doc_indices[s] for s in slices])
-    weights = np.concatenate([index.weights[s] for s in slices])
-    return np.bincount(docs, weights=weights, minlength=index.n_docs)
+    """Score every document for one query; unknown and repeated terms add nothing.
+
+    Each document's score is summed over the query's terms in ascending term id,
+    starting from 0.0; a term's postings hold each document once, so ``np.add.at``
+    adds in that order without a concatenated copy of the postings.
+    """
+    vocabulary = index.vocabulary
+    term_ids = sorted({vocabulary[t] for t in query_tokens if t in vocabulary})
+    scores = np.zeros(index.n_docs)
+    starts, doc_indices, weights = index.starts, index.doc_indices, index.weights
+    for t in term_ids:
+        lo, hi = starts[t], starts[t + 1]
+        np.add.at(scores, doc_indices[lo:hi], weights[lo:hi])
+    return scores
 
 
 class BM25Ranker:

@@ -1,0 +1,232 @@
+"""Rankers that ask PostgreSQL: pgvector's HNSW index, tsvector full-text search, and the
+Reciprocal Rank Fusion of the two computed in one SQL statement.
+
+Each reads the corpus index the build loaded into the server (``inputs.postgres``, a
+:class:`sitegen.postgres.PgCorpusIndex`) and the query vectors from ``inputs.embeddings``;
+the SQL of each is in :mod:`sitegen.postgres`.
+
+- ``pg-vector``: ``ORDER BY embedding <=> q`` through the HNSW index (cosine distance);
+  score = 1 - distance, the cosine similarity, comparable with ``dense``. Approximate; exact
+  when the corpus has at most ``ef_search`` passages.
+- ``pg-tsvector``: ``to_tsvector('english', title || ' ' || text)`` against
+  ``plainto_tsquery('english', q)`` with AND rewritten to OR, only matching passages ranked
+  by ``ts_rank_cd`` (cover density, normalisation 0). It is not BM25: there is no idf.
+- ``pg-hybrid-sql``: RRF, k = 60, the first 20 of each list, weights 1 : 1, with
+  ``sitegen.rankers.fusion``'s tie rule, so it equals ``RRFRanker`` over ``pg-vector`` and
+  ``pg-tsvector`` in ids, order and scores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from sitegen.errors import SitegenError
+from sitegen.postgres import EF_SEARCH, EF_SEARCH_MAX, HNSW_EF_CONSTRUCTION, HNSW_M
+from sitegen.rankers.base import Hit, RankInputs, Run
+from sitegen.rankers.fusion import TIE_RULE
+
+__all__ = ["PgHybridRanker", "PgTsvectorRanker", "PgVectorRanker", "agreement", "overlap_at"]
+
+_HNSW = {"opclass": "vector_cosine_ops", "m": HNSW_M, "ef_construction": HNSW_EF_CONSTRUCTION}
+_SEQSCAN_NOTE = (
+    "enable_seqscan = off, so the query goes through its index even on small tables; "
+    "keyword results are the same either way"
+)
+_VECTOR_TIES = 'cosine distance ascending, then document id ascending (COLLATE "C", Python\'s string order)'
+_KEYWORD_TIES = 'ts_rank_cd descending, then document id ascending (COLLATE "C", Python\'s string order)'
+
+
+def _vector_params(ef_search: int) -> dict[str, Any]:
+    return {
+        "distance": "cosine distance (embedding <=> query), pgvector",
+        "index": {"type": "hnsw", **_HNSW, "parallel_build_workers": 0},
+        "ef_search": ef_search,
+        "ef_search_rule": f"raised to the number of rows asked for, at most {EF_SEARCH_MAX}",
+        "vectors": "the build's normalised float32 embeddings, sent as pgvector text",
+    }
+
+
+def _keyword_params() -> dict[str, Any]:
+    return {
+        "document": "to_tsvector('english', title || ' ' || text), a stored generated column with a GIN index",
+        "query": "plainto_tsquery('english', query) with its AND operators rewritten to OR",
+        "matching": "only passages matching at least one query lexeme are ranked",
+        "score": "ts_rank_cd(tsv, query), normalisation 0 (float4)",
+        "note": "ts_rank_cd is not BM25: no idf",
+    }
+
+
+def _index(inputs: RankInputs, ranker: str) -> Any:
+    index = inputs.postgres
+    if index is None:
+        raise SitegenError(f"ranker {ranker!r} needs the corpus loaded into PostgreSQL, but none was loaded")
+    if getattr(index, "corpus_name", inputs.corpus.name) != inputs.corpus.name:
+        raise SitegenError(
+            f"ranker {ranker!r} was handed the PostgreSQL index of {index.corpus_name!r} for {inputs.corpus.name!r}"
+        )
+    return index
+
+
+def _query_vectors(inputs: RankInputs, ranker: str) -> dict[str, np.ndarray]:
+    embeddings = inputs.embeddings
+    if embeddings is None:
+        raise SitegenError(f"ranker {ranker!r} needs embeddings, but none were computed")
+    vectors = {qid: embeddings.query_vectors[row] for row, qid in enumerate(embeddings.query_ids)}
+    missing = [q.query_id for q in inputs.corpus.queries if q.query_id not in vectors]
+    if missing:
+        raise SitegenError(f"ranker {ranker!r}: no embedding for query {missing[0]!r}")
+    return vectors
+
+
+def _run_params(ranker: Any, index: Any) -> dict[str, Any]:
+    params = ranker.params()
+    if hasattr(index, "index_params"):
+        params["index_built"] = index.index_params()
+    return params
+
+
+class PgVectorRanker:
+    """``pg-vector``: nearest passages by cosine distance through pgvector's HNSW index."""
+
+    requires: tuple[str, ...] = ()
+    uses_embeddings = True
+    uses_postgres = True
+
+    def __init__(self, name: str = "pg-vector", ef_search: int = EF_SEARCH) -> None:
+        self.name = name
+        self.ef_search = ef_search
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "method": "pgvector-hnsw",
+            **_vector_params(self.ef_search),
+            "score": "1 - cosine distance, the cosine similarity (float8)",
+            "planner": _SEQSCAN_NOTE,
+            "ties": _VECTOR_TIES,
+        }
+
+    def rank(self, inputs: RankInputs, depth: int) -> Run:
+        index = _index(inputs, self.name)
+        vectors = _query_vectors(inputs, self.name)
+        hits: dict[str, tuple[Hit, ...]] = {}
+        for query in inputs.corpus.queries:
+            rows = index.vector_top(vectors[query.query_id], depth, ef_search=self.ef_search)
+            hits[query.query_id] = tuple(
+                Hit(doc_id=doc_id, rank=rank, score=1.0 - distance)
+                for rank, (doc_id, distance) in enumerate(rows, start=1)
+            )
+        return Run(ranker=self.name, params=_run_params(self, index), hits=hits)
+
+
+class PgTsvectorRanker:
+    """``pg-tsvector``: PostgreSQL full-text search, any query lexeme, ranked by ts_rank_cd."""
+
+    requires: tuple[str, ...] = ()
+    uses_embeddings = True  # not for ranking: the build loads vectors and text into one table
+    uses_postgres = True
+
+    def __init__(self, name: str = "pg-tsvector") -> None:
+        self.name = name
+
+    def params(self) -> dict[str, Any]:
+        return {"method": "postgres-tsvector", **_keyword_params(), "planner": _SEQSCAN_NOTE, "ties": _KEYWORD_TIES}
+
+    def rank(self, inputs: RankInputs, depth: int) -> Run:
+        index = _index(inputs, self.name)
+        hits: dict[str, tuple[Hit, ...]] = {}
+        for query in inputs.corpus.queries:
+            rows = index.keyword_top(query.text, depth)
+            hits[query.query_id] = tuple(
+                Hit(doc_id=doc_id, rank=rank, score=score) for rank, (doc_id, score) in enumerate(rows, start=1)
+            )
+        return Run(ranker=self.name, params=_run_params(self, index), hits=hits)
+
+
+class PgHybridRanker:
+    """``pg-hybrid-sql``: RRF of the pg-vector and pg-tsvector candidate lists in one SQL statement."""
+
+    requires: tuple[str, ...] = ()
+    uses_embeddings = True
+    uses_postgres = True
+    components = ("pg-vector", "pg-tsvector")
+
+    def __init__(
+        self,
+        name: str = "pg-hybrid-sql",
+        k: float = 60.0,
+        candidates: int = 20,
+        weights: Sequence[float] = (1.0, 1.0),
+        ef_search: int = EF_SEARCH,
+    ) -> None:
+        if len(weights) != 2 or any(w <= 0 for w in weights):
+            raise ValueError(f"need two positive weights (pg-vector, pg-tsvector), got {list(weights)}")
+        self.name = name
+        self.k = float(k)
+        self.candidates = candidates
+        self.weights = (float(weights[0]), float(weights[1]))
+        self.ef_search = ef_search
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "method": "postgres-hybrid-sql",
+            "fusion": "reciprocal rank fusion: sum over lists of weight / (k + rank), in double precision",
+            "components": list(self.components),
+            "k": self.k,
+            "candidates_per_list": self.candidates,
+            "weights": dict(zip(self.components, self.weights, strict=True)),
+            "ties": TIE_RULE,
+            "sql_order": "ORDER BY score DESC, vector_rank NULLS LAST, keyword_rank",
+            "vector_list": {**_vector_params(self.ef_search), "ties": _VECTOR_TIES},
+            "keyword_list": {**_keyword_params(), "ties": _KEYWORD_TIES},
+            "planner": _SEQSCAN_NOTE,
+        }
+
+    def rank(self, inputs: RankInputs, depth: int) -> Run:
+        index = _index(inputs, self.name)
+        vectors = _query_vectors(inputs, self.name)
+        hits: dict[str, tuple[Hit, ...]] = {}
+        for query in inputs.corpus.queries:
+            rows = index.hybrid_top(
+                vectors[query.query_id],
+                query.text,
+                depth,
+                k=self.k,
+                candidates=self.candidates,
+                weights=self.weights,
+                ef_search=self.ef_search,
+            )
+            hits[query.query_id] = tuple(
+                Hit(
+                    doc_id=row.doc_id,
+                    rank=rank,
+                    score=row.score,
+                    components=((self.components[0], row.vector_rank), (self.components[1], row.keyword_rank)),
+                )
+                for rank, row in enumerate(rows, start=1)
+            )
+        return Run(ranker=self.name, params=_run_params(self, index), hits=hits)
+
+
+def _top_ids(hits: Mapping[str, Sequence[Hit]], query_id: str, n: int) -> list[str]:
+    return [h.doc_id for h in hits.get(query_id, ())[:n]]
+
+
+def _same_top(first: Run, second: Run, n: int) -> int:
+    if n < 1:
+        raise ValueError(f"n must be at least 1, got {n}")
+    queries = sorted(set(first.hits) | set(second.hits))
+    return sum(_top_ids(first.hits, q, n) == _top_ids(second.hits, q, n) for q in queries)
+
+
+def agreement(py_run: Run, sql_run: Run, n: int = 5) -> int:
+    """Questions whose top ``n`` ids are identical and in the same order in both runs
+    (the Python fusion against the SQL fusion); a question missing from one run has no hits."""
+    return _same_top(py_run, sql_run, n)
+
+
+def overlap_at(dense_run: Run, pg_vector_run: Run, n: int = 10) -> int:
+    """Questions whose top ``n`` id lists are identical (exact cosine against HNSW)."""
+    return _same_top(dense_run, pg_vector_run, n)
