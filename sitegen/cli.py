@@ -1,4 +1,4 @@
-"""Command line: ``sitegen build``, ``sitegen validate``, ``sitegen rankers``."""
+"""Command line: ``sitegen build``, ``sitegen audit``, ``sitegen validate``, ``sitegen rankers``, ``sitegen import``."""
 
 from __future__ import annotations
 
@@ -71,6 +71,13 @@ def cli() -> None:
 )
 @click.option("--only", multiple=True, metavar="NAME", help="Build only this corpus (repeatable).")
 @click.option(
+    "--ranker",
+    "ranker_names",
+    multiple=True,
+    metavar="NAME",
+    help="Run only this ranker, plus what it fuses (repeatable) [default: every ranker; see `sitegen rankers`].",
+)
+@click.option(
     "--cache-dir",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
@@ -100,6 +107,7 @@ def build(
     corpora_dir: Path,
     out_dir: Path,
     only: tuple[str, ...],
+    ranker_names: tuple[str, ...],
     cache_dir: Path | None,
     external_runs: tuple[tuple[str, str, Path], ...],
     pg_dsn: str | None,
@@ -115,6 +123,7 @@ def build(
         sitegen build --run es-bm25=payments-support:runs/es.trec
     """
     from sitegen.build import BuildOptions, build_site
+    from sitegen.rankers import DEFAULT_RANKERS
 
     def log(message: str) -> None:
         if not quiet:
@@ -127,6 +136,7 @@ def build(
         corpora_dir=corpora_dir,
         out_dir=out_dir,
         only=tuple(only),
+        rankers=tuple(ranker_names) or DEFAULT_RANKERS,
         cache_dir=cache_dir,
         external_runs=tuple(external_runs),
         pg_dsn=pg_dsn or None,
@@ -228,3 +238,215 @@ def rankers() -> None:
     for name, factory in RANKERS.items():
         ranker = factory()
         click.echo(f"{name}: {json.dumps(ranker.params(), sort_keys=True)}")
+# ----------------------------------------------------------------------------------- sitegen import
+
+
+def _import_options(command: Any) -> Any:
+    """The options every ``sitegen import`` subcommand shares."""
+    options = [
+        click.option(
+            "--to",
+            type=click.Path(file_okay=False, path_type=Path),
+            default=Path("corpora"),
+            show_default=True,
+            help="Folder to write the corpus folder <to>/<name>/ into.",
+        ),
+        click.option(
+            "--license",
+            "license_text",
+            required=True,
+            metavar="TEXT",
+            help='The collection\'s license as you know it, recorded in the corpus README; --license "" records '
+            '"license: not stated".',
+        ),
+        click.option(
+            "--skip-unknown",
+            is_flag=True,
+            help="Drop (and count) qrels rows that name an unknown query or document instead of failing.",
+        ),
+        click.option(
+            "--keep-unanswerable",
+            is_flag=True,
+            help='Keep queries that are judged but have no relevant document, as "answerable": false '
+            "(default: drop and count them).",
+        ),
+        click.option("--overwrite", is_flag=True, help="Replace <to>/<name>/ if it exists."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def _echo_import(result: Any) -> None:
+    click.echo(
+        f"wrote {result.folder}: {result.documents} documents, {result.queries} queries, "
+        f"{result.judged_pairs} judged pairs; dropped {result.dropped_queries} queries without a relevant "
+        f"document and {result.dropped_qrels} qrels rows (details in {result.folder / 'README.md'})"
+    )
+
+
+@cli.group("import")
+def import_group() -> None:
+    """Convert an existing test collection (BEIR, TREC, SMART) into a corpus folder.
+
+    Each importer writes <to>/<name>/ (corpus.jsonl, queries.jsonl, qrels/test.tsv and a README recording the
+    source files' sha256, the command and the license), validates it, and only then moves it into place.
+    Queries without a relevant document are dropped and counted.
+    """
+
+
+@import_group.command("beir")
+@click.argument("src_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--name", default=None, help="Corpus name [default: the source folder's name].")
+@click.option("--split", default="test", show_default=True, help="Import the judgements of qrels/<split>.tsv.")
+@_import_options
+def import_beir_command(
+    src_dir: Path,
+    name: str | None,
+    split: str,
+    to: Path,
+    license_text: str,
+    skip_unknown: bool,
+    keep_unanswerable: bool,
+    overwrite: bool,
+) -> None:
+    """Import a BEIR folder.
+
+    SRC_DIR holds corpus.jsonl, queries.jsonl and qrels/<split>.tsv (with a header line).
+
+    \b
+    Example:
+        sitegen import beir ~/data/cranfield --to /tmp/corpora --license "research use, per the distributor"
+    """
+    from sitegen.importers import import_beir
+
+    try:
+        result = import_beir(
+            src_dir,
+            name or src_dir.resolve().name,
+            split,
+            license_text=license_text,
+            to=to,
+            overwrite=overwrite,
+            skip_unknown=skip_unknown,
+            keep_unanswerable=keep_unanswerable,
+        )
+    except SitegenError as exc:
+        raise click.ClickException(f"import failed: {exc}") from exc
+    _echo_import(result)
+
+
+@import_group.command("trec")
+@click.argument("docs", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("topics", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("qrels", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--name", required=True, help="Corpus name (the folder under --to).")
+@click.option(
+    "--topic-field",
+    type=click.Choice(["title", "desc", "title+desc"]),
+    default="title",
+    show_default=True,
+    help="Which part of an SGML topic is the query text.",
+)
+@_import_options
+def import_trec_command(
+    docs: Path,
+    topics: Path,
+    qrels: Path,
+    name: str,
+    topic_field: str,
+    to: Path,
+    license_text: str,
+    skip_unknown: bool,
+    keep_unanswerable: bool,
+    overwrite: bool,
+) -> None:
+    """Import a TREC collection.
+
+    DOCS is JSONL or <DOC> SGML, TOPICS is qid<TAB>text lines or <top> SGML, QRELS is 'qid iter docid grade'
+    lines. Formats are detected from each file's first character; .gz files are read as they are.
+
+    \b
+    Example:
+        sitegen import trec docs.sgml.gz topics.301-350.txt qrels.301-350.txt --name trec6-mini --license "..."
+    """
+    from sitegen.importers import import_trec
+
+    try:
+        result = import_trec(
+            docs,
+            topics,
+            qrels,
+            name,
+            license_text=license_text,
+            topic_field=topic_field,
+            to=to,
+            overwrite=overwrite,
+            skip_unknown=skip_unknown,
+            keep_unanswerable=keep_unanswerable,
+        )
+    except SitegenError as exc:
+        raise click.ClickException(f"import failed: {exc}") from exc
+    _echo_import(result)
+
+
+@import_group.command("smart")
+@click.argument("docs", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("queries", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("qrels", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--name", required=True, help="Corpus name (the folder under --to).")
+@click.option(
+    "--query-ids",
+    type=click.Choice(["number", "ordinal"]),
+    default="number",
+    show_default=True,
+    help="Query ids: the .I numbers, or positions 1..n in file order (Cranfield's qrels use positions).",
+)
+@click.option(
+    "--invert-grades",
+    is_flag=True,
+    help="For collections where 1 is the most relevant grade: g becomes max + 1 - g over the positive grades; "
+    "grades <= 0 are dropped.",
+)
+@_import_options
+def import_smart_command(
+    docs: Path,
+    queries: Path,
+    qrels: Path,
+    name: str,
+    query_ids: str,
+    invert_grades: bool,
+    to: Path,
+    license_text: str,
+    skip_unknown: bool,
+    keep_unanswerable: bool,
+    overwrite: bool,
+) -> None:
+    """Import a SMART-format collection (Cranfield, CISI, MED, ...).
+
+    DOCS and QUERIES are .I/.T/.A/.B/.W records, QRELS is 'qid docid [grade]' or 'qid iter docid grade' lines.
+
+    \b
+    Example:
+        sitegen import smart cran.all.1400 cran.qry cranqrel --name cranfield \\
+            --query-ids ordinal --invert-grades --license "..."
+    """
+    from sitegen.importers import import_smart
+
+    try:
+        result = import_smart(
+            docs,
+            queries,
+            qrels,
+            name,
+            invert_grades,
+            license_text=license_text,
+            query_ids=query_ids,
+            to=to,
+            overwrite=overwrite,
+            skip_unknown=skip_unknown,
+            keep_unanswerable=keep_unanswerable,
+        )
+    except SitegenError as exc:
+        raise click.ClickException(f"import failed: {exc}") from exc
+    _echo_import(result)

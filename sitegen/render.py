@@ -46,6 +46,8 @@ HEADLINE_METRICS = ("hit@1", "hit@5", "mrr@10", "ndcg@10")
 TABLE_METRICS = ("hit@1", "hit@3", "hit@5", "hit@10", "recall@10", "precision@5", "mrr@10", "ndcg@10")
 AUDIT_FILE = "audit.json"
 TOP_N = 10
+QUESTIONS_PER_PAGE = 100
+SHOWN_DISAGREEMENTS = 100
 _SAFE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 
 
@@ -384,7 +386,8 @@ def _corpus_pages(c: dict[str, Any], site: _Site) -> list[_Page]:
                 "plot": plot_path,
                 "plot_alt": plot_alt,
                 "samples": samples,
-                "disagreements": disagreements,
+                "disagreements": disagreements[:SHOWN_DISAGREEMENTS],
+                "disagreement_count": len(disagreements),
                 "wins_losses": report["wins_losses"],
                 "experiments": _experiments_context(c, site),
                 "packing": c["packing"],
@@ -396,8 +399,16 @@ def _corpus_pages(c: dict[str, Any], site: _Site) -> list[_Page]:
                 "best_rule": report["best_rule"],
             },
         ),
-        _Page(f"{c['dir']}/ranks.html", "ranks.html", common | {"heat": heat}),
     ]
+    # Many questions are split into pages of QUESTIONS_PER_PAGE rows rather than one huge page.
+    chunks = [heat[i : i + QUESTIONS_PER_PAGE] for i in range(0, len(heat), QUESTIONS_PER_PAGE)] or [[]]
+    paths = [f"{c['dir']}/ranks.html"] + [f"{c['dir']}/ranks-{n}.html" for n in range(2, len(chunks) + 1)]
+    listing = [
+        {"href": path, "label": f"{n * QUESTIONS_PER_PAGE + 1}-{n * QUESTIONS_PER_PAGE + len(chunk)}"}
+        for n, (path, chunk) in enumerate(zip(paths, chunks, strict=True))
+    ]
+    for n, (path, chunk) in enumerate(zip(paths, chunks, strict=True)):
+        pages.append(_Page(path, "ranks.html", common | {"heat": chunk, "listing": listing, "current": n}))
     for q in c["queries"]:
         qid = q["_id"]
         grades = c["qrels"].get(qid, {})

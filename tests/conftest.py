@@ -69,6 +69,8 @@ class FakeEmbeddingModel:
             norm = np.linalg.norm(matrix[row])
             if norm:
                 matrix[row] /= norm
+            else:  # a text without tokens still gets a unit vector, as the real model gives one
+                matrix[row, 0] = 1.0
         return matrix
 
 

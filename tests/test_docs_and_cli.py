@@ -6,6 +6,7 @@ import re
 import subprocess
 import sys
 
+import click
 import pytest
 from click.testing import CliRunner
 from conftest import REPO
@@ -13,16 +14,24 @@ from conftest import REPO
 from sitegen.cli import cli
 
 COMMANDS = sorted(cli.commands)
+LEAF_COMMANDS = sorted(
+    (name, *([sub] if sub else []))
+    for name, command in cli.commands.items()
+    for sub in (sorted(command.commands) if isinstance(command, click.Group) else [None])
+)
 
 
-@pytest.mark.parametrize("command", COMMANDS)
-def test_every_command_has_help_with_an_example(command: str) -> None:
-    result = CliRunner().invoke(cli, [command, "--help"])
+@pytest.mark.parametrize("path", LEAF_COMMANDS, ids=" ".join)
+def test_every_command_has_help_with_an_example(path: tuple[str, ...]) -> None:
+    result = CliRunner().invoke(cli, [*path, "--help"])
     assert result.exit_code == 0
     assert "Example:" in result.output
-    for param in cli.commands[command].params:
+    command = cli
+    for name in path:
+        command = command.commands[name]
+    for param in command.params:
         if param.param_type_name == "option":
-            assert param.help, f"{command} {param.name} has no help"
+            assert param.help, f"{' '.join(path)} {param.name} has no help"
 
 
 @pytest.mark.parametrize("command", COMMANDS)
