@@ -31,10 +31,13 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
+if importlib.util.find_spec("sitegen") is None:  # not installed: use the checkout this script is in
     sys.path.insert(0, str(REPO))
 
 import numpy as np  # noqa: E402
+
+from sitegen.rankers.base import top_k  # noqa: E402
+from sitegen.rankers.bm25 import bm25_scores  # noqa: E402
 
 SEED = 20240601
 CRANFIELD = REPO.parent / "shared" / "collections" / "cranfield"
@@ -48,6 +51,7 @@ SYNTH = {
     "query_tokens": [3, 10],  # uniform, inclusive, drawn from the same Zipf distribution
 }
 DENSE_DIM = 384
+RANK_BM25_QUERIES = 200
 
 TARGETS = {
     "bm25_throughput_vs_bm25s": ">= 1.0 (sitegen queries/s over bm25s queries/s, batched, every size)",
@@ -184,6 +188,15 @@ def machine() -> dict[str, Any]:
     return info
 
 
+def cpu_ticks() -> tuple[float, float]:
+    """(seconds of CPU busy machine-wide, seconds used by this process and its waited-for children)."""
+    fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in fields[:8])
+    hz = os.sysconf("SC_CLK_TCK")
+    t = os.times()
+    return (user + nice + system + irq + softirq + steal) / hz, t.user + t.system + t.children_user + t.children_system
+
+
 def rss_status() -> dict[str, int]:
     out = {}
     for line in Path("/proc/self/status").read_text().splitlines():
@@ -281,9 +294,6 @@ class Bm25Sides:
     def one(self, side: str, query: list[str]) -> Any:
         index = self.indexes[side]
         if side == "sitegen":
-            from sitegen.rankers.base import top_k
-            from sitegen.rankers.bm25 import bm25_scores
-
             scores = bm25_scores(index, query)
             best = top_k(scores, self.id_key, DEPTH, positive_only=True)
             return best, scores[best]
@@ -437,7 +447,8 @@ def _bm25_in_process(dataset: str, n_queries: int, rounds: int, with_rank_bm25: 
     # sitegen deduplicates query terms by definition (inside its timed path); bm25s and rank-bm25
     # count a repeated term again, so they get the deduplicated lists, prepared outside timing.
     unique = [list(dict.fromkeys(q)) for q in queries]
-    per_side = {"sitegen": queries, "bm25s": unique, "rank-bm25": unique}
+    # rank-bm25 scores every passage in Python for every term: it gets the first 200 queries.
+    per_side = {"sitegen": queries, "bm25s": unique, "rank-bm25": unique[:RANK_BM25_QUERIES]}
     runner = Bm25Sides(indexes, doc_id_order(doc_ids), per_side)
     single = alternate({s: (lambda s=s: median(runner.single_latencies(s))) for s in sides}, rounds)
     out["single_query_latency_seconds"] = {s: median(v) for s, v in single.items()}
@@ -454,9 +465,11 @@ def _bm25_in_process(dataset: str, n_queries: int, rounds: int, with_rank_bm25: 
 
     batch = alternate({s: timed_batch(s) for s in sides}, rounds)
     out["batch_seconds"] = {s: median(v) for s, v in batch.items()}
-    out["batch_queries_per_second"] = {s: len(queries) / median(v) for s, v in batch.items()}
+    out["batch_queries_per_second"] = {s: len(per_side[s]) / median(v) for s, v in batch.items()}
+    out["queries_per_side"] = {s: len(per_side[s]) for s in sides}
     out["batch_seconds_samples"] = batch
     # throughput ratio: sitegen queries/s over bm25s queries/s = bm25s seconds over sitegen seconds
+    # (the two always run the same queries)
     out["throughput_ratio_vs_bm25s"] = median(ratios(batch["bm25s"], batch["sitegen"]))
     log(f"bm25 {dataset}: batch queries/s {out['batch_queries_per_second']}")
 
@@ -1024,15 +1037,28 @@ def main(argv: list[str] | None = None) -> int:
     for name in chosen:
         log(f"section {name}")
         t0 = time.perf_counter()
+        busy0, own0 = cpu_ticks()
         try:
             report["sections"][name] = SECTIONS[name](args)
         except Exception as exc:  # a broken section is reported, the others still run
             traceback.print_exc()
             report["sections"][name] = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
             print(f"\n## {name}\nFAILED: {type(exc).__name__}: {exc}")
-        report["sections"][name]["section_seconds"] = time.perf_counter() - t0
+        elapsed = time.perf_counter() - t0
+        busy1, own1 = cpu_ticks()
+        report["sections"][name]["section_seconds"] = elapsed
+        # CPU used by everything else on the machine while this section ran, as a share of all CPUs:
+        # a number well above 0 means the timings were taken on a busy, shared machine.
+        report["sections"][name]["other_processes_cpu_share"] = max(
+            0.0, ((busy1 - busy0) - (own1 - own0)) / (elapsed * (os.cpu_count() or 1))
+        )
     report["targets"] = target_summary(report["sections"])
     report["machine"]["load_average_at_end"] = list(os.getloadavg())
+    print_table(
+        "CPU used by other processes while each section ran (share of all CPUs; 0 = quiet machine)",
+        ["section", "seconds", "others' CPU share"],
+        [[n, r["section_seconds"], r["other_processes_cpu_share"]] for n, r in report["sections"].items()],
+    )
     report["total_seconds"] = time.perf_counter() - started
     print_table(
         "Targets",

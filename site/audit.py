@@ -60,6 +60,7 @@ import re
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -105,11 +106,13 @@ def _is_number(x: Any) -> bool:
 
 @dataclass
 class Inputs:
-    doc_text: dict[str, str]  # doc id -> the text every ranker indexes, in file order
-    queries: dict[str, dict[str, Any]]  # query id -> {"text", "kind", "answerable"}
-    qrels: dict[str, dict[str, int]]
+    doc_text: dict[str, str]  # passage id -> the text every ranker indexes, in file order (chunks if chunked)
+    queries: dict[str, dict[str, Any]]  # query id -> {"text", "kind", "answerable", "filter", "spans"}
+    qrels: dict[str, dict[str, int]]  # derived from the spans when the corpus is chunked
     judged_pairs: int
     problems: list[str]
+    doc_meta: dict[str, dict[str, Any]] = field(default_factory=dict)
+    filters: dict[str, tuple[str, str]] = field(default_factory=dict)  # filter key -> (metadata field, op)
 
 
 @dataclass
@@ -215,6 +218,7 @@ def _read_inputs(bundle: Bundle, corpus: str) -> Inputs:
     base = f"evidence/{corpus}/inputs"
     problems: list[str] = []
     doc_text: dict[str, str] = {}
+    documents: dict[str, dict[str, Any]] = {}
     for number, obj in _jsonl(bundle, f"{base}/corpus.jsonl"):
         title = obj.get("title") or ""
         if not isinstance(title, str):
@@ -222,6 +226,7 @@ def _read_inputs(bundle: Bundle, corpus: str) -> Inputs:
         if obj["_id"] in doc_text:
             problems.append(f"{base}/corpus.jsonl: line {number}: duplicate doc id {obj['_id']}")
         doc_text[obj["_id"]] = f"{title}\n{obj['text']}" if title else obj["text"]
+        documents[obj["_id"]] = obj
     queries: dict[str, dict[str, Any]] = {}
     for number, obj in _jsonl(bundle, f"{base}/queries.jsonl"):
         kind, answerable = obj.get("kind", "unlabelled"), obj.get("answerable", True)
@@ -229,7 +234,13 @@ def _read_inputs(bundle: Bundle, corpus: str) -> Inputs:
             raise AuditError(f"{base}/queries.jsonl: line {number}: kind must be a string, answerable a boolean")
         if obj["_id"] in queries:
             problems.append(f"{base}/queries.jsonl: line {number}: duplicate query id {obj['_id']}")
-        queries[obj["_id"]] = {"text": obj["text"], "kind": kind, "answerable": answerable}
+        queries[obj["_id"]] = {
+            "text": obj["text"],
+            "kind": kind,
+            "answerable": answerable,
+            "filter": obj.get("filter") or {},
+            "spans": obj.get("spans") or [],
+        }
     rel = f"{base}/qrels/test.tsv"
     rows = [(n, line) for n, line in enumerate(bundle.text(rel).splitlines(), start=1) if line.strip()]
     if not rows or [c.strip() for c in rows[0][1].split("\t")] != ["query-id", "corpus-id", "score"]:
@@ -245,10 +256,105 @@ def _read_inputs(bundle: Bundle, corpus: str) -> Inputs:
         if grade < 0 or did in qrels.get(qid, {}):
             problems.append(f"{rel}: line {number}: query {qid} doc {did}: negative grade or judged twice")
         qrels.setdefault(qid, {})[did] = grade
+    judged = len(rows) - 1
+    config_rel = f"{base}/sitegen.json"
+    config = bundle.json(config_rel) if (bundle.site / config_rel).is_file() else {}
+    doc_meta = {d: dict(obj.get("metadata") or {}) for d, obj in documents.items()}
+    chunking_rel = f"evidence/{corpus}/chunking.json"
+    if (bundle.site / chunking_rel).is_file():
+        setting = bundle.json(chunking_rel).get("default", {})
+        doc_text, doc_meta, qrels = _chunk_inputs(documents, queries, setting)
+        judged = sum(len(grades) for grades in qrels.values())
     for qid, query in queries.items():
         if query["answerable"] != any(g > 0 for g in qrels.get(qid, {}).values()):
             problems.append(f"{base}/queries.jsonl: query {qid}: answerable={query['answerable']} disagrees with qrels")
-    return Inputs(doc_text, queries, qrels, len(rows) - 1, problems)
+    filters = {k: (v["field"], v["op"]) for k, v in config.get("filters", {}).items()}
+    return Inputs(doc_text, queries, qrels, judged, problems, doc_meta, filters)
+
+
+def chunk_ranges(text: str, method: str, size: int, overlap: float) -> list[tuple[int, int]]:
+    """Character ranges of a document's chunks: word windows ("fixed") or greedily packed whole
+    paragraphs ("paragraph", a paragraph longer than ``size`` words cut into windows)."""
+    words = [(m.start(), m.end()) for m in re.finditer(r"\S+", text)]
+    step = max(size - round(size * overlap), 1)
+
+    def windows(ws: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        out, i = [], 0
+        while ws:
+            j = min(i + size, len(ws))
+            out.append((ws[i][0], ws[j - 1][1]))
+            if j == len(ws):
+                break
+            i += step
+        return out
+
+    if method == "fixed":
+        return windows(words)
+    ends = [m.end() for m in re.finditer(r"\n[ \t]*\n", text)]
+    groups: dict[int, list[tuple[int, int]]] = {}
+    for w in words:
+        groups.setdefault(sum(1 for e in ends if e <= w[0]), []).append(w)
+    out: list[tuple[int, int]] = []
+    pending: list[tuple[int, int]] = []
+    for paragraph in groups.values():
+        if len(paragraph) > size:
+            if pending:
+                out.append((pending[0][0], pending[-1][1]))
+                pending = []
+            out += windows(paragraph)
+        elif len(pending) + len(paragraph) > size:
+            out.append((pending[0][0], pending[-1][1]))
+            pending = list(paragraph)
+        else:
+            pending += paragraph
+    if pending:
+        out.append((pending[0][0], pending[-1][1]))
+    return out
+
+
+def _chunk_inputs(documents: dict[str, dict], queries: dict[str, dict], setting: dict) -> tuple[dict, dict, dict]:
+    """Passages, metadata and span-derived qrels of the chunked corpus: a chunk takes the best grade of
+    the spans it overlaps by at least half of the shorter of the two."""
+    doc_text: dict[str, str] = {}
+    doc_meta: dict[str, dict[str, Any]] = {}
+    qrels: dict[str, dict[str, int]] = {}
+    for doc_id, obj in documents.items():
+        title = obj.get("title") or ""
+        for start, end in chunk_ranges(obj["text"], setting["method"], setting["size"], setting["overlap"]):
+            cid = f"{doc_id}@{start}:{end}"
+            piece = obj["text"][start:end]
+            doc_text[cid] = f"{title}\n{piece}" if title else piece
+            doc_meta[cid] = {**(obj.get("metadata") or {}), "doc_id": doc_id, "start": start, "end": end}
+            for qid, query in queries.items():
+                grade = 0
+                for span in query["spans"]:
+                    shared = min(end, span["end"]) - max(start, span["start"])
+                    if (
+                        span["doc_id"] == doc_id
+                        and shared > 0
+                        and 2 * shared >= min(end - start, span["end"] - span["start"])
+                    ):
+                        grade = max(grade, span["grade"])
+                if grade:
+                    qrels.setdefault(qid, {})[cid] = grade
+    return doc_text, doc_meta, qrels
+
+
+def allowed(inputs: Inputs, qid: str, doc_id: str) -> bool:
+    """Whether a passage meets the question's metadata filter (all conditions; dates compared as dates)."""
+    meta = inputs.doc_meta.get(doc_id, {})
+    for key, value in inputs.queries[qid]["filter"].items():
+        field_name, op = inputs.filters.get(key, (key, "one-of" if isinstance(value, list) else "equals"))
+        actual = meta.get(field_name)
+        if actual is None:
+            return False
+        if op == "equals" and actual != value:
+            return False
+        if op == "one-of" and actual not in value:
+            return False
+        if op == "on-or-after" and date.fromisoformat(actual) < date.fromisoformat(value):
+            return False
+    return True
 
 
 def _read_embeddings(bundle: Bundle, corpus: str) -> Embeddings:
@@ -479,10 +585,11 @@ def _verify_bm25(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any],
     def close(x: float, y: float) -> bool:
         return abs(x - y) <= rel_tol * max(abs(x), abs(y))
 
-    swaps = sum(
-        _compare_ranked(check, f"{rel}: query {q}", run["queries"][q], scores, run["depth"], close)
-        for q, scores in bm25_scores(docs, queries, k1, b)
-    )
+    swaps = 0
+    for q, scores in bm25_scores(docs, queries, k1, b):
+        if p.get("filtered"):
+            scores = {d: v for d, v in scores.items() if allowed(inputs, q, d)}
+        swaps += _compare_ranked(check, f"{rel}: query {q}", run["queries"][q], scores, run["depth"], close)
     return f"k1={k1} b={b} stemmed={stem} stop words={len(stop)}; {swaps} ranks decided by near-ties"
 
 
@@ -500,6 +607,9 @@ def _verify_dense(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any]
             continue
         values = emb.passages @ emb.queries[rows[qid]]  # float32 dot products, as documented
         scores = {d: float(v) for d, v in zip(emb.index["passages"], values, strict=True)}
+        if run["params"].get("filtered"):
+            inputs = bundle.inputs(corpus)
+            scores = {d: v for d, v in scores.items() if allowed(inputs, qid, d)}
         swaps += _compare_ranked(
             check, f"{rel}: query {qid}", hits, scores, run["depth"], lambda x, y: abs(x - y) <= tol
         )
@@ -1139,6 +1249,105 @@ def check_postgres(check: Check, bundle: Bundle, corpus: str) -> str:
     return "; ".join(counted) or "no agreement figures"
 
 
+def check_chunking(check: Check, bundle: Bundle, corpus: str) -> str:
+    """chunking.json and chunks.jsonl: the passages and span-derived labels equal this file's own chunker;
+    every sweep row is recomputed: BM25 from the inputs, dense and RRF from the bundled sweep vectors."""
+    rel = f"evidence/{corpus}/chunking.json"
+    if not (bundle.site / rel).is_file():
+        return "not chunked"
+    stored = bundle.json(rel)
+    inputs = bundle.inputs(corpus)
+    chunks = {}
+    for line in bundle.text(f"evidence/{corpus}/chunks.jsonl").splitlines():
+        if line.strip():
+            obj = json.loads(line)
+            chunks[obj["_id"]] = f"{obj['title']}\n{obj['text']}" if obj.get("title") else obj["text"]
+    if chunks != inputs.doc_text:
+        missing = sorted(set(inputs.doc_text) ^ set(chunks))[:3]
+        check.fail(f"evidence/{corpus}/chunks.jsonl: passages differ from a fresh chunking (e.g. {missing})")
+    if stored.get("qrels") != inputs.qrels:
+        check.fail(f"{rel}: qrels differ from the labels derived from the answer spans")
+    if stored.get("passages") != len(inputs.doc_text):
+        check.fail(f"{rel}: passages is {stored.get('passages')}, a fresh chunking gives {len(inputs.doc_text)}")
+    sweep = stored.get("sweep") or {"rows": []}
+    sweep_vectors = query_vectors = None
+    index_rel = f"evidence/{corpus}/embeddings/sweep-index.json"
+    if (bundle.site / index_rel).is_file():
+        sweep_ids = bundle.json(index_rel)["passages"]
+        matrix_path = bundle.site / f"evidence/{corpus}/embeddings/sweep-passages.npy"
+        sweep_vectors = dict(zip(sweep_ids, np.load(matrix_path), strict=True))
+        emb = bundle.embeddings(corpus)
+        query_vectors = dict(zip(emb.index["queries"], emb.queries, strict=True))
+    documents = {}
+    for line in bundle.text(f"evidence/{corpus}/inputs/corpus.jsonl").splitlines():
+        if line.strip():
+            obj = json.loads(line)
+            documents[obj["_id"]] = obj
+    for n, row in enumerate(sweep["rows"]):
+        setting = row["setting"]
+        texts, _, qrels = _chunk_inputs(documents, inputs.queries, setting)
+        if row["passages"] != len(texts):
+            check.fail(
+                f"{rel}: sweep row {n} ({setting['label']}): {row['passages']} passages, recomputed {len(texts)}"
+            )
+        docs = {d: tokens(t) for d, t in texts.items()}
+        queries = {q: tokens(v["text"]) for q, v in inputs.queries.items()}
+        bm25_lists = {
+            q: sorted(sc, key=lambda d: (-sc[d], d))[:TREC_DEPTH] for q, sc in bm25_scores(docs, queries, 1.2, 0.75)
+        }
+        ranked = {"bm25": bm25_lists}
+        if sweep_vectors is not None:
+            ids = sorted(texts)
+            matrix = np.stack([sweep_vectors[i] for i in ids])
+            dense_lists = {}
+            for q in inputs.queries:
+                cos = matrix @ query_vectors[q]
+                dense_lists[q] = [ids[i] for i in sorted(range(len(ids)), key=lambda i: (-cos[i], ids[i]))][:TREC_DEPTH]
+            fused_lists = {}
+            for q in inputs.queries:
+                lists = {"dense": dense_lists[q], "bm25": bm25_lists.get(q, [])}
+                fused, _ = rrf(lists, 60.0, 20, {"dense": 1.0, "bm25": 1.0})
+                fused_lists[q] = sorted(fused, key=lambda d: -fused[d])
+            ranked |= {"dense": dense_lists, "rrf-dense-bm25": fused_lists}
+        scored = [q for q in inputs.queries if any(g > 0 for g in qrels.get(q, {}).values())]
+        for ranker, by_query in ranked.items():
+            for name, value in row["scores"].get(ranker, {}).items():
+                want = math.fsum(metric(name, by_query.get(q, []), qrels[q]) for q in scored) / len(scored)
+                if abs(value - want) > TOLERANCES["metric_absolute"]:
+                    check.fail(
+                        f"{rel}: sweep row {n} ({setting['label']}): {ranker} {name} is {value!r}, recomputed {want!r}"
+                    )
+    for ranker, best in (sweep.get("best_recall@10") or {}).items():
+        values = [row["scores"][ranker]["recall@10"] for row in sweep["rows"]]
+        first = next(row for row in sweep["rows"] if row["scores"][ranker]["recall@10"] == max(values))
+        if best != {"label": first["setting"]["label"], "recall@10": max(values)}:
+            check.fail(f"{rel}: best_recall@10 for {ranker} is {best!r}, the rows give {first['setting']['label']}")
+    return f"{len(chunks)} chunks and their labels re-derived; {len(sweep['rows'])} sweep rows recomputed"
+
+
+def check_filtering(check: Check, bundle: Bundle, corpus: str) -> str:
+    """filtering.json: passages failing the question's filter, and superseded ones, in each top 5."""
+    rel = f"evidence/{corpus}/filtering.json"
+    if not (bundle.site / rel).is_file():
+        return "no filtered questions"
+    stored = bundle.json(rel)
+    inputs = bundle.inputs(corpus)
+    top = stored.get("top", 5)
+    questions = [q for q, v in inputs.queries.items() if v["filter"]]
+    for ranker, row in stored.get("rows", {}).items():
+        hits = bundle.run(corpus, ranker)["queries"]
+        ids = [(q, h["doc_id"]) for q in questions for h in hits.get(q, [])[:top]]
+        want = {
+            "failing_filter": sum(1 for q, d in ids if d in inputs.doc_meta and not allowed(inputs, q, d)),
+            "superseded": sum(1 for _, d in ids if inputs.doc_meta.get(d, {}).get("superseded_by")),
+            "slots": len(ids),
+        }
+        for key, value in want.items():
+            if row.get(key) != value:
+                check.fail(f"{rel}: {ranker}: {key} is {row.get(key)!r}, recomputed {value}")
+    return f"{len(stored.get('rows', {}))} rankers' top {top} checked against {len(questions)} questions' filters"
+
+
 # Checks run per corpus, then per (corpus, ranker); a new derived table gets one function and one line here.
 CORPUS_CHECKS: list[tuple[str, Callable[[Check, Bundle, str], str]]] = [
     ("inputs", check_inputs),
@@ -1148,6 +1357,8 @@ CORPUS_CHECKS: list[tuple[str, Callable[[Check, Bundle, str], str]]] = [
     ("experiments", check_experiments),
     ("packing", check_packing),
     ("postgres", check_postgres),
+    ("chunking", check_chunking),
+    ("filtering", check_filtering),
 ]
 RANKER_CHECKS: list[tuple[str, Callable[[Check, Bundle, str, str], str]]] = [
     ("run", check_run),

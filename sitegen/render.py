@@ -169,7 +169,9 @@ def _corpus_context(site_dir: Path, name: str) -> dict[str, Any]:
     summary = _read_json(base / "corpus.json")
     metrics = _read_json(base / "metrics.json")
     report = _read_json(base / "report.json")
-    docs = {d["_id"]: d for d in _read_jsonl(base / "inputs" / "corpus.jsonl")}
+    # A chunked corpus is ranked as its chunks: pages show those passages.
+    passages = base / "chunks.jsonl" if (base / "chunks.jsonl").exists() else base / "inputs" / "corpus.jsonl"
+    docs = {d["_id"]: d for d in _read_jsonl(passages)}
     queries = _read_jsonl(base / "inputs" / "queries.jsonl")
     qrels: dict[str, dict[str, int]] = {}
     for line in (base / "inputs" / "qrels" / "test.tsv").read_text(encoding="utf-8").splitlines()[1:]:
@@ -177,6 +179,9 @@ def _corpus_context(site_dir: Path, name: str) -> dict[str, Any]:
             qid, doc_id, grade = (c.strip() for c in line.split("\t"))
             qrels.setdefault(qid, {})[doc_id] = int(grade)
     runs = {r: _read_json(base / "runs" / f"{r}.json") for r in summary["rankers"]}
+    chunking = _read_json(base / "chunking.json") if (base / "chunking.json").exists() else None
+    if chunking is not None:  # labels of a chunked corpus are the chunks derived from the answer spans
+        qrels = {q: dict(g) for q, g in chunking["qrels"].items()}
     experiments = _read_json(base / "experiments.json") if (base / "experiments.json").exists() else None
     packing = _read_json(base / "packing.json") if (base / "packing.json").exists() else None
     postgres = _read_json(base / "postgres.json") if (base / "postgres.json").exists() else None
@@ -192,6 +197,8 @@ def _corpus_context(site_dir: Path, name: str) -> dict[str, Any]:
         "experiments": experiments,
         "packing": packing,
         "postgres": postgres,
+        "chunking": chunking,
+        "filtering": _read_json(base / "filtering.json") if (base / "filtering.json").exists() else None,
         "rankers": summary["rankers"],
         "external": set(summary.get("external_rankers", [])),
         "evidence": f"{EVIDENCE_DIR}/{name}",
@@ -332,6 +339,31 @@ def _setting_title(setting: str, top_n: int) -> str:
     return f"top {top_n} passages, no budget" if setting.startswith("top") else f"{setting} characters"
 
 
+def _chunk_plot(c: dict[str, Any], site: _Site) -> dict[str, str] | None:
+    """recall@10 against chunk size, one line per ranker and overlap, from the chunking sweep."""
+    sweep = (c["chunking"] or {}).get("sweep")
+    if not sweep or not sweep["rows"]:
+        return None
+    sizes = sorted({row["setting"]["size"] for row in sweep["rows"]})
+    series = {}
+    for ranker in sweep["rankers"]:
+        for row in sweep["rows"]:
+            name = f"{ranker}, {row['setting']['method']} {round(row['setting']['overlap'] * 100)}% overlap"
+            series.setdefault(name, {})[row["setting"]["size"]] = row["scores"][ranker]["recall@10"]
+    lines = {name: [points.get(size, float("nan")) for size in sizes] for name, points in series.items()}
+    path = f"{c['dir']}/chunking-recall.svg"
+    site.claim(path).write_bytes(
+        line_svg(
+            [str(s) for s in sizes], lines, f"{c['name']}: recall@10 by chunk size", "chunk size (words)", "recall@10"
+        )
+    )
+    alt = "Line plot of recall@10 by chunk size: " + "; ".join(
+        f"{name}: " + ", ".join(f"{s} words {format_score(v)}" for s, v in zip(sizes, values, strict=True))
+        for name, values in lines.items()
+    )
+    return {"path": path, "alt": alt}
+
+
 def _corpus_pages(c: dict[str, Any], site: _Site) -> list[_Page]:
     name, report = c["name"], c["report"]
     kinds = [k for k in c["summary"]["kind_order"] if k in report["questions"]["by_kind"]]
@@ -392,6 +424,9 @@ def _corpus_pages(c: dict[str, Any], site: _Site) -> list[_Page]:
                 "experiments": _experiments_context(c, site),
                 "packing": c["packing"],
                 "postgres": c["postgres"],
+                "chunking": c["chunking"],
+                "filtering": c["filtering"],
+                "chunk_plot": _chunk_plot(c, site),
                 "setting_titles": {s: _setting_title(s, c["packing"]["top_n"]) for s in c["packing"]["settings"]}
                 if c["packing"]
                 else {},

@@ -22,7 +22,7 @@ from typing import Any
 
 from sitegen.corpus import Corpus
 
-__all__ = ["BEST_RULE", "SAMPLE_RULE", "derive_report", "first_relevant_rank"]
+__all__ = ["BEST_RULE", "SAMPLE_RULE", "derive_report", "filtering_report", "first_relevant_rank"]
 
 SAMPLE_RULE = (
     "for each question kind, the first question of that kind (in queries.jsonl order) on which the "
@@ -112,3 +112,48 @@ def derive_report(
         "sample_rule": SAMPLE_RULE,
         "best_rule": BEST_RULE,
     }
+
+
+FILTERED_SUFFIX = "-filtered"
+
+
+def filtering_report(
+    corpus: Corpus,
+    rankings: Mapping[str, Mapping[str, Sequence[str]]],
+    metrics: Mapping[str, Mapping[str, Any]],
+    top: int = 5,
+) -> dict[str, Any]:
+    """Filtered next to unfiltered: precision@5 and, in each top 5, passages that fail the
+    question's filter (another tenant, type, date or access level) or are superseded revisions.
+
+    Shape: ``{"top": 5, "questions": n, "pairs": [[unfiltered, filtered]],
+    "rows": {ranker: {"filtered", "precision@5", "failing_filter", "superseded", "slots"}}}``.
+    """
+    from sitegen.rankers.filtering import allowed_masks
+
+    masks = allowed_masks(corpus)
+    position = {d.doc_id: i for i, d in enumerate(corpus.documents)}
+    superseded = {d.doc_id for d in corpus.documents if d.metadata.get("superseded_by")}
+    filtered_questions = [q.query_id for q in corpus.queries if masks.get(q.query_id) is not None]
+    rows = {}
+    for ranker, by_query in rankings.items():
+        failing = stale = slots = 0
+        for query_id in filtered_questions:
+            mask = masks[query_id]
+            for doc_id in list(by_query.get(query_id, ()))[:top]:
+                slots += 1
+                failing += doc_id in position and not mask[position[doc_id]]
+                stale += doc_id in superseded
+        rows[ranker] = {
+            "filtered": ranker.endswith(FILTERED_SUFFIX),
+            "precision@5": metrics[ranker]["overall"]["precision@5"],
+            "failing_filter": int(failing),
+            "superseded": int(stale),
+            "slots": slots,
+        }
+    pairs = [
+        [r.removesuffix(FILTERED_SUFFIX), r]
+        for r in rankings
+        if r.endswith(FILTERED_SUFFIX) and r.removesuffix(FILTERED_SUFFIX) in rankings
+    ]
+    return {"schema_version": 1, "top": top, "questions": len(filtered_questions), "pairs": pairs, "rows": rows}

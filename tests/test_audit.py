@@ -447,5 +447,7 @@ def test_check_registries_name_every_check_family() -> None:
         "experiments",
         "packing",
         "postgres",
+        "chunking",
+        "filtering",
     ]
     assert [p for p, _ in audit.RANKER_CHECKS] == ["run", "trec", "metrics"]

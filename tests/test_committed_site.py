@@ -26,7 +26,8 @@ def _seed_cache_from_bundle(site: Path, cache_dir: Path, weights_sha256: str) ->
         base = site / "evidence" / corpus
         index = json.loads((base / "embeddings" / "index.json").read_text())
         docs = {}
-        for line in (base / "inputs" / "corpus.jsonl").read_text(encoding="utf-8").splitlines():
+        passages = base / "chunks.jsonl" if (base / "chunks.jsonl").is_file() else base / "inputs" / "corpus.jsonl"
+        for line in passages.read_text(encoding="utf-8").splitlines():
             if line.strip():
                 doc = json.loads(line)
                 docs[doc["_id"]] = f"{doc['title']}\n{doc['text']}" if doc.get("title") else doc["text"]
@@ -35,7 +36,23 @@ def _seed_cache_from_bundle(site: Path, cache_dir: Path, weights_sha256: str) ->
             if line.strip():
                 query = json.loads(line)
                 queries[query["_id"]] = query["text"]
-        for ids, texts, name in ((index["passages"], docs, "passages"), (index["queries"], queries, "queries")):
+        sources = [(index["passages"], docs, "passages"), (index["queries"], queries, "queries")]
+        sweep_index = base / "embeddings" / "sweep-index.json"
+        if sweep_index.is_file():  # chunks of the chunking sweep: "<doc>@<start>:<end>" of the input documents
+            originals = {}
+            for line in (base / "inputs" / "corpus.jsonl").read_text(encoding="utf-8").splitlines():
+                if line.strip():
+                    doc = json.loads(line)
+                    originals[doc["_id"]] = doc
+            sweep_texts = {}
+            for chunk_id in json.loads(sweep_index.read_text())["passages"]:
+                doc_id, _, span = chunk_id.rpartition("@")
+                start, end = (int(x) for x in span.split(":"))
+                doc = originals[doc_id]
+                piece = doc["text"][start:end]
+                sweep_texts[chunk_id] = f"{doc['title']}\n{piece}" if doc.get("title") else piece
+            sources.append((json.loads(sweep_index.read_text())["passages"], sweep_texts, "sweep-passages"))
+        for ids, texts, name in sources:
             vectors = np.load(base / "embeddings" / f"{name}.npy")
             cache.put_many(
                 [(hashlib.sha256(texts[i].encode("utf-8")).hexdigest(), vectors[row]) for row, i in enumerate(ids)]

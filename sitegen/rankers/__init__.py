@@ -33,6 +33,10 @@ RANKERS: dict[str, Callable[[], Ranker]] = {
     "dense": lambda: DenseRanker("dense"),
     "rrf-dense-bm25": lambda: RRFRanker("rrf-dense-bm25", ("dense", "bm25")),
     "rrf-dense-bm25-stem": lambda: RRFRanker("rrf-dense-bm25-stem", ("dense", "bm25-stem")),
+    # Filtered variants run only on corpora whose questions carry a metadata filter.
+    "bm25-filtered": lambda: BM25Ranker("bm25-filtered", stemmed=False, filtered=True),
+    "dense-filtered": lambda: DenseRanker("dense-filtered", filtered=True),
+    "rrf-dense-bm25-filtered": lambda: RRFRanker("rrf-dense-bm25-filtered", ("dense-filtered", "bm25-filtered")),
     # ef_search at pgvector's ceiling: on corpora up to 1,000 passages the HNSW search visits every
     # passage, so pg-vector is exact and two builds agree byte for byte.
     "pg-vector": lambda: PgVectorRanker("pg-vector", ef_search=EF_SEARCH_MAX),

@@ -81,25 +81,27 @@ def top_k(scores: np.ndarray, id_key: np.ndarray, depth: int, positive_only: boo
     Ties straddling the cut-off are resolved by id, never by array position, so the
     result does not depend on the order documents were loaded in.
 
-    For speed on large arrays, a lower bound on the ``depth``-th best score is taken
-    first: the array is cut into ``_BLOCK`` disjoint strided groups' element-wise maxima,
-    and the ``depth``-th largest of those maxima is met by at least ``depth`` scores.
-    Only scores at or above it are looked at again, so the result is exactly that of
-    selecting among all scores.
+    For speed, only scores at or above a lower bound on the ``depth``-th best are looked
+    at again; the result is exactly that of selecting among all scores. On large arrays
+    the bound is the ``depth``-th largest of the maxima of ``n // _BLOCK`` disjoint groups
+    (at least ``depth`` scores reach it); on smaller ones it is the ``depth``-th best itself.
     """
     n = scores.shape[0]
-    rows = n // _BLOCK
-    if depth > 0 and rows >= 2 * depth:
-        # Row i of the reshape holds scores[i * rows:(i + 1) * rows]; the column maxima are the
-        # maxima of ``rows`` disjoint groups of _BLOCK scores each.
-        group_max = scores[: rows * _BLOCK].reshape(_BLOCK, rows).max(axis=0)
-        bound = np.partition(group_max, rows - depth)[rows - depth]
+    if depth <= 0 or n <= depth:
+        candidates = np.flatnonzero(scores > 0) if positive_only else np.arange(n)
+    else:
+        rows = n // _BLOCK
+        if rows >= 2 * depth:
+            # Row i of the reshape holds scores[i * rows:(i + 1) * rows]; the column maxima are
+            # the maxima of ``rows`` disjoint groups of _BLOCK scores each.
+            group_max = scores[: rows * _BLOCK].reshape(_BLOCK, rows).max(axis=0)
+            bound = np.partition(group_max, rows - depth)[rows - depth]
+        else:
+            bound = np.partition(scores, n - depth)[n - depth]
         if positive_only and not bound > 0:
             candidates = np.flatnonzero(scores > 0)
         else:
             candidates = np.flatnonzero(scores >= bound)
-    else:
-        candidates = np.flatnonzero(scores > 0) if positive_only else np.arange(n)
     if candidates.size > depth:
         cand_scores = scores[candidates]
         threshold = np.partition(cand_scores, cand_scores.size - depth)[cand_scores.size - depth]

@@ -21,6 +21,7 @@ import numpy as np
 
 from sitegen.corpus import passage_text
 from sitegen.rankers.base import Hit, RankInputs, Run, doc_id_order, top_k
+from sitegen.rankers.filtering import FILTER_NOTE, allowed_masks
 from sitegen.tokenize import STOP_WORDS, tokenize, tokenize_stemmed
 
 __all__ = ["BM25Index", "BM25Ranker", "bm25_scores", "build_bm25_index"]
@@ -146,11 +147,12 @@ class BM25Ranker:
     uses_embeddings = False
     uses_postgres = False
 
-    def __init__(self, name: str, stemmed: bool, k1: float = 1.2, b: float = 0.75) -> None:
+    def __init__(self, name: str, stemmed: bool, k1: float = 1.2, b: float = 0.75, filtered: bool = False) -> None:
         self.name = name
         self.stemmed = stemmed
         self.k1 = k1
         self.b = b
+        self.filtered = filtered
 
     @property
     def _tokenizer(self) -> Callable[[str], list[str]]:
@@ -169,7 +171,7 @@ class BM25Ranker:
             "ties": "document id ascending",
             "stemmed": self.stemmed,
             "stop_words": sorted(STOP_WORDS) if self.stemmed else [],
-        }
+        } | ({"filtered": True, "filter": FILTER_NOTE} if self.filtered else {})
 
     def rank(self, inputs: RankInputs, depth: int) -> Run:
         documents = inputs.corpus.documents
@@ -178,8 +180,12 @@ class BM25Ranker:
         doc_ids = [d.doc_id for d in documents]
         id_key = doc_id_order(doc_ids)
         hits: dict[str, tuple[Hit, ...]] = {}
+        masks = allowed_masks(inputs.corpus) if self.filtered else {}
         for query in inputs.corpus.queries:
             scores = bm25_scores(index, tokenizer(query.text))
+            mask = masks.get(query.query_id)
+            if mask is not None:
+                scores = np.where(mask, scores, 0.0)  # a filtered-out passage scores 0: never ranked
             best = top_k(scores, id_key, depth, positive_only=True)
             hits[query.query_id] = tuple(
                 Hit(doc_id=doc_ids[i], rank=r, score=float(scores[i])) for r, i in enumerate(best, start=1)
