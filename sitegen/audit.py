@@ -1345,6 +1345,8 @@ def check_filtering(check: Check, bundle: Bundle, corpus: str) -> str:
         for key, value in want.items():
             if row.get(key) != value:
                 check.fail(f"{rel}: {ranker}: {key} is {row.get(key)!r}, recomputed {value}")
+        if bundle.run(corpus, ranker)["params"].get("filtered") and want["failing_filter"]:
+            check.fail(f"{rel}: {ranker} is filtered yet returned {want['failing_filter']} passages failing the filter")
     return f"{len(stored.get('rows', {}))} rankers' top {top} checked against {len(questions)} questions' filters"
 
 

@@ -609,6 +609,7 @@ _VECTOR_SQL = """
 SELECT id, distance FROM (
     SELECT id, embedding <=> %(vector)s::vector AS distance
     FROM {table}
+    WHERE {where}
     ORDER BY embedding <=> %(vector)s::vector
     LIMIT %(ef_search)s
 ) AS nearest
@@ -619,7 +620,7 @@ LIMIT %(n)s
 _KEYWORD_SQL = f"""
 SELECT id, ts_rank_cd(tsv, {_OR_QUERY}) AS score
 FROM {{table}}
-WHERE tsv @@ {_OR_QUERY}
+WHERE tsv @@ {_OR_QUERY} AND {{where}}
 ORDER BY score DESC, id
 LIMIT %(n)s
 """
@@ -635,6 +636,7 @@ WITH vector_list AS (
     FROM (
         SELECT id, embedding <=> %(vector)s::vector AS distance
         FROM {{table}}
+        WHERE {{where}}
         ORDER BY embedding <=> %(vector)s::vector
         LIMIT %(ef_search)s
     ) AS nearest
@@ -645,7 +647,7 @@ WITH vector_list AS (
     FROM (
         SELECT id, ts_rank_cd(tsv, {_OR_QUERY}) AS score
         FROM {{table}}
-        WHERE tsv @@ {_OR_QUERY}
+        WHERE tsv @@ {_OR_QUERY} AND {{where}}
     ) AS matches
     ORDER BY score DESC, id
     LIMIT %(candidates)s
@@ -659,6 +661,31 @@ FROM vector_list AS v FULL OUTER JOIN keyword_list AS k ON v.id = k.id
 ORDER BY score DESC, vector_rank NULLS LAST, keyword_rank
 LIMIT %(n)s
 """
+
+
+def _where(conditions: Sequence[Any]) -> tuple[Any, dict[str, Any]]:
+    """A metadata filter as SQL over the ``metadata`` jsonb column; field names and values are bind
+    parameters, never spliced into the statement. Dates compare as dates."""
+    from psycopg import sql
+
+    if not conditions:
+        return sql.SQL("TRUE"), {}
+    parts, values = [], {}
+    for n, condition in enumerate(conditions):
+        field, value = f"filter_field_{n}", f"filter_value_{n}"
+        values[field], values[value] = condition.field, condition.value
+        if condition.op == "equals":
+            parts.append(sql.SQL("metadata ->> {} = {}").format(sql.Placeholder(field), sql.Placeholder(value)))
+        elif condition.op == "one-of":
+            parts.append(sql.SQL("metadata ->> {} = ANY({})").format(sql.Placeholder(field), sql.Placeholder(value)))
+        elif condition.op == "on-or-after":
+            values[value] = condition.value.isoformat()
+            parts.append(
+                sql.SQL("(metadata ->> {})::date >= {}::date").format(sql.Placeholder(field), sql.Placeholder(value))
+            )
+        else:
+            raise ValueError(f"unknown filter op {condition.op!r}")
+    return sql.SQL("({})").format(sql.SQL(" AND ").join(parts)), values
 
 
 def _table_name(corpus_name: str) -> str:
@@ -834,24 +861,31 @@ class PgCorpusIndex:
             raise ValueError(f"n must be at least 1, got {n}")
         return min(max(ef_search, n), EF_SEARCH_MAX)
 
-    def _query(self, template: str, params: dict[str, Any], ef: int) -> list[tuple[Any, ...]]:
+    def _query(
+        self, template: str, params: dict[str, Any], ef: int, conditions: Sequence[Any] = ()
+    ) -> list[tuple[Any, ...]]:
         from psycopg import sql
 
-        query = sql.SQL(template).format(table=self._table_sql)
+        where, values = _where(conditions)
+        query = sql.SQL(template).format(table=self._table_sql, where=where)
+        params = params | values
         with self._session(ef) as cur:
             cur.execute(query, params, prepare=False)
             return cur.fetchall()
 
-    def vector_top(self, vector: np.ndarray, n: int, ef_search: int = EF_SEARCH) -> list[tuple[str, float]]:
+    def vector_top(
+        self, vector: np.ndarray, n: int, ef_search: int = EF_SEARCH, conditions: Sequence[Any] = ()
+    ) -> list[tuple[str, float]]:
         """(id, cosine distance) of the n nearest passages the HNSW scan finds, distance ascending,
-        ties by id; ``ef_search`` is raised to n (at most 1000)."""
+        ties by id; ``ef_search`` is raised to n (at most 1000). ``conditions`` (sitegen.filters)
+        become a WHERE clause; pgvector 0.6 applies it to the ``ef_search`` rows the index returns."""
         ef = self._ef(n, ef_search)
-        rows = self._query(_VECTOR_SQL, {"vector": format_vector(vector), "ef_search": ef, "n": n}, ef)
+        rows = self._query(_VECTOR_SQL, {"vector": format_vector(vector), "ef_search": ef, "n": n}, ef, conditions)
         return [(doc_id, float(distance)) for doc_id, distance in rows]
 
-    def keyword_top(self, text: str, n: int) -> list[tuple[str, float]]:
+    def keyword_top(self, text: str, n: int, conditions: Sequence[Any] = ()) -> list[tuple[str, float]]:
         """(id, ts_rank_cd) of the n best passages matching any query lexeme, score descending, ties by id."""
-        rows = self._query(_KEYWORD_SQL, {"text": _clean(text), "n": n}, self._ef(n, EF_SEARCH))
+        rows = self._query(_KEYWORD_SQL, {"text": _clean(text), "n": n}, self._ef(n, EF_SEARCH), conditions)
         return [(doc_id, float(score)) for doc_id, score in rows]
 
     def hybrid_top(
@@ -864,6 +898,7 @@ class PgCorpusIndex:
         candidates: int = 20,
         weights: Sequence[float] = (1.0, 1.0),
         ef_search: int = EF_SEARCH,
+        conditions: Sequence[Any] = (),
     ) -> list[HybridRow]:
         """RRF of the vector and keyword candidate lists, computed by the server in one statement."""
         if len(weights) != 2 or any(w <= 0 for w in weights):
@@ -881,7 +916,7 @@ class PgCorpusIndex:
             "w_keyword": float(weights[1]),
             "n": n,
         }
-        rows = self._query(_HYBRID_SQL, params, ef)
+        rows = self._query(_HYBRID_SQL, params, ef, conditions)
         return [HybridRow(doc_id, float(score), r1, r2) for doc_id, score, r1, r2 in rows]
 
     def explain_plans(self, vector: np.ndarray, text: str, n: int = 10) -> dict[str, list[ScanNode]]:

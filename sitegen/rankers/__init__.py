@@ -43,6 +43,12 @@ RANKERS: dict[str, Callable[[], Ranker]] = {
     "pg-tsvector": lambda: PgTsvectorRanker("pg-tsvector"),
     "rrf-pgvector-tsvector": lambda: RRFRanker("rrf-pgvector-tsvector", ("pg-vector", "pg-tsvector")),
     "pg-hybrid-sql": lambda: PgHybridRanker("pg-hybrid-sql", ef_search=EF_SEARCH_MAX),
+    "pg-vector-filtered": lambda: PgVectorRanker("pg-vector-filtered", ef_search=EF_SEARCH_MAX, filtered=True),
+    "pg-tsvector-filtered": lambda: PgTsvectorRanker("pg-tsvector-filtered", filtered=True),
+    "rrf-pgvector-tsvector-filtered": lambda: RRFRanker(
+        "rrf-pgvector-tsvector-filtered", ("pg-vector-filtered", "pg-tsvector-filtered")
+    ),
+    "pg-hybrid-sql-filtered": lambda: PgHybridRanker("pg-hybrid-sql-filtered", ef_search=EF_SEARCH_MAX, filtered=True),
 }
 
 DEFAULT_RANKERS: tuple[str, ...] = tuple(RANKERS)

@@ -81,6 +81,25 @@ def _query_vectors(inputs: RankInputs, ranker: str) -> dict[str, np.ndarray]:
     return vectors
 
 
+def _filter_params(filtered: bool) -> dict[str, Any]:
+    if not filtered:
+        return {}
+    return {
+        "filtered": True,
+        "filter": "the question's metadata filter as a SQL WHERE clause over the metadata jsonb column, "
+        "field names and values as bind parameters, dates compared as dates",
+    }
+
+
+def _conditions(ranker: Any, inputs: RankInputs, query: Any) -> tuple[Any, ...]:
+    """The question's filter, compiled against the corpus's declared vocabulary (empty when unfiltered)."""
+    if not getattr(ranker, "filtered", False) or not query.filter:
+        return ()
+    from sitegen.filters import compile_filter, parse_vocabulary
+
+    return compile_filter(query.filter, parse_vocabulary(inputs.corpus.config.get("filters", {})))
+
+
 def _run_params(ranker: Any, index: Any) -> dict[str, Any]:
     params = ranker.params()
     if hasattr(index, "index_params"):
@@ -95,9 +114,10 @@ class PgVectorRanker:
     uses_embeddings = True
     uses_postgres = True
 
-    def __init__(self, name: str = "pg-vector", ef_search: int = EF_SEARCH) -> None:
+    def __init__(self, name: str = "pg-vector", ef_search: int = EF_SEARCH, filtered: bool = False) -> None:
         self.name = name
         self.ef_search = ef_search
+        self.filtered = filtered
 
     def params(self) -> dict[str, Any]:
         return {
@@ -106,14 +126,16 @@ class PgVectorRanker:
             "score": "1 - cosine distance, the cosine similarity (float8)",
             "planner": _SEQSCAN_NOTE,
             "ties": _VECTOR_TIES,
-        }
+        } | _filter_params(self.filtered)
 
     def rank(self, inputs: RankInputs, depth: int) -> Run:
         index = _index(inputs, self.name)
         vectors = _query_vectors(inputs, self.name)
         hits: dict[str, tuple[Hit, ...]] = {}
         for query in inputs.corpus.queries:
-            rows = index.vector_top(vectors[query.query_id], depth, ef_search=self.ef_search)
+            rows = index.vector_top(
+                vectors[query.query_id], depth, ef_search=self.ef_search, conditions=_conditions(self, inputs, query)
+            )
             hits[query.query_id] = tuple(
                 Hit(doc_id=doc_id, rank=rank, score=1.0 - distance)
                 for rank, (doc_id, distance) in enumerate(rows, start=1)
@@ -128,17 +150,23 @@ class PgTsvectorRanker:
     uses_embeddings = True  # not for ranking: the build loads vectors and text into one table
     uses_postgres = True
 
-    def __init__(self, name: str = "pg-tsvector") -> None:
+    def __init__(self, name: str = "pg-tsvector", filtered: bool = False) -> None:
         self.name = name
+        self.filtered = filtered
 
     def params(self) -> dict[str, Any]:
-        return {"method": "postgres-tsvector", **_keyword_params(), "planner": _SEQSCAN_NOTE, "ties": _KEYWORD_TIES}
+        return {
+            "method": "postgres-tsvector",
+            **_keyword_params(),
+            "planner": _SEQSCAN_NOTE,
+            "ties": _KEYWORD_TIES,
+        } | _filter_params(self.filtered)
 
     def rank(self, inputs: RankInputs, depth: int) -> Run:
         index = _index(inputs, self.name)
         hits: dict[str, tuple[Hit, ...]] = {}
         for query in inputs.corpus.queries:
-            rows = index.keyword_top(query.text, depth)
+            rows = index.keyword_top(query.text, depth, conditions=_conditions(self, inputs, query))
             hits[query.query_id] = tuple(
                 Hit(doc_id=doc_id, rank=rank, score=score) for rank, (doc_id, score) in enumerate(rows, start=1)
             )
@@ -151,7 +179,6 @@ class PgHybridRanker:
     requires: tuple[str, ...] = ()
     uses_embeddings = True
     uses_postgres = True
-    components = ("pg-vector", "pg-tsvector")
 
     def __init__(
         self,
@@ -160,6 +187,7 @@ class PgHybridRanker:
         candidates: int = 20,
         weights: Sequence[float] = (1.0, 1.0),
         ef_search: int = EF_SEARCH,
+        filtered: bool = False,
     ) -> None:
         if len(weights) != 2 or any(w <= 0 for w in weights):
             raise ValueError(f"need two positive weights (pg-vector, pg-tsvector), got {list(weights)}")
@@ -168,6 +196,10 @@ class PgHybridRanker:
         self.candidates = candidates
         self.weights = (float(weights[0]), float(weights[1]))
         self.ef_search = ef_search
+        self.filtered = filtered
+        # Named after the runs the audit fuses to check this one.
+        suffix = "-filtered" if filtered else ""
+        self.components = (f"pg-vector{suffix}", f"pg-tsvector{suffix}")
 
     def params(self) -> dict[str, Any]:
         return {
@@ -182,7 +214,7 @@ class PgHybridRanker:
             "vector_list": {**_vector_params(self.ef_search), "ties": _VECTOR_TIES},
             "keyword_list": {**_keyword_params(), "ties": _KEYWORD_TIES},
             "planner": _SEQSCAN_NOTE,
-        }
+        } | _filter_params(self.filtered)
 
     def rank(self, inputs: RankInputs, depth: int) -> Run:
         index = _index(inputs, self.name)
@@ -197,6 +229,7 @@ class PgHybridRanker:
                 candidates=self.candidates,
                 weights=self.weights,
                 ef_search=self.ef_search,
+                conditions=_conditions(self, inputs, query),
             )
             hits[query.query_id] = tuple(
                 Hit(
