@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,7 @@ class _Progress:
     def __init__(self, total: int, label: str, quiet: bool) -> None:
         self._bar: Any = None
         if not quiet:
-            self._bar = click.progressbar(length=total, label=label, file=click.get_text_stream("stderr"))
+            self._bar = click.progressbar(length=total, label=label, file=sys.stderr)
             self._bar.__enter__()
 
     def update(self, n: int) -> None:
