@@ -183,6 +183,10 @@ class Bundle:
         return list(dict.fromkeys(named + found))
 
     def run(self, corpus: str, ranker: str) -> dict[str, Any]:
+        """A run file, its shape checked once and then served from memory."""
+        return self._cached(("run", f"{corpus}/{ranker}"), lambda: self._load_run(corpus, ranker))
+
+    def _load_run(self, corpus: str, ranker: str) -> dict[str, Any]:
         rel = f"evidence/{corpus}/runs/{ranker}.json"
         run = self.json(rel)
         if not isinstance(run.get("queries"), dict) or not isinstance(run.get("params"), dict):
