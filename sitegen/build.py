@@ -369,7 +369,7 @@ def _postgres_evidence(
     corpus: Corpus, runs: dict[str, Run], embeddings: CorpusEmbeddings | None, pg_index: Any, not_run: dict[str, str]
 ) -> dict[str, Any] | None:
     """Agreement figures and index plans for the PostgreSQL rankers, or why they did not run."""
-    pg_names = [n for n in ("pg-vector", "pg-tsvector", "rrf-pgvector-tsvector", "pg-hybrid-sql")]
+    pg_names = ("pg-vector", "pg-tsvector", "rrf-pgvector-tsvector", "pg-hybrid-sql")
     asked = [n for n in pg_names if n in runs or n in not_run]
     if not asked:
         return None

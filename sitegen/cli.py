@@ -190,7 +190,8 @@ def audit(site: Path, reembed: bool) -> None:
             weights = "" if result.weights_match else ", stored weights sha256 differs from the installed model's"
             click.echo(
                 f"{status} reembed:{result.corpus}: {result.vectors} vectors, largest component difference "
-                f"{result.max_abs_diff:.2e} ({result.worst}), tolerance {REEMBED_TOLERANCE:.0e}{weights}"
+                f"{result.max_abs_diff:.2e} ({result.worst or 'all identical'}), "
+                f"tolerance {REEMBED_TOLERANCE:.0e}{weights}"
             )
             failed = failed or not result.ok
     if failed:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sitegen.corpus import Document, passage_text
 from sitegen.embeddings import EmbeddingModel
 
 __all__ = ["REEMBED_TOLERANCE", "ReembedResult", "reembed_bundle"]
@@ -37,10 +38,12 @@ class ReembedResult:
 
 def _texts(base: Path) -> dict[str, dict[str, str]]:
     passages, queries = {}, {}
-    for line in (base / "inputs" / "corpus.jsonl").read_text(encoding="utf-8").splitlines():
+    # A chunked corpus was embedded as its chunks.
+    source = base / "chunks.jsonl" if (base / "chunks.jsonl").is_file() else base / "inputs" / "corpus.jsonl"
+    for line in source.read_text(encoding="utf-8").splitlines():
         if line.strip():
             doc = json.loads(line)
-            passages[doc["_id"]] = f"{doc['title']}\n{doc['text']}" if doc.get("title") else doc["text"]
+            passages[doc["_id"]] = passage_text(Document(doc["_id"], doc.get("title") or "", doc["text"]))
     for line in (base / "inputs" / "queries.jsonl").read_text(encoding="utf-8").splitlines():
         if line.strip():
             query = json.loads(line)

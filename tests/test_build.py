@@ -301,3 +301,21 @@ def test_a_failed_build_stops_its_postgres_server(
     with pytest.raises(SitegenError, match="crash while ranking"):
         _build(tiny_corpus.parent, tmp_path / "site", fake_model, tmp_path / "cache")
     assert _postgres_processes() == set()
+
+
+def test_reembed_matches_the_stored_vectors_and_catches_a_changed_one(built: Path, tmp_path: Path) -> None:
+    import shutil
+
+    import numpy as np
+
+    from sitegen.reembed import REEMBED_TOLERANCE, reembed_bundle
+
+    (result,) = reembed_bundle(built, model=FakeEmbeddingModel())
+    assert result.ok and result.vectors == 8 and result.max_abs_diff == 0.0
+    copy = Path(shutil.copytree(built, tmp_path / "copy"))
+    path = copy / "evidence" / "tiny" / "embeddings" / "passages.npy"
+    vectors = np.load(path)
+    vectors[2, 0] += 10 * REEMBED_TOLERANCE
+    np.save(path, vectors)
+    (changed,) = reembed_bundle(copy, model=FakeEmbeddingModel())
+    assert not changed.ok and changed.worst == "passages d3"
