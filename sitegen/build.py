@@ -36,6 +36,7 @@ from sitegen.embeddings import (
 )
 from sitegen.errors import BuildError, CorpusError, SitegenError
 from sitegen.evidence import (
+    CHUNKS_FILE,
     EVIDENCE_DIR,
     TREC_DEPTH,
     write_corpus_evidence,
@@ -530,7 +531,7 @@ def _build_corpus(
     if sweep_vectors is not None and sweep_vectors["ids"]:
         write_sweep_embeddings(staging / EVIDENCE_DIR / corpus.name, sweep_vectors["ids"], sweep_vectors["matrix"])
     if chunking is not None:
-        (staging / EVIDENCE_DIR / corpus.name / "chunks.jsonl").write_text(
+        (staging / EVIDENCE_DIR / corpus.name / CHUNKS_FILE).write_text(
             "".join(
                 json.dumps(
                     {"_id": d.doc_id, "title": d.title, "text": d.text, "metadata": dict(d.metadata)},

@@ -42,11 +42,13 @@ from sitegen.embeddings import CorpusEmbeddings
 from sitegen.rankers.base import Run
 
 __all__ = [
+    "CHUNKS_FILE",
     "EVIDENCE_DIR",
     "SCHEMA_VERSION",
     "TREC_DEPTH",
     "canonical_json",
     "library_versions",
+    "passages_file",
     "run_document",
     "run_trec",
     "trec_id",
@@ -201,6 +203,15 @@ def write_corpus_evidence(
                 "queries": list(embeddings.query_ids),
             },
         )
+
+
+CHUNKS_FILE = "chunks.jsonl"
+
+
+def passages_file(corpus_dir: Path) -> Path:
+    """The passages a corpus was ranked as: its chunks when chunked, else the input copy of corpus.jsonl."""
+    chunks = corpus_dir / CHUNKS_FILE
+    return chunks if chunks.is_file() else corpus_dir / "inputs" / "corpus.jsonl"
 
 
 def write_sweep_embeddings(corpus_dir: Path, ids: list[str], matrix: np.ndarray) -> None:

@@ -15,6 +15,7 @@ import numpy as np
 
 from sitegen.corpus import Document, passage_text
 from sitegen.embeddings import EmbeddingModel
+from sitegen.evidence import passages_file
 
 __all__ = ["REEMBED_TOLERANCE", "ReembedResult", "reembed_bundle"]
 
@@ -38,9 +39,7 @@ class ReembedResult:
 
 def _texts(base: Path) -> dict[str, dict[str, str]]:
     passages, queries = {}, {}
-    # A chunked corpus was embedded as its chunks.
-    source = base / "chunks.jsonl" if (base / "chunks.jsonl").is_file() else base / "inputs" / "corpus.jsonl"
-    for line in source.read_text(encoding="utf-8").splitlines():
+    for line in passages_file(base).read_text(encoding="utf-8").splitlines():
         if line.strip():
             doc = json.loads(line)
             passages[doc["_id"]] = passage_text(Document(doc["_id"], doc.get("title") or "", doc["text"]))

@@ -23,7 +23,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from markupsafe import Markup
 
 from sitegen.corpus import Document, passage_text
-from sitegen.evidence import EVIDENCE_DIR
+from sitegen.evidence import EVIDENCE_DIR, passages_file
 from sitegen.plots import grouped_bar_svg, line_svg
 
 __all__ = [
@@ -170,8 +170,7 @@ def _corpus_context(site_dir: Path, name: str) -> dict[str, Any]:
     metrics = _read_json(base / "metrics.json")
     report = _read_json(base / "report.json")
     # A chunked corpus is ranked as its chunks: pages show those passages.
-    passages = base / "chunks.jsonl" if (base / "chunks.jsonl").exists() else base / "inputs" / "corpus.jsonl"
-    docs = {d["_id"]: d for d in _read_jsonl(passages)}
+    docs = {d["_id"]: d for d in _read_jsonl(passages_file(base))}
     queries = _read_jsonl(base / "inputs" / "queries.jsonl")
     qrels: dict[str, dict[str, int]] = {}
     for line in (base / "inputs" / "qrels" / "test.tsv").read_text(encoding="utf-8").splitlines()[1:]:

@@ -12,6 +12,7 @@ from conftest import REPO
 
 from sitegen.build import BuildOptions, build_site
 from sitegen.embeddings import EmbeddingCache, EmbeddingModel
+from sitegen.evidence import passages_file
 
 SITE = REPO / "site"
 
@@ -26,8 +27,7 @@ def _seed_cache_from_bundle(site: Path, cache_dir: Path, weights_sha256: str) ->
         base = site / "evidence" / corpus
         index = json.loads((base / "embeddings" / "index.json").read_text())
         docs = {}
-        passages = base / "chunks.jsonl" if (base / "chunks.jsonl").is_file() else base / "inputs" / "corpus.jsonl"
-        for line in passages.read_text(encoding="utf-8").splitlines():
+        for line in passages_file(base).read_text(encoding="utf-8").splitlines():
             if line.strip():
                 doc = json.loads(line)
                 docs[doc["_id"]] = f"{doc['title']}\n{doc['text']}" if doc.get("title") else doc["text"]
