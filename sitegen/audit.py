@@ -52,6 +52,7 @@ keys, no timestamps, no absolute paths: identical bundles give identical bytes).
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import itertools
 import json
@@ -944,6 +945,14 @@ def _close(got: Any, want: Any, tol: float) -> bool:
     return got == want
 
 
+@functools.lru_cache(maxsize=4)
+def _randomisation_draws(seed: int, rounds: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Sign flips (as +-1.0) and bootstrap indices from numpy PCG64 seeded ``seed``, drawn once for all pairs."""
+    flips = (np.random.default_rng(seed).integers(0, 2, size=(rounds, n)) * 2 - 1).astype(np.float64)
+    idx = np.random.default_rng(seed).integers(0, n, size=(rounds, n))
+    return flips, idx
+
+
 def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
     """experiments.json: RRF sweeps, held-out selection, paired tests, ablation and the unanswerable view.
 
@@ -966,6 +975,14 @@ def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
 
     def scores(lists: dict[str, dict[str, list[str]]], qids: list[str], name: str) -> list[float]:
         return [metric(name, lists.get(q, []), inputs.qrels[q]) for q in qids]
+
+    ranker_scores: dict[tuple[str, str], list[float]] = {}
+
+    def scores_of(ranker: str, name: str) -> list[float]:
+        """A ranker's per-question scores over the scored questions, computed once per metric."""
+        if (ranker, name) not in ranker_scores:
+            ranker_scores[ranker, name] = scores(ranking[ranker], scored, name)
+        return ranker_scores[ranker, name]
 
     def compare(label: str, got: Any, want: Any) -> None:
         if not _close(got, want, tol):
@@ -1028,13 +1045,12 @@ def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
     rounds, alpha = sig.get("rounds"), sig.get("alpha")
     pairs = {}
     for n, pair in enumerate(sig.get("pairs", [])):
-        a = np.array(scores(ranking[pair["a"]], scored, pair["metric"]))
-        b = np.array(scores(ranking[pair["b"]], scored, pair["metric"]))
+        a = np.array(scores_of(pair["a"], pair["metric"]))
+        b = np.array(scores_of(pair["b"], pair["metric"]))
         d = a - b
-        flips = np.random.default_rng(sig["seed"]).integers(0, 2, size=(rounds, d.size)) * 2 - 1
+        flips, idx = _randomisation_draws(sig["seed"], rounds, d.size)
         extreme = np.count_nonzero(np.abs((flips * d).mean(axis=1)) >= abs(d.mean()) - 1e-12)
         p = (1 + int(extreme)) / (1 + rounds)
-        idx = np.random.default_rng(sig["seed"]).integers(0, d.size, size=(rounds, d.size))
         low, high = np.quantile(d[idx].mean(axis=1), [0.025, 0.975])
         want = {
             "a": pair["a"],
@@ -1068,17 +1084,12 @@ def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
             "delta": None,
             "p_value": None,
             "significant": None,
-            "overall": {m: mean(scores(ranking[r], scored, m)) for m in sig.get("metrics", [])},
+            "overall": {m: mean(scores_of(r, m)) for m in sig.get("metrics", [])},
         }
         if n:
             prev = steps[n - 1]["ranker"]
             row["delta"] = {
-                m: mean(
-                    [
-                        x - y
-                        for x, y in zip(scores(ranking[r], scored, m), scores(ranking[prev], scored, m), strict=True)
-                    ]
-                )
+                m: mean([x - y for x, y in zip(scores_of(r, m), scores_of(prev, m), strict=True)])
                 for m in sig.get("metrics", [])
             }
             found = {m: pairs.get((r, prev, m)) or pairs.get((prev, r, m)) for m in sig.get("metrics", [])}

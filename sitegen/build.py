@@ -43,7 +43,7 @@ from sitegen.evidence import (
     write_manifest,
     write_sweep_embeddings,
 )
-from sitegen.experiments import run_experiments
+from sitegen.experiments import experiment_inputs, run_experiments
 from sitegen.metrics import evaluate, metric_names
 from sitegen.packing import DEFAULT_BUDGETS, packing_report
 from sitegen.rankers import DEFAULT_RANKERS, RankInputs, Run, make_rankers
@@ -51,8 +51,11 @@ from sitegen.rankers.external import ExternalRunRanker
 from sitegen.rankers.filtering import has_filters
 from sitegen.render import render_site
 from sitegen.report import derive_report, filtering_report
+from sitegen.stepcache import StepCache
+from sitegen.timings import copy_timing_files, load_timing_files
 
 AUDIT_SCRIPT = "audit.py"
+STEP_CACHE_FOLDER = "steps"
 
 __all__ = ["BuildOptions", "BuildResult", "build_site", "inputs_date", "select_corpora"]
 
@@ -70,6 +73,12 @@ class BuildOptions:
     external_runs: tuple[tuple[str, str, Path], ...] = ()
     pg_dsn: str | None = None
     require_postgres: bool = False
+    timings_dir: Path | None = None
+
+    @property
+    def timings_folder(self) -> Path:
+        """Benchmark results for the Performance page: ``timings_dir``, else ``bench/`` beside the corpora."""
+        return self.timings_dir if self.timings_dir is not None else self.corpora_dir.resolve().parent / "bench"
 
 
 @dataclass(frozen=True)
@@ -86,6 +95,11 @@ Log = Callable[[str], None]
 
 def _quiet(_: str) -> None:
     return None
+
+
+def step_cache(options: BuildOptions) -> StepCache:
+    """Experiments and plots already computed from the same inputs, beside the embedding cache."""
+    return StepCache((options.cache_dir or default_cache_dir()) / STEP_CACHE_FOLDER)
 
 
 def select_corpora(corpora_dir: Path, only: Sequence[str]) -> list[Path]:
@@ -209,6 +223,7 @@ def build_site(
             f"{sum(len(j) for j in corpus.qrels.values())} judged pairs"
         )
     rankers = make_rankers(options.rankers)
+    timing_files = load_timing_files(options.timings_folder)
     seconds["load"] = time.perf_counter() - clock
 
     out_dir = options.out_dir.resolve()
@@ -228,7 +243,9 @@ def build_site(
         audit_report = _audit(staging, log)
         seconds["audit"] = time.perf_counter() - clock
         clock = time.perf_counter()
-        render_site(staging)
+        if timing_files:
+            copy_timing_files(options.timings_folder, staging)
+        render_site(staging, step_cache(options))
         seconds["render"] = time.perf_counter() - clock
         _swap_into_place(staging, out_dir)
     except BaseException:
@@ -502,11 +519,12 @@ def _build_corpus(
         }
     if postgres is not None:
         derived["postgres.json"] = postgres
-    derived["experiments.json"] = run_experiments(
-        corpus,
-        rankings,
-        {r: run.params for r, run in runs.items()},
-        {r: {q: [h.score for h in hits] for q, hits in run.hits.items()} for r, run in runs.items()},
+    run_params = {r: run.params for r, run in runs.items()}
+    run_scores = {r: {q: [h.score for h in hits] for q, hits in run.hits.items()} for r, run in runs.items()}
+    derived["experiments.json"] = step_cache(options).json(
+        "experiments",
+        experiment_inputs(corpus, rankings, run_params, run_scores),
+        lambda: run_experiments(corpus, rankings, run_params, run_scores),
     )
     derived["packing.json"] = packing_report(
         corpus,

@@ -23,10 +23,12 @@ the same p-values and intervals in any implementation that uses numpy's PCG64.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -38,6 +40,7 @@ from sitegen.rankers.fusion import reciprocal_rank_fusion
 __all__ = [
     "DEFAULT_SEED",
     "ExperimentSettings",
+    "experiment_inputs",
     "paired_bootstrap_ci",
     "paired_permutation_test",
     "run_experiments",
@@ -68,6 +71,25 @@ class ExperimentSettings:
     alpha: float = 0.05
 
 
+@lru_cache(maxsize=8)
+def _sign_flips(seed: int, rounds: int, n: int) -> np.ndarray:
+    """The documented draw, made once per (seed, rounds, n): every pair of rankers reuses it.
+
+    Multiplying by +-1.0 as float64 is exact, so the statistics equal those from the integer signs bit for bit.
+    """
+    signs = (np.random.default_rng(seed).integers(0, 2, size=(rounds, n)) * 2 - 1).astype(np.float64)
+    signs.flags.writeable = False
+    return signs
+
+
+@lru_cache(maxsize=8)
+def _resample_indices(seed: int, rounds: int, n: int) -> np.ndarray:
+    """The documented bootstrap indices, drawn once per (seed, rounds, n)."""
+    idx = np.random.default_rng(seed).integers(0, n, size=(rounds, n))
+    idx.flags.writeable = False
+    return idx
+
+
 def paired_permutation_test(a: Sequence[float], b: Sequence[float], seed: int, rounds: int) -> float:
     """Two-sided paired randomisation test of mean(a - b) = 0.
 
@@ -79,8 +101,7 @@ def paired_permutation_test(a: Sequence[float], b: Sequence[float], seed: int, r
     if d.size == 0:
         return 1.0
     observed = abs(float(d.mean()))
-    signs = np.random.default_rng(seed).integers(0, 2, size=(rounds, d.size)) * 2 - 1
-    statistics_ = np.abs((signs * d).mean(axis=1))
+    statistics_ = np.abs((_sign_flips(seed, rounds, d.size) * d).mean(axis=1))
     extreme = int(np.count_nonzero(statistics_ >= observed - _TIE))
     return (1 + extreme) / (1 + rounds)
 
@@ -97,8 +118,7 @@ def paired_bootstrap_ci(
     d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
     if d.size == 0:
         return (0.0, 0.0)
-    idx = np.random.default_rng(seed).integers(0, d.size, size=(rounds, d.size))
-    low, high = np.quantile(d[idx].mean(axis=1), [(1 - level) / 2, (1 + level) / 2])
+    low, high = np.quantile(d[_resample_indices(seed, rounds, d.size)].mean(axis=1), [(1 - level) / 2, (1 + level) / 2])
     return (float(low), float(high))
 
 
@@ -170,6 +190,25 @@ def _choose(rows: Sequence[dict[str, Any]], per_query: Sequence[Mapping], qids: 
     best = max(scores)
     tied = [i for i, s in enumerate(scores) if best - s <= _TIE]
     return default if default in tied else tied[0]
+
+
+def experiment_inputs(
+    corpus: Corpus,
+    rankings: Mapping[str, Rankings],
+    run_params: Mapping[str, Mapping[str, Any]],
+    run_scores: Mapping[str, Mapping[str, Sequence[float]]],
+    settings: ExperimentSettings = ExperimentSettings(),
+) -> dict[str, Any]:
+    """Everything :func:`run_experiments` reads, as JSON: the key under which its result may be cached."""
+    return {
+        "queries": [[q.query_id, q.kind, q.answerable] for q in corpus.queries],
+        "qrels": {q: dict(grades) for q, grades in corpus.qrels.items()},
+        "config": dict(corpus.config),
+        "rankings": rankings,
+        "run_params": run_params,
+        "run_scores": run_scores,
+        "settings": dataclasses.asdict(settings),
+    }
 
 
 def run_experiments(

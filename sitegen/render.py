@@ -25,6 +25,8 @@ from markupsafe import Markup
 from sitegen.corpus import Document, passage_text
 from sitegen.evidence import EVIDENCE_DIR, passages_file
 from sitegen.plots import grouped_bar_svg, line_svg
+from sitegen.stepcache import StepCache
+from sitegen.timings import TIMINGS_DIR, load_timing_files, performance_view
 
 __all__ = [
     "AUDIT_FILE",
@@ -45,6 +47,7 @@ TEMPLATES_DIR = (
 HEADLINE_METRICS = ("hit@1", "hit@5", "mrr@10", "ndcg@10")
 TABLE_METRICS = ("hit@1", "hit@3", "hit@5", "hit@10", "recall@10", "precision@5", "mrr@10", "ndcg@10")
 AUDIT_FILE = "audit.json"
+PERFORMANCE_PAGE = "performance.html"
 TOP_N = 10
 QUESTIONS_PER_PAGE = 100
 SHOWN_DISAGREEMENTS = 100
@@ -106,9 +109,14 @@ class _Page:
 class _Site:
     """Collects pages and files, refusing to write one path twice."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, steps: StepCache) -> None:
         self.root = root
+        self.steps = steps
         self.written: set[str] = set()
+
+    def plot(self, path: str, draw: Callable[..., bytes], *args: Any) -> None:
+        """Write ``draw(*args)`` to ``path``, reusing an SVG drawn before from the same arguments."""
+        self.claim(path).write_bytes(self.steps.bytes(f"plot:{draw.__name__}", args, lambda: draw(*args)))
 
     def claim(self, path: str) -> Path:
         if path in self.written:
@@ -272,9 +280,7 @@ def _experiments_context(c: dict[str, Any], site: _Site) -> dict[str, Any] | Non
             plot = f"{c['dir']}/sweep-{page_name(fusion)}-{sweep}.svg"
             labels = [_setting_label(row["value"]) for row in data["rows"]]
             series = {m: [row["overall"][m] for row in data["rows"]] for m in experiments["metrics"]}
-            site.claim(plot).write_bytes(
-                line_svg(labels, series, f"{fusion}: {sweep} sweep", data["parameter"], "score")
-            )
+            site.plot(plot, line_svg, labels, series, f"{fusion}: {sweep} sweep", data["parameter"], "score")
             alt = f"Line plot of {', '.join(experiments['metrics'])} for {fusion} as {sweep} varies: " + "; ".join(
                 f"{label}: " + ", ".join(f"{m} {format_score(series[m][i])}" for m in series)
                 for i, label in enumerate(labels)
@@ -351,10 +357,14 @@ def _chunk_plot(c: dict[str, Any], site: _Site) -> dict[str, str] | None:
             series.setdefault(name, {})[row["setting"]["size"]] = row["scores"][ranker]["recall@10"]
     lines = {name: [points.get(size, float("nan")) for size in sizes] for name, points in series.items()}
     path = f"{c['dir']}/chunking-recall.svg"
-    site.claim(path).write_bytes(
-        line_svg(
-            [str(s) for s in sizes], lines, f"{c['name']}: recall@10 by chunk size", "chunk size (words)", "recall@10"
-        )
+    site.plot(
+        path,
+        line_svg,
+        [str(s) for s in sizes],
+        lines,
+        f"{c['name']}: recall@10 by chunk size",
+        "chunk size (words)",
+        "recall@10",
     )
     alt = "Line plot of recall@10 by chunk size: " + "; ".join(
         f"{name}: " + ", ".join(f"{s} words {format_score(v)}" for s, v in zip(sizes, values, strict=True))
@@ -369,10 +379,14 @@ def _corpus_pages(c: dict[str, Any], site: _Site) -> list[_Page]:
     query_by_id = {q["_id"]: q for q in c["queries"]}
     plot_path = f"{c['dir']}/hit-at-1-by-kind.svg"
     series = {r: [c["metrics"][r]["by_kind"][k]["hit@1"] for k in kinds] for r in c["rankers"]}
-    site.claim(plot_path).write_bytes(
-        grouped_bar_svg(
-            kinds, series, f"{name}: hit@1 per question kind", "question kind", "hit@1 (share of questions)"
-        )
+    site.plot(
+        plot_path,
+        grouped_bar_svg,
+        kinds,
+        series,
+        f"{name}: hit@1 per question kind",
+        "question kind",
+        "hit@1 (share of questions)",
     )
     plot_alt = "Bar chart of hit@1 per question kind and ranker; " + "; ".join(
         f"{k}: " + ", ".join(f"{r} {format_score(series[r][i])}" for r in c["rankers"]) for i, k in enumerate(kinds)
@@ -478,13 +492,16 @@ def _corpus_pages(c: dict[str, Any], site: _Site) -> list[_Page]:
     return pages
 
 
-def render_site(site_dir: Path) -> list[Path]:
-    """Write every page, plot and ``.nojekyll`` from ``site_dir/evidence``; return the pages written."""
+def render_site(site_dir: Path, steps: StepCache | None = None) -> list[Path]:
+    """Write every page, plot and ``.nojekyll`` from ``site_dir/evidence``; return the pages written.
+
+    ``steps`` may hold plots drawn before from the same data (see :mod:`sitegen.stepcache`).
+    """
     evidence = site_dir / EVIDENCE_DIR
     manifest = _read_json(evidence / "manifest.json")
     audit_path = site_dir / AUDIT_FILE
     audit = _read_json(audit_path) if audit_path.exists() else None
-    site = _Site(site_dir)
+    site = _Site(site_dir, steps or StepCache(None))
     corpora = [_corpus_context(site_dir, name) for name in manifest["corpora"]]
     cards = [
         {"corpus": c, "table": _table(c, "overall", None, HEADLINE_METRICS), "href": f"{c['dir']}/index.html"}
@@ -494,6 +511,9 @@ def render_site(site_dir: Path) -> list[Path]:
         _Page("index.html", "index.html", {"cards": cards}),
         _Page("reproducibility.html", "reproducibility.html", {"corpora": corpora}),
     ]
+    timing_files = load_timing_files(site_dir / TIMINGS_DIR)
+    if timing_files:
+        pages.append(_Page(PERFORMANCE_PAGE, "performance.html", performance_view(timing_files)))
     for c in corpora:
         pages.extend(_corpus_pages(c, site))
     env = _environment()
@@ -501,7 +521,14 @@ def render_site(site_dir: Path) -> list[Path]:
     for page in pages:
         url = _url_for(page.path)
         html = env.get_template(page.template).render(
-            page.context | {"manifest": manifest, "audit": audit, "url": url, "page_path": page.path}
+            page.context
+            | {
+                "manifest": manifest,
+                "audit": audit,
+                "url": url,
+                "page_path": page.path,
+                "has_performance": bool(timing_files),
+            }
         )
         target = site.claim(page.path)
         target.write_text(html, encoding="utf-8")

@@ -1,0 +1,235 @@
+"""Benchmark timing files for the site's Performance page.
+
+Timings describe one machine on one day, so they are kept apart from the evidence: the build
+copies the committed ``bench/results*.json`` files to ``timings/`` on the site, outside the
+manifest and the audit, and this module turns them into the rows the page shows. Two kinds are
+read: the benchmark suite's results (``bench/run.py``) and the PostgreSQL cost test
+(``sitegen bench-pg``, ``"kind": "sitegen-pg-cost"``).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sitegen.errors import BuildError
+
+__all__ = ["TIMINGS_DIR", "TimingFile", "copy_timing_files", "load_timing_files", "performance_view"]
+
+TIMINGS_DIR = "timings"
+PATTERN = "results*.json"
+PG_COST_KIND = "sitegen-pg-cost"
+_SUITE_KEYS = ("machine", "targets", "sections", "run_at")
+_PG_KEYS = ("machine", "build", "rows_matched", "latency", "hybrid_ratio", "rows", "corpus")
+STAGES = ("load", "embed", "rank", "score", "experiments", "write", "audit", "render")
+
+
+@dataclass(frozen=True)
+class TimingFile:
+    """One benchmark results file: its name on the site and its parsed content."""
+
+    name: str
+    kind: str
+    data: Mapping[str, Any]
+
+
+def _require(path: Path, data: Mapping[str, Any], keys: Sequence[str]) -> None:
+    missing = [k for k in keys if k not in data]
+    if missing:
+        raise BuildError(f"{path}: not a sitegen benchmark results file: missing {', '.join(map(repr, missing))}")
+
+
+def _result_paths(folder: Path) -> list[Path]:
+    """``results.json`` (the default benchmark run) first, then the others by name."""
+    if not folder.is_dir():
+        return []
+    return sorted(folder.glob(PATTERN), key=lambda p: (p.name != "results.json", p.name))
+
+
+def load_timing_files(folder: Path) -> list[TimingFile]:
+    """Every ``results*.json`` in ``folder`` (none if the folder is absent), checked for the keys the page reads."""
+    files = []
+    for path in _result_paths(folder):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except UnicodeDecodeError as exc:
+            raise BuildError(f"{path}: not valid UTF-8 (byte {exc.start})") from None
+        except json.JSONDecodeError as exc:
+            raise BuildError(f"{path}:{exc.lineno}: malformed JSON: {exc.msg}") from None
+        if not isinstance(data, dict):
+            raise BuildError(f"{path}: expected a JSON object")
+        kind = "pg-cost" if data.get("kind") == PG_COST_KIND else "suite"
+        _require(path, data, _PG_KEYS if kind == "pg-cost" else _SUITE_KEYS)
+        files.append(TimingFile(path.name, kind, data))
+    return files
+
+
+def copy_timing_files(folder: Path, site_dir: Path) -> None:
+    """Copy the files byte for byte to ``site_dir/timings/`` so readers can download what the page shows."""
+    target = site_dir / TIMINGS_DIR
+    for path in _result_paths(folder):
+        target.mkdir(exist_ok=True)
+        shutil.copyfile(path, target / path.name)
+
+
+def _number(value: Any, digits: int = 3) -> str:
+    if isinstance(value, bool) or value is None:
+        return "yes" if value is True else ("no" if value is False else "-")
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if value != 0 and abs(value) < 0.01:
+            return f"{value:.2e}"
+        return f"{value:,.{digits}f}" if abs(value) < 100 else f"{value:,.0f}"
+    if isinstance(value, list):
+        return ", ".join(_number(v, digits) for v in value)
+    return str(value)
+
+
+def _machine(machine: Mapping[str, Any]) -> str:
+    memory = machine.get("memory_gb")
+    if memory is None and isinstance(machine.get("memory_total_bytes"), int):
+        memory = machine["memory_total_bytes"] / 2**30
+    libraries = machine.get("libraries") or {}
+    parts = [
+        f"{machine.get('logical_cpus', '?')} logical CPUs",
+        f"{memory:.1f} GiB memory" if isinstance(memory, (int, float)) else "memory not recorded",
+        str(machine.get("cpu_model", "CPU not recorded")),
+        f"Python {machine.get('python', '?')}",
+        f"numpy {machine.get('numpy') or libraries.get('numpy', '?')}",
+    ]
+    for name in ("postgres", "pgvector"):
+        if machine.get(name):
+            parts.append(f"{name} {machine[name]}")
+    return ", ".join(parts)
+
+
+def _suite_view(file: TimingFile) -> dict[str, Any]:
+    data = file.data
+    targets = [
+        {
+            "target": t.get("target", "?").replace("_", " "),
+            "where": t.get("where", ""),
+            "measured": _number(t.get("value")),
+            "wanted": t.get("wanted", ""),
+            "met": t.get("met"),
+        }
+        for t in data["targets"]
+    ]
+    build = data["sections"].get("build") or {}
+    builds = [
+        {
+            "name": name,
+            "wall": _number(build[name].get("wall_seconds"), 1),
+            "stages": [_number((build[name].get("stage_seconds") or {}).get(s), 2) for s in STAGES],
+            "embedded": _number(build[name].get("embedded")),
+        }
+        for name in ("cold", "warm", "changed")
+        if isinstance(build.get(name), dict)
+    ]
+    bm25 = []
+    for dataset, numbers in ((data["sections"].get("bm25") or {}).get("datasets") or {}).items():
+        index = numbers.get("index_seconds") or {}
+        batch = numbers.get("batch_queries_per_second") or {}
+        for system in ("sitegen", "bm25s", "rank-bm25"):
+            if system in index:
+                bm25.append(
+                    {
+                        "dataset": dataset,
+                        "system": system,
+                        "index_s": _number(index.get(system)),
+                        "queries_per_s": _number(batch.get(system), 1),
+                    }
+                )
+    return {
+        "file": file.name,
+        "href": f"{TIMINGS_DIR}/{file.name}",
+        "run_at": data["run_at"],
+        "command": data.get("command", ""),
+        "machine": _machine(data["machine"]),
+        "targets": targets,
+        "met": sum(1 for t in targets if t["met"] is True),
+        "stages": list(STAGES),
+        "builds": builds,
+        "bm25": bm25,
+    }
+
+
+def _pg_view(file: TimingFile) -> dict[str, Any]:
+    data = file.data
+    build = data["build"]
+    ratio = data["hybrid_ratio"]
+    return {
+        "file": file.name,
+        "href": f"{TIMINGS_DIR}/{file.name}",
+        "run_at": data.get("measured_at", ""),
+        "command": data.get("command", ""),
+        "machine": _machine(data["machine"]),
+        "label": data.get("label", ""),
+        "corpus": data["corpus"],
+        "rows": _number(data["rows"]),
+        "corpus_rows": _number(data.get("corpus_rows")),
+        "filler_rows": _number(data.get("filler_rows")),
+        "filler_seed": data.get("filler_seed"),
+        "filler_vectors": data.get("filler_vectors", ""),
+        "questions": _number(data.get("questions")),
+        "runs": data.get("runs"),
+        "warmups": data.get("warmups"),
+        "depth": data.get("depth"),
+        "build": [
+            ("rows copied in", f"{_number(build.get('copy_s'), 2)} s"),
+            ("HNSW index build", f"{_number(build.get('hnsw_build_s'), 2)} s"),
+            ("GIN index build", f"{_number(build.get('gin_build_s'), 2)} s"),
+            ("ANALYZE", f"{_number(build.get('analyze_s'), 2)} s"),
+            ("table size", _megabytes(build.get("table_bytes"))),
+            ("HNSW index size", _megabytes(build.get("hnsw_bytes"))),
+            ("GIN index size", _megabytes(build.get("gin_bytes"))),
+            (
+                "HNSW parameters",
+                f"m = {build.get('hnsw_m')}, ef_construction = {build.get('hnsw_ef_construction')}, "
+                f"ef_search = {build.get('ef_search')}",
+            ),
+        ],
+        "rows_matched": [
+            {k: _number(row.get(k), 0) if k != "kind" else row.get(k) for k in ("kind", "questions", "median", "p95")}
+            | {"max": _number(row.get("max"))}
+            for row in data["rows_matched"]
+        ],
+        "latency": [
+            {
+                "ranker": row.get("ranker"),
+                "where": row.get("where"),
+                "what": row.get("what", ""),
+                "p50": _number(row.get("p50_ms"), 2),
+                "p95": _number(row.get("p95_ms"), 2),
+                "samples": _number(row.get("samples")),
+            }
+            for row in data["latency"]
+        ],
+        "ratio": {
+            "in_process": ratio.get("in_process"),
+            "postgres": ratio.get("postgres"),
+            "p50": _number(ratio.get("p50_ratio"), 1),
+            "p95": _number(ratio.get("p95_ratio"), 1),
+            "sql_p50": _number(ratio.get("sql_p50_ratio"), 1),
+            "target": _number(ratio.get("target"), 1),
+            "met": ratio.get("met"),
+        },
+        "hnsw": data.get("hnsw_agreement"),
+    }
+
+
+def _megabytes(value: Any) -> str:
+    return f"{value / 2**20:,.1f} MiB" if isinstance(value, (int, float)) and not isinstance(value, bool) else "-"
+
+
+def performance_view(files: Sequence[TimingFile]) -> dict[str, Any]:
+    """The Performance page's rows, numbers already formatted: templates only place them."""
+    return {
+        "suites": [_suite_view(f) for f in files if f.kind == "suite"],
+        "pg_costs": [_pg_view(f) for f in files if f.kind == "pg-cost"],
+    }
