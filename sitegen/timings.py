@@ -90,6 +90,10 @@ def _number(value: Any, digits: int = 3) -> str:
     return str(value)
 
 
+def _seconds(value: Any) -> str:
+    return f"{value:.2f}" if isinstance(value, (int, float)) and not isinstance(value, bool) else "-"
+
+
 def _machine(machine: Mapping[str, Any]) -> str:
     memory = machine.get("memory_gb")
     if memory is None and isinstance(machine.get("memory_total_bytes"), int):
@@ -125,7 +129,7 @@ def _suite_view(file: TimingFile) -> dict[str, Any]:
         {
             "name": name,
             "wall": _number(build[name].get("wall_seconds"), 1),
-            "stages": [_number((build[name].get("stage_seconds") or {}).get(s), 2) for s in STAGES],
+            "stages": [_seconds((build[name].get("stage_seconds") or {}).get(s)) for s in STAGES],
             "embedded": _number(build[name].get("embedded")),
         }
         for name in ("cold", "warm", "changed")

@@ -51,6 +51,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
         qrels=HOSTILE_QRELS,
         readme=HOSTILE_README,
     )
+    (root / "bench").mkdir()
+    shutil.copyfile(REPO / "bench" / "results.json", root / "bench" / "results.json")
     build_site(
         BuildOptions(corpora_dir=root / "corpora", out_dir=root / "site", cache_dir=root / "cache"),
         model=FakeEmbeddingModel(),
@@ -221,7 +223,9 @@ def _chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-@pytest.mark.parametrize("page", ["index.html", "corpora/tiny/index.html", "corpora/hostile/index.html"])
+@pytest.mark.parametrize(
+    "page", ["index.html", "corpora/tiny/index.html", "corpora/hostile/index.html", "performance.html"]
+)
 def test_pages_load_in_headless_chromium_without_console_errors(served: str, page: str) -> None:
     browser = _chromium()
     if browser is None:
