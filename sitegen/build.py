@@ -88,6 +88,7 @@ class BuildResult:
     embed_stats: EmbedStats
     audit_verdict: str
     seconds: dict[str, float] = field(default_factory=dict)
+    steps: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 Log = Callable[[str], None]
@@ -233,8 +234,9 @@ def build_site(
         shutil.rmtree(staging)
     staging.mkdir()
     try:
+        steps = step_cache(options)
         total_stats, model_info, pg_versions = _build_into(
-            staging, corpora, rankers, options, log, progress, model, seconds
+            staging, corpora, rankers, options, log, progress, model, seconds, steps
         )
         clock = time.perf_counter()
         write_manifest(staging, [c.name for c in corpora], model_info, pg_versions)
@@ -245,8 +247,12 @@ def build_site(
         clock = time.perf_counter()
         if timing_files:
             copy_timing_files(options.timings_folder, staging)
-        render_site(staging, step_cache(options))
+        render_site(staging, steps)
         seconds["render"] = time.perf_counter() - clock
+        log(
+            "step cache (experiments, plots): "
+            + "; ".join(f"{name} {n['computed']} computed, {n['reused']} reused" for name, n in steps.counts.items())
+        )
         _swap_into_place(staging, out_dir)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -257,6 +263,7 @@ def build_site(
         embed_stats=total_stats,
         audit_verdict=audit_report["verdict"],
         seconds=seconds,
+        steps={name: dict(n) for name, n in steps.counts.items()},
     )
 
 
@@ -269,6 +276,7 @@ def _build_into(
     progress: ProgressFactory | None,
     model: EmbeddingModel | None,
     seconds: dict[str, float],
+    steps: StepCache,
 ) -> tuple[EmbedStats, dict[str, str] | None, dict[str, str] | None]:
     needs_embeddings = any(r.uses_embeddings for r in rankers)
     for key in ("embed", "rank", "score", "experiments", "write"):
@@ -303,7 +311,18 @@ def _build_into(
                 sweep = _chunking_sweep(source, chunking, model, cache, progress, log)
                 seconds["experiments"] += time.perf_counter() - clock
             _build_corpus(
-                staging, corpus, rankers, embeddings, server, server_problem, options, log, seconds, chunking, sweep
+                staging,
+                corpus,
+                rankers,
+                embeddings,
+                server,
+                server_problem,
+                options,
+                log,
+                seconds,
+                steps,
+                chunking,
+                sweep,
             )
     model_info = None
     if model is not None and needs_embeddings:
@@ -483,6 +502,7 @@ def _build_corpus(
     options: BuildOptions,
     log: Log,
     seconds: dict[str, float],
+    steps: StepCache,
     chunking: ChunkConfig | None = None,
     sweep: dict[str, Any] | None = None,
 ) -> None:
@@ -521,7 +541,7 @@ def _build_corpus(
         derived["postgres.json"] = postgres
     run_params = {r: run.params for r, run in runs.items()}
     run_scores = {r: {q: [h.score for h in hits] for q, hits in run.hits.items()} for r, run in runs.items()}
-    derived["experiments.json"] = step_cache(options).json(
+    derived["experiments.json"] = steps.json(
         "experiments",
         experiment_inputs(corpus, rankings, run_params, run_scores),
         lambda: run_experiments(corpus, rankings, run_params, run_scores),

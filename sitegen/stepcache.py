@@ -12,7 +12,7 @@ import hashlib
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from importlib import metadata
 from pathlib import Path
@@ -40,9 +40,18 @@ def code_sha256() -> str:
 
 @dataclass(frozen=True)
 class StepCache:
-    """Results of pure steps under ``folder`` (``None``: compute every time)."""
+    """Results of pure steps under ``folder`` (``None``: compute every time).
+
+    ``counts`` tallies, per step family (the name before any ``:``), how many results were
+    computed and how many reused, so a build can say what it redid.
+    """
 
     folder: Path | None
+    counts: dict[str, dict[str, int]] = field(default_factory=dict, compare=False)
+
+    def _tally(self, step: str, outcome: str) -> None:
+        family = self.counts.setdefault(step.split(":", 1)[0], {"computed": 0, "reused": 0})
+        family[outcome] += 1
 
     def key(self, step: str, inputs: Any) -> str:
         text = json.dumps([step, inputs, code_sha256()], ensure_ascii=True, separators=(",", ":"), default=list)
@@ -51,10 +60,13 @@ class StepCache:
     def bytes(self, step: str, inputs: Any, compute: Callable[[], bytes]) -> bytes:
         """``compute()``, or the bytes it returned before for the same step and inputs."""
         if self.folder is None:
+            self._tally(step, "computed")
             return compute()
         path = self.folder / f"{self.key(step, inputs)}.bin"
         if path.is_file():
+            self._tally(step, "reused")
             return path.read_bytes()
+        self._tally(step, "computed")
         value = compute()
         self.folder.mkdir(parents=True, exist_ok=True)
         partial = path.with_name(f"{path.name}.{os.getpid()}.partial")

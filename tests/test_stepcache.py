@@ -77,14 +77,17 @@ def test_warm_build_reuses_experiments_and_plots_and_writes_the_same_site(
     counting_bars.__name__ = real_bars.__name__
     monkeypatch.setattr(build_module, "run_experiments", counting_experiments)
     monkeypatch.setattr(render_module, "grouped_bar_svg", counting_bars)
-    build_site(BuildOptions(**{**options.__dict__, "out_dir": tmp_path / "two"}), model=fake_model)
+    warm = build_site(BuildOptions(**{**options.__dict__, "out_dir": tmp_path / "two"}), model=fake_model)
     assert counted == []
+    assert warm.steps["experiments"] == {"computed": 0, "reused": 1}
+    assert warm.steps["plot"]["computed"] == 0 and warm.steps["plot"]["reused"] > 0
     assert _tree(tmp_path / "one") == _tree(tmp_path / "two")
 
     qrels = tiny_corpus / "qrels" / "test.tsv"
     qrels.write_text(qrels.read_text().replace("q2\td3\t1", "q2\td4\t1"))  # changes hit@1
-    build_site(BuildOptions(**{**options.__dict__, "out_dir": tmp_path / "three"}), model=fake_model)
+    changed = build_site(BuildOptions(**{**options.__dict__, "out_dir": tmp_path / "three"}), model=fake_model)
     assert counted == ["experiments", "plot"]
+    assert changed.steps["experiments"] == {"computed": 1, "reused": 0}
 
 
 def test_a_corrupted_cached_experiment_fails_the_audit_and_keeps_the_site(
