@@ -776,6 +776,7 @@ def section_build(args: argparse.Namespace) -> dict[str, Any]:
             "cached": res.embed_stats.cached,
             "audit_verdict": res.audit_verdict,
             "rankers": list(res.rankers),
+            "steps": res.steps,
         }
 
     # Warm-up: load the model, PostgreSQL, matplotlib and templates once, on the smallest corpus.
@@ -806,6 +807,7 @@ def section_build(args: argparse.Namespace) -> dict[str, Any]:
             "embedded": [run["embedded"] for run in runs],
             "cached": [run["cached"] for run in runs],
             "audit_verdicts": [run["audit_verdict"] for run in runs],
+            "step_cache": runs[-1]["steps"],
         }
     results["rankers"] = samples["cold"][0]["rankers"]
     results["changed_passage"] = f"payments-support/{changed_id}"

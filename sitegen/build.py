@@ -32,7 +32,7 @@ from sitegen.embeddings import (
     EmbedStats,
     ProgressFactory,
     default_cache_dir,
-    embed_texts,
+    embed_corpus,
 )
 from sitegen.errors import BuildError, CorpusError, SitegenError
 from sitegen.evidence import (
@@ -139,23 +139,6 @@ def external_rankers(corpus: Corpus, options: BuildOptions, builtin: Sequence[st
             raise CorpusError(path, "external run file does not exist")
         rankers.append(ExternalRunRanker(name, path, f"inputs/runs/{name}.trec"))
     return rankers
-
-
-def _embed_corpus(
-    corpus: Corpus, model: EmbeddingModel, cache: EmbeddingCache, progress: ProgressFactory | None
-) -> tuple[CorpusEmbeddings, EmbedStats]:
-    texts = [passage_text(d) for d in corpus.documents] + [q.text for q in corpus.queries]
-    vectors, stats = embed_texts(texts, model, cache, progress, label=f"embedding {corpus.name}")
-    n_docs = len(corpus.documents)
-    embeddings = CorpusEmbeddings(
-        model=MODEL_NAME,
-        weights_sha256=model.weights_sha256,
-        doc_ids=tuple(d.doc_id for d in corpus.documents),
-        doc_vectors=vectors[:n_docs],
-        query_ids=tuple(q.query_id for q in corpus.queries),
-        query_vectors=vectors[n_docs:],
-    )
-    return embeddings, stats
 
 
 def inputs_date(folder: Path) -> str | None:
@@ -300,7 +283,7 @@ def _build_into(
             embeddings = None
             if model is not None and cache is not None:
                 clock = time.perf_counter()
-                embeddings, stats = _embed_corpus(corpus, model, cache, progress)
+                embeddings, stats = embed_corpus(corpus, model, cache, progress)
                 embedded += stats.embedded
                 cached += stats.cached
                 log(f"{corpus.name}: embedded {stats.embedded} texts, {stats.cached} from cache")
@@ -454,7 +437,7 @@ def _chunking_sweep(
     for setting in chunking.sweep:
         chunked = chunk_corpus(corpus, setting)
         # What this build happened to find in the cache is left out: evidence depends on inputs only.
-        embeddings, _ = _embed_corpus(chunked, model, cache, progress)
+        embeddings, _ = embed_corpus(chunked, model, cache, progress)
         vectors.update(zip(embeddings.doc_ids, embeddings.doc_vectors, strict=True))
         runs: dict[str, Run] = {}
         for ranker in make_rankers(SWEEP_RANKERS):

@@ -104,6 +104,14 @@ def cli() -> None:
     is_flag=True,
     help="Fail the build if PostgreSQL cannot be used, instead of marking the pg-* rows as not run.",
 )
+@click.option(
+    "--timings",
+    "timings_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Folder of benchmark results*.json for the Performance page (timings, kept out of the evidence) "
+    "[default: bench/ beside the corpora folder; no page if it is absent].",
+)
 @click.option("--quiet", "-q", is_flag=True, help="Print only errors.")
 def build(
     corpora_dir: Path,
@@ -114,6 +122,7 @@ def build(
     external_runs: tuple[tuple[str, str, Path], ...],
     pg_dsn: str | None,
     require_postgres: bool,
+    timings_dir: Path | None,
     quiet: bool,
 ) -> None:
     """Run every ranker over every corpus, score it, and write the evidence and pages.
@@ -143,6 +152,7 @@ def build(
         external_runs=tuple(external_runs),
         pg_dsn=pg_dsn or None,
         require_postgres=require_postgres,
+        timings_dir=timings_dir,
     )
     try:
         result = build_site(options, log=log, progress=progress)

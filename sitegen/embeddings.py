@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from sitegen.corpus import Corpus, passage_text
 from sitegen.errors import SitegenError
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "EmbeddingCache",
     "EmbeddingModel",
     "default_cache_dir",
+    "embed_corpus",
     "embed_texts",
     "model_folder",
     "sha256_file",
@@ -199,3 +201,21 @@ def embed_texts(
     else:
         matrix = np.zeros((0, EMBEDDING_DIM), dtype=np.float32)
     return matrix, EmbedStats(embedded=len(missing), cached=len(set(keys)) - len(missing))
+
+
+def embed_corpus(
+    corpus: Corpus, model: EmbeddingModel, cache: EmbeddingCache, progress: ProgressFactory | None
+) -> tuple[CorpusEmbeddings, EmbedStats]:
+    """Every passage (title and text) and question of a corpus, embedded or read from the cache."""
+    texts = [passage_text(d) for d in corpus.documents] + [q.text for q in corpus.queries]
+    vectors, stats = embed_texts(texts, model, cache, progress, label=f"embedding {corpus.name}")
+    n_docs = len(corpus.documents)
+    embeddings = CorpusEmbeddings(
+        model=MODEL_NAME,
+        weights_sha256=model.weights_sha256,
+        doc_ids=tuple(d.doc_id for d in corpus.documents),
+        doc_vectors=vectors[:n_docs],
+        query_ids=tuple(q.query_id for q in corpus.queries),
+        query_vectors=vectors[n_docs:],
+    )
+    return embeddings, stats

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from sitegen.corpus import Corpus, Document, load_corpus, passage_text
-from sitegen.embeddings import CorpusEmbeddings, EmbeddingCache, EmbeddingModel, default_cache_dir
+from sitegen.embeddings import CorpusEmbeddings, EmbeddingCache, EmbeddingModel, default_cache_dir, embed_corpus
 from sitegen.errors import SitegenError
 from sitegen.machine import LIBRARIES, cpu_ticks, machine, other_cpu_share, process_tree_cpu_seconds
 from sitegen.rankers.base import doc_id_order, top_k
@@ -244,12 +244,10 @@ def _latency(ranker: str, where: str, what: str, samples_ns: Sequence[int]) -> d
 
 def _embed(corpus: Corpus, cache_dir: Path | None, model: Any, progress: Progress) -> CorpusEmbeddings:
     """The corpus's real vectors, through the build's own embedding path and cache."""
-    from sitegen.build import _embed_corpus
-
     model = model or EmbeddingModel()
     cache = EmbeddingCache(cache_dir or default_cache_dir(), model.weights_sha256)
     try:
-        embeddings, stats = _embed_corpus(corpus, model, cache, None)
+        embeddings, stats = embed_corpus(corpus, model, cache, None)
     finally:
         cache.close()
     progress(f"{corpus.name}: embedded {stats.embedded} texts, {stats.cached} from the cache ({cache.path})")

@@ -95,13 +95,13 @@ def _seconds(value: Any) -> str:
 
 
 def _machine(machine: Mapping[str, Any]) -> str:
-    memory = machine.get("memory_gb")
-    if memory is None and isinstance(machine.get("memory_total_bytes"), int):
-        memory = machine["memory_total_bytes"] / 2**30
+    memory = machine.get("memory_total_bytes")
+    memory = memory / 2**30 if isinstance(memory, int) else machine.get("memory_gb")
+    unit = "GiB" if isinstance(machine.get("memory_total_bytes"), int) else "GB"
     libraries = machine.get("libraries") or {}
     parts = [
         f"{machine.get('logical_cpus', '?')} logical CPUs",
-        f"{memory:.1f} GiB memory" if isinstance(memory, (int, float)) else "memory not recorded",
+        f"{memory:.1f} {unit} memory" if isinstance(memory, (int, float)) else "memory not recorded",
         str(machine.get("cpu_model", "CPU not recorded")),
         f"Python {machine.get('python', '?')}",
         f"numpy {machine.get('numpy') or libraries.get('numpy', '?')}",
@@ -131,6 +131,11 @@ def _suite_view(file: TimingFile) -> dict[str, Any]:
             "wall": _number(build[name].get("wall_seconds"), 1),
             "stages": [_seconds((build[name].get("stage_seconds") or {}).get(s)) for s in STAGES],
             "embedded": _number(build[name].get("embedded")),
+            "recomputed": "; ".join(
+                f"{family}: {n.get('computed', 0)} computed, {n.get('reused', 0)} reused"
+                for family, n in (build[name].get("step_cache") or {}).items()
+            )
+            or "-",
         }
         for name in ("cold", "warm", "changed")
         if isinstance(build.get(name), dict)
@@ -203,16 +208,21 @@ def _pg_view(file: TimingFile) -> dict[str, Any]:
             | {"max": _number(row.get("max"))}
             for row in data["rows_matched"]
         ],
-        "latency": [
+        "filler_note": data.get("filler_note", ""),
+        "latency_method": data.get("latency_method", ""),
+        "latency": _latency_rows(data["latency"]),
+        "latency_alone": _latency_rows(data.get("latency_in_process_alone") or []),
+        "latency_alone_note": data.get("latency_in_process_alone_note", ""),
+        "by_kind": [
             {
-                "ranker": row.get("ranker"),
-                "where": row.get("where"),
-                "what": row.get("what", ""),
-                "p50": _number(row.get("p50_ms"), 2),
-                "p95": _number(row.get("p95_ms"), 2),
-                "samples": _number(row.get("samples")),
+                "kind": row.get("kind"),
+                "questions": _number(row.get("questions")),
+                "rows_matched": _number(row.get("rows_matched_median"), 0),
+                "postgres": _number(row.get("postgres_p50_ms"), 2),
+                "in_process": _number(row.get("in_process_p50_ms"), 2),
+                "ratio": _number(row.get("p50_ratio"), 1),
             }
-            for row in data["latency"]
+            for row in data.get("hybrid_by_kind") or []
         ],
         "ratio": {
             "in_process": ratio.get("in_process"),
@@ -225,6 +235,20 @@ def _pg_view(file: TimingFile) -> dict[str, Any]:
         },
         "hnsw": data.get("hnsw_agreement"),
     }
+
+
+def _latency_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {
+            "ranker": row.get("ranker"),
+            "where": row.get("where"),
+            "what": row.get("what", ""),
+            "p50": _number(row.get("p50_ms"), 2),
+            "p95": _number(row.get("p95_ms"), 2),
+            "samples": _number(row.get("samples")),
+        }
+        for row in rows
+    ]
 
 
 def _megabytes(value: Any) -> str:

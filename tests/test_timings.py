@@ -133,4 +133,19 @@ def test_the_default_run_comes_first_and_numbers_are_formatted_in_python(bench: 
     assert [s["file"] for s in view["suites"]] == ["results.json"]
     pg = view["pg_costs"][0]
     assert pg["latency"][0]["p50"] == "13.50" and pg["ratio"]["p50"] == "9.0"
-    assert "23.5 GiB memory" in pg["machine"] and "2 logical CPUs" in pg["machine"]
+    assert "23.5 GB memory" in pg["machine"] and "2 logical CPUs" in pg["machine"]
+
+
+def test_cli_timings_option_points_the_page_at_another_folder(
+    tiny_corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("sitegen.build.EmbeddingModel", FakeEmbeddingModel)
+    elsewhere = tmp_path / "measured-elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "results-pg.json").write_text(json.dumps(PG_COST), encoding="utf-8")
+    site = tmp_path / "site"
+    args = ["build", "--corpora", str(tiny_corpus.parent), "--out", str(site), "--cache-dir", str(tmp_path / "c")]
+    result = CliRunner().invoke(cli, [*args, "-q", "--timings", str(elsewhere)])
+    assert result.exit_code == 0, result.output
+    assert "PostgreSQL at 50,000 rows" in (site / "performance.html").read_text(encoding="utf-8")
+    assert sorted(p.name for p in (site / "timings").iterdir()) == ["results-pg.json"]
