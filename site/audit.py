@@ -52,6 +52,7 @@ keys, no timestamps, no absolute paths: identical bundles give identical bytes).
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import itertools
 import json
@@ -876,12 +877,22 @@ def check_report(check: Check, bundle: Bundle, corpus: str) -> str:
             for r in rankers
         }
 
+    per_question: dict[tuple[str, str], dict[str, float]] = {}
+
+    def question_scores(r: str, name: str) -> dict[str, float]:
+        """One ranker's score on every scored question, recomputed from its run once per metric."""
+        if (r, name) not in per_question:
+            queries = bundle.run(corpus, r)["queries"]
+            per_question[r, name] = {
+                q: metric(name, [h["doc_id"] for h in queries.get(q, [])], inputs.qrels[q]) for q in scored
+            }
+        return per_question[r, name]
+
     def best(qids: list[str], name: str) -> list[str]:
         """Rankers with the highest mean, recomputed from the runs (not read from metrics.json)."""
         values = {}
         for r in rankers:
-            queries = bundle.run(corpus, r)["queries"]
-            scores = [metric(name, [h["doc_id"] for h in queries.get(q, [])], inputs.qrels[q]) for q in qids]
+            scores = [question_scores(r, name)[q] for q in qids]
             values[r] = math.fsum(scores) / len(scores)
         top = max(values.values())
         return [r for r, v in values.items() if top - v <= 1e-12]
@@ -944,6 +955,14 @@ def _close(got: Any, want: Any, tol: float) -> bool:
     return got == want
 
 
+@functools.lru_cache(maxsize=4)
+def _randomisation_draws(seed: int, rounds: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Sign flips (as +-1.0) and bootstrap indices from numpy PCG64 seeded ``seed``, drawn once for all pairs."""
+    flips = (np.random.default_rng(seed).integers(0, 2, size=(rounds, n)) * 2 - 1).astype(np.float64)
+    idx = np.random.default_rng(seed).integers(0, n, size=(rounds, n))
+    return flips, idx
+
+
 def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
     """experiments.json: RRF sweeps, held-out selection, paired tests, ablation and the unanswerable view.
 
@@ -966,6 +985,14 @@ def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
 
     def scores(lists: dict[str, dict[str, list[str]]], qids: list[str], name: str) -> list[float]:
         return [metric(name, lists.get(q, []), inputs.qrels[q]) for q in qids]
+
+    ranker_scores: dict[tuple[str, str], list[float]] = {}
+
+    def scores_of(ranker: str, name: str) -> list[float]:
+        """A ranker's per-question scores over the scored questions, computed once per metric."""
+        if (ranker, name) not in ranker_scores:
+            ranker_scores[ranker, name] = scores(ranking[ranker], scored, name)
+        return ranker_scores[ranker, name]
 
     def compare(label: str, got: Any, want: Any) -> None:
         if not _close(got, want, tol):
@@ -1000,20 +1027,24 @@ def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
                     lists = {c: ranking[c].get(q, []) for c in comps}
                     f, _ = rrf(lists, p["k"], p["candidates"], dict(zip(comps, p["weights"], strict=True)))
                     fused[q] = sorted(f, key=lambda d: -f[d])
-                per_setting.append(fused)
-                want = {m: mean(scores(fused, scored, m)) for m in sweep_metrics}
+                by_question = {
+                    m: dict(zip(scored, scores(fused, scored, m), strict=True))
+                    for m in dict.fromkeys([*sweep_metrics, selection])
+                }
+                per_setting.append(by_question)
+                want = {m: mean(list(by_question[m].values())) for m in sweep_metrics}
                 compare(f"sweeps.{fusion}.{sweep}.rows[{n}].overall", row["overall"], want)
             result = heldout["results"][fusion][sweep]
             default = next(n for n, r in enumerate(data["rows"]) if r["value"] == result["folds"][0]["default"])
             wins = 0
             for n, fold in enumerate(result["folds"]):
                 tune, test = folds[fold["tune_on"]], folds[fold["test_on"]]
-                sel = [mean(scores(f, tune, selection)) for f in per_setting]
+                sel = [mean([f[selection][q] for q in tune]) for f in per_setting]
                 tied = [i for i, v in enumerate(sel) if max(sel) - v <= 1e-12]
                 chosen = default if default in tied else tied[0]
                 want_scores = {
-                    "tuned": {m: mean(scores(per_setting[chosen], test, m)) for m in sweep_metrics},
-                    "default": {m: mean(scores(per_setting[default], test, m)) for m in sweep_metrics},
+                    "tuned": {m: mean([per_setting[chosen][m][q] for q in test]) for m in sweep_metrics},
+                    "default": {m: mean([per_setting[default][m][q] for q in test]) for m in sweep_metrics},
                     "dense": {m: mean(scores(ranking[comps[0]], test, m)) for m in sweep_metrics},
                 }
                 beats = want_scores["tuned"][selection] - want_scores["default"][selection] > 1e-12
@@ -1028,13 +1059,12 @@ def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
     rounds, alpha = sig.get("rounds"), sig.get("alpha")
     pairs = {}
     for n, pair in enumerate(sig.get("pairs", [])):
-        a = np.array(scores(ranking[pair["a"]], scored, pair["metric"]))
-        b = np.array(scores(ranking[pair["b"]], scored, pair["metric"]))
+        a = np.array(scores_of(pair["a"], pair["metric"]))
+        b = np.array(scores_of(pair["b"], pair["metric"]))
         d = a - b
-        flips = np.random.default_rng(sig["seed"]).integers(0, 2, size=(rounds, d.size)) * 2 - 1
+        flips, idx = _randomisation_draws(sig["seed"], rounds, d.size)
         extreme = np.count_nonzero(np.abs((flips * d).mean(axis=1)) >= abs(d.mean()) - 1e-12)
         p = (1 + int(extreme)) / (1 + rounds)
-        idx = np.random.default_rng(sig["seed"]).integers(0, d.size, size=(rounds, d.size))
         low, high = np.quantile(d[idx].mean(axis=1), [0.025, 0.975])
         want = {
             "a": pair["a"],
@@ -1068,17 +1098,12 @@ def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
             "delta": None,
             "p_value": None,
             "significant": None,
-            "overall": {m: mean(scores(ranking[r], scored, m)) for m in sig.get("metrics", [])},
+            "overall": {m: mean(scores_of(r, m)) for m in sig.get("metrics", [])},
         }
         if n:
             prev = steps[n - 1]["ranker"]
             row["delta"] = {
-                m: mean(
-                    [
-                        x - y
-                        for x, y in zip(scores(ranking[r], scored, m), scores(ranking[prev], scored, m), strict=True)
-                    ]
-                )
+                m: mean([x - y for x, y in zip(scores_of(r, m), scores_of(prev, m), strict=True)])
                 for m in sig.get("metrics", [])
             }
             found = {m: pairs.get((r, prev, m)) or pairs.get((prev, r, m)) for m in sig.get("metrics", [])}

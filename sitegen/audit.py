@@ -877,12 +877,22 @@ def check_report(check: Check, bundle: Bundle, corpus: str) -> str:
             for r in rankers
         }
 
+    per_question: dict[tuple[str, str], dict[str, float]] = {}
+
+    def question_scores(r: str, name: str) -> dict[str, float]:
+        """One ranker's score on every scored question, recomputed from its run once per metric."""
+        if (r, name) not in per_question:
+            queries = bundle.run(corpus, r)["queries"]
+            per_question[r, name] = {
+                q: metric(name, [h["doc_id"] for h in queries.get(q, [])], inputs.qrels[q]) for q in scored
+            }
+        return per_question[r, name]
+
     def best(qids: list[str], name: str) -> list[str]:
         """Rankers with the highest mean, recomputed from the runs (not read from metrics.json)."""
         values = {}
         for r in rankers:
-            queries = bundle.run(corpus, r)["queries"]
-            scores = [metric(name, [h["doc_id"] for h in queries.get(q, [])], inputs.qrels[q]) for q in qids]
+            scores = [question_scores(r, name)[q] for q in qids]
             values[r] = math.fsum(scores) / len(scores)
         top = max(values.values())
         return [r for r, v in values.items() if top - v <= 1e-12]
@@ -1017,20 +1027,24 @@ def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
                     lists = {c: ranking[c].get(q, []) for c in comps}
                     f, _ = rrf(lists, p["k"], p["candidates"], dict(zip(comps, p["weights"], strict=True)))
                     fused[q] = sorted(f, key=lambda d: -f[d])
-                per_setting.append(fused)
-                want = {m: mean(scores(fused, scored, m)) for m in sweep_metrics}
+                by_question = {
+                    m: dict(zip(scored, scores(fused, scored, m), strict=True))
+                    for m in dict.fromkeys([*sweep_metrics, selection])
+                }
+                per_setting.append(by_question)
+                want = {m: mean(list(by_question[m].values())) for m in sweep_metrics}
                 compare(f"sweeps.{fusion}.{sweep}.rows[{n}].overall", row["overall"], want)
             result = heldout["results"][fusion][sweep]
             default = next(n for n, r in enumerate(data["rows"]) if r["value"] == result["folds"][0]["default"])
             wins = 0
             for n, fold in enumerate(result["folds"]):
                 tune, test = folds[fold["tune_on"]], folds[fold["test_on"]]
-                sel = [mean(scores(f, tune, selection)) for f in per_setting]
+                sel = [mean([f[selection][q] for q in tune]) for f in per_setting]
                 tied = [i for i, v in enumerate(sel) if max(sel) - v <= 1e-12]
                 chosen = default if default in tied else tied[0]
                 want_scores = {
-                    "tuned": {m: mean(scores(per_setting[chosen], test, m)) for m in sweep_metrics},
-                    "default": {m: mean(scores(per_setting[default], test, m)) for m in sweep_metrics},
+                    "tuned": {m: mean([per_setting[chosen][m][q] for q in test]) for m in sweep_metrics},
+                    "default": {m: mean([per_setting[default][m][q] for q in test]) for m in sweep_metrics},
                     "dense": {m: mean(scores(ranking[comps[0]], test, m)) for m in sweep_metrics},
                 }
                 beats = want_scores["tuned"][selection] - want_scores["default"][selection] > 1e-12
