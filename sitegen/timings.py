@@ -23,8 +23,18 @@ __all__ = ["TIMINGS_DIR", "TimingFile", "copy_timing_files", "load_timing_files"
 TIMINGS_DIR = "timings"
 PATTERN = "results*.json"
 PG_COST_KIND = "sitegen-pg-cost"
-_SUITE_KEYS = ("machine", "targets", "sections", "run_at")
-_PG_KEYS = ("machine", "build", "rows_matched", "latency", "hybrid_ratio", "rows", "corpus")
+_SUITE_KEYS = {"machine": dict, "targets": list, "sections": dict, "run_at": str}
+_PG_KEYS = {
+    "machine": dict,
+    "build": dict,
+    "rows_matched": list,
+    "latency": list,
+    "hybrid_ratio": dict,
+    "rows": int,
+    "corpus": str,
+}
+_LISTS_OF_OBJECTS = ("targets", "rows_matched", "latency")
+_JSON_NAMES = {dict: "object", list: "array", str: "string", int: "integer"}
 STAGES = ("load", "embed", "rank", "score", "experiments", "write", "audit", "render")
 
 
@@ -37,10 +47,17 @@ class TimingFile:
     data: Mapping[str, Any]
 
 
-def _require(path: Path, data: Mapping[str, Any], keys: Sequence[str]) -> None:
+def _require(path: Path, data: Mapping[str, Any], keys: Mapping[str, type]) -> None:
+    """The keys the page reads, with the JSON types it reads them as."""
     missing = [k for k in keys if k not in data]
     if missing:
         raise BuildError(f"{path}: not a sitegen benchmark results file: missing {', '.join(map(repr, missing))}")
+    for key, kind in keys.items():
+        value = data[key]
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise BuildError(f"{path}: {key!r} should be a JSON {_JSON_NAMES[kind]}")
+        if key in _LISTS_OF_OBJECTS and not all(isinstance(item, dict) for item in value):
+            raise BuildError(f"{path}: every entry of {key!r} should be a JSON object")
 
 
 def _result_paths(folder: Path) -> list[Path]:

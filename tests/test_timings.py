@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -76,8 +77,8 @@ def test_performance_page_shows_every_target_and_the_postgres_cost_table(
     page = (site / "performance.html").read_text(encoding="utf-8")
     suite = json.loads((bench / "results.json").read_text())
     unmet = [t for t in suite["targets"] if not t["met"]]
-    assert page.count("<td class=\"text verdict-fail\">no</td>") == len(unmet)
-    assert page.count("<td class=\"text verdict-pass\">yes</td>") == len(suite["targets"]) - len(unmet)
+    assert page.count('<td class="text verdict-fail">no</td>') == len(unmet)
+    assert page.count('<td class="text verdict-pass">yes</td>') == len(suite["targets"]) - len(unmet)
     assert "PostgreSQL at 50,000 rows" in page
     assert "9.0x faster at p50" in page and "31.25 s" in page and "128.0 MiB" in page and "12,345" in page
     assert "<script>alert(1)</script>" not in page and "&lt;script&gt;" in page
@@ -149,3 +150,18 @@ def test_cli_timings_option_points_the_page_at_another_folder(
     assert result.exit_code == 0, result.output
     assert "PostgreSQL at 50,000 rows" in (site / "performance.html").read_text(encoding="utf-8")
     assert sorted(p.name for p in (site / "timings").iterdir()) == ["results-pg.json"]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"latency": {"p50_ms": 1}}, "'latency' should be a JSON array"),
+        ({"latency": [1, 2]}, "every entry of 'latency' should be a JSON object"),
+        ({"rows": "50000"}, "'rows' should be a JSON integer"),
+        ({"hybrid_ratio": None}, "'hybrid_ratio' should be a JSON object"),
+    ],
+)
+def test_a_timing_file_of_the_wrong_shape_is_refused_before_rendering(bench: Path, change: dict, message: str) -> None:
+    (bench / "results-pg.json").write_text(json.dumps(PG_COST | change), encoding="utf-8")
+    with pytest.raises(SitegenError, match=re.escape(message)):
+        load_timing_files(bench)
