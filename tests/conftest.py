@@ -95,6 +95,11 @@ def corpus_writer(tmp_path: Path) -> Callable[..., Path]:
 TREC_MEASURES = {"hit": "Success", "recall": "R", "precision": "P", "mrr": "RR", "ndcg": "nDCG"}
 
 
+def file_tree(root: Path) -> dict[str, bytes]:
+    """Every file under ``root`` by relative path, with its bytes: two equal trees are byte-identical outputs."""
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
 def read_trec_run(path: Path) -> dict[str, list[tuple[str, float]]]:
     run: dict[str, list[tuple[str, float]]] = {}
     for line in path.read_text(encoding="utf-8").splitlines():

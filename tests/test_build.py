@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from conftest import FakeEmbeddingModel, assert_metrics_match_trec_eval, write_corpus
+from conftest import FakeEmbeddingModel, assert_metrics_match_trec_eval, file_tree, write_corpus
 
 from sitegen import build as build_module
 from sitegen.build import BuildOptions, build_site
@@ -23,10 +23,6 @@ UNFILTERED_RANKERS = tuple(r for r in DEFAULT_RANKERS if not r.endswith("-filter
 
 def _build(corpora: Path, out: Path, model: FakeEmbeddingModel, cache: Path, **kwargs) -> None:
     build_site(BuildOptions(corpora_dir=corpora, out_dir=out, cache_dir=cache, **kwargs), model=model)
-
-
-def _tree(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 @pytest.fixture
@@ -99,7 +95,7 @@ def test_second_build_embeds_nothing_and_is_byte_identical(
     assert len(fake_model.encoded) == 8
     _build(tiny_corpus.parent, tmp_path / "two", fake_model, tmp_path / "cache")
     assert len(fake_model.encoded) == 8
-    assert _tree(tmp_path / "one") == _tree(tmp_path / "two")
+    assert file_tree(tmp_path / "one") == file_tree(tmp_path / "two")
 
 
 def test_changing_one_passage_re_embeds_only_that_passage(
@@ -119,7 +115,7 @@ def test_failed_build_leaves_the_existing_site_untouched(
 ) -> None:
     out = tmp_path / "site"
     _build(tiny_corpus.parent, out, fake_model, tmp_path / "cache")
-    before = _tree(out)
+    before = file_tree(out)
 
     def explode(*args, **kwargs):
         raise RuntimeError("disk on fire")
@@ -127,7 +123,7 @@ def test_failed_build_leaves_the_existing_site_untouched(
     monkeypatch.setattr("sitegen.build.write_corpus_evidence", explode)
     with pytest.raises(RuntimeError):
         _build(tiny_corpus.parent, out, fake_model, tmp_path / "cache")
-    assert _tree(out) == before
+    assert file_tree(out) == before
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".site")] == []
 
 
@@ -182,7 +178,7 @@ def test_build_whose_audit_fails_exits_non_zero_and_keeps_the_previous_site(
 ) -> None:
     out = tmp_path / "site"
     _build(tiny_corpus.parent, out, fake_model, tmp_path / "cache")
-    before = _tree(out)
+    before = file_tree(out)
     real_writer = build_module.write_corpus_evidence
 
     def writer_with_a_wrong_metric(evidence_dir, corpus, runs, metrics, *args, **kwargs):
@@ -194,7 +190,7 @@ def test_build_whose_audit_fails_exits_non_zero_and_keeps_the_previous_site(
     with pytest.raises(SitegenError, match="audit of the new build failed") as info:
         _build(tiny_corpus.parent, out, fake_model, tmp_path / "cache")
     assert "bm25" in str(info.value)
-    assert _tree(out) == before
+    assert file_tree(out) == before
 
 
 def test_built_site_carries_the_audit_script_and_its_verdict(built: Path) -> None:

@@ -6,17 +6,13 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import FakeEmbeddingModel
+from conftest import FakeEmbeddingModel, file_tree
 
 from sitegen import build as build_module
 from sitegen import render as render_module
 from sitegen.build import BuildOptions, build_site
 from sitegen.errors import SitegenError
 from sitegen.stepcache import StepCache
-
-
-def _tree(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 def test_a_step_is_computed_once_per_input_and_then_served_from_the_folder(tmp_path: Path) -> None:
@@ -81,7 +77,7 @@ def test_warm_build_reuses_experiments_and_plots_and_writes_the_same_site(
     assert counted == []
     assert warm.steps["experiments"] == {"computed": 0, "reused": 1}
     assert warm.steps["plot"]["computed"] == 0 and warm.steps["plot"]["reused"] > 0
-    assert _tree(tmp_path / "one") == _tree(tmp_path / "two")
+    assert file_tree(tmp_path / "one") == file_tree(tmp_path / "two")
 
     qrels = tiny_corpus / "qrels" / "test.tsv"
     qrels.write_text(qrels.read_text().replace("q2\td3\t1", "q2\td4\t1"))  # changes hit@1
@@ -95,7 +91,7 @@ def test_a_corrupted_cached_experiment_fails_the_audit_and_keeps_the_site(
 ) -> None:
     options = BuildOptions(corpora_dir=tiny_corpus.parent, out_dir=tmp_path / "site", cache_dir=tmp_path / "cache")
     build_site(options, model=fake_model)
-    before = _tree(tmp_path / "site")
+    before = file_tree(tmp_path / "site")
     changed = 0
     for path in (tmp_path / "cache" / build_module.STEP_CACHE_FOLDER).glob("*.bin"):
         try:
@@ -109,4 +105,4 @@ def test_a_corrupted_cached_experiment_fails_the_audit_and_keeps_the_site(
     assert changed == 1
     with pytest.raises(SitegenError, match="audit of the new build failed"):
         build_site(options, model=fake_model)
-    assert _tree(tmp_path / "site") == before
+    assert file_tree(tmp_path / "site") == before

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import REPO, FakeEmbeddingModel
+from conftest import REPO, FakeEmbeddingModel, file_tree
 
 from sitegen.build import BuildOptions, build_site
 from sitegen.cli import cli
@@ -49,10 +49,6 @@ PG_COST = {
         "met": True,
     },
 }
-
-
-def _tree(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 @pytest.fixture
@@ -108,16 +104,16 @@ def test_a_malformed_timing_file_names_file_and_line_and_keeps_the_old_site(
     bench: Path, tiny_corpus: Path, tmp_path: Path, fake_model: FakeEmbeddingModel
 ) -> None:
     site = _build(tiny_corpus, tmp_path, fake_model)
-    before = _tree(site)
+    before = file_tree(site)
     (bench / "results-pg.json").write_text('{\n  "kind": "sitegen-pg-cost",\n  "rows": 5,,\n}\n', encoding="utf-8")
     with pytest.raises(SitegenError, match=r"results-pg\.json:3: malformed JSON"):
         _build(tiny_corpus, tmp_path, fake_model)
-    assert _tree(site) == before
+    assert file_tree(site) == before
     result = CliRunner().invoke(
         cli, ["build", "--corpora", str(tiny_corpus.parent), "--out", str(site), "--cache-dir", str(tmp_path / "c")]
     )
     assert result.exit_code != 0 and "results-pg.json:3" in result.output
-    assert _tree(site) == before
+    assert file_tree(site) == before
 
 
 def test_a_timing_file_missing_what_the_page_reads_is_refused_by_name(bench: Path) -> None:
