@@ -6,7 +6,15 @@ only, no TCP port) or connects to a server named by a connection string (``--pg-
 ``$SITEGEN_PG_DSN``). It is a context manager: on exit, also after an exception or Ctrl-C,
 the private server is shut down and its folder removed. PostgreSQL refuses to run as root, so
 as root the server runs as the system user ``pgserver`` (created with ``useradd`` when missing,
-the user the ``pgserver`` package itself uses). Safety nets for a crash of the Python process:
+the user the ``pgserver`` package itself uses). That user may be unable to reach the binaries
+where they are installed (a virtual environment inside a mode-700 folder, as ``mktemp -d`` makes),
+and no permission of the user's folders is loosened for it: the server gets its own copy of the
+install in its temporary folder (``bin``, ``lib``, ``share`` and the ``pgserver.libs`` folder
+their RPATH names, in the same relative layout, since PostgreSQL finds ``lib`` and ``share``
+relative to its own executable), root-owned and readable by the server user, removed with the
+folder. Files are hard links where the filesystem allows, else copies (symlinks stay symlinks);
+this costs 15-25 ms linked, 60-140 ms copied, for 25 MB in 816 entries, so the copy is made
+per server and no shared cache is kept. Safety nets for a crash of the Python process:
 the postmaster is started with ``PR_SET_PDEATHSIG`` (Linux), so it shuts down when the thread
 that started it dies, even on SIGKILL; SIGTERM and SIGHUP are turned into ``SystemExit`` while
 a private server runs (only where no handler was installed), an ``atexit`` hook stops any
@@ -51,6 +59,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -99,6 +108,8 @@ STARTUP_TIMEOUT = 30.0
 STOP_TIMEOUT = 15.0
 _DIR_PREFIX = "sitegen-pg-"
 _OWNER_FILE = "sitegen-owner.pid"
+_INSTALL_DIR = "install"
+_INSTALL_PARTS = ("bin", "lib", "share")
 _PR_SET_PDEATHSIG = 1
 # The server is private and throwaway: durability settings off; parallel index builds off so
 # the HNSW graph does not depend on worker scheduling; JIT off (compile time dwarfs these queries).
@@ -278,6 +289,104 @@ def _system_user() -> tuple[int, int] | None:
     return entry.pw_uid, entry.pw_gid
 
 
+def _install_sources(bin_dir: Path) -> list[tuple[Path, Path]]:
+    """(folder, path relative to the copy's root) of what a private server runs from: pginstall's
+    ``bin``, ``lib`` and ``share`` and, beside the package, the wheel's ``<package>.libs`` (initdb
+    loads libpq from there through RPATH ``$ORIGIN/../../../pgserver.libs``). Keeping the layout
+    keeps every ``$ORIGIN`` path and PostgreSQL's own bin-relative lookup of lib and share valid."""
+    pginstall = bin_dir.parent
+    package = pginstall.parent
+    parts = [
+        (pginstall / part, Path(package.name) / pginstall.name / part)
+        for part in _INSTALL_PARTS
+        if part == "bin" or (pginstall / part).is_dir()
+    ]
+    libs = package.parent / f"{package.name}.libs"
+    if libs.is_dir():
+        parts.append((libs, Path(libs.name)))
+    return parts
+
+
+def _readable_mode(mode: int) -> int:
+    """The mode a file needs so any user can read it (and run it, if its owner can), with no
+    group or other write: what the server user needs and no more."""
+    return (mode & 0o755) | 0o444 | (0o111 if mode & 0o100 else 0)
+
+
+def _place_file(source: str, target: Path, mode: int, linking: list[bool]) -> None:
+    """Hard-link ``source`` at ``target`` when the link gives the server user what it needs
+    (a link shares the source's inode, so its mode and owner; the link is never chmod-ed);
+    otherwise, or when linking fails (another filesystem, links not permitted), copy it with
+    :func:`_readable_mode`. ``linking`` is cleared after a failed link so later files copy at once."""
+    if linking[0] and _readable_mode(mode) == stat.S_IMODE(mode):
+        try:
+            os.link(source, target, follow_symlinks=False)
+            return
+        except OSError:
+            linking[0] = False
+    shutil.copyfile(source, target, follow_symlinks=False)
+    os.chmod(target, _readable_mode(mode))
+
+
+def _mirror_tree(source: Path, target: Path, redirects: Sequence[tuple[Path, Path]], linking: list[bool]) -> None:
+    """Recreate ``source`` at ``target``: folders 755, files via :func:`_place_file`, symlinks as
+    symlinks (an absolute one into a copied folder is pointed at the copy, as the original is
+    what the server user cannot reach). Other file types (sockets, fifos) are not needed and skipped."""
+    target.mkdir()
+    os.chmod(target, 0o755)  # explicit: mkdir's mode is cut by the umask
+    with os.scandir(source) as entries:
+        for entry in entries:
+            destination = target / entry.name
+            if entry.is_symlink():
+                pointed = os.readlink(entry.path)
+                if os.path.isabs(pointed):
+                    for origin, copy in redirects:
+                        if Path(pointed).is_relative_to(origin):
+                            pointed = str(copy / Path(pointed).relative_to(origin))
+                            break
+                os.symlink(pointed, destination)
+            elif entry.is_dir(follow_symlinks=False):
+                _mirror_tree(Path(entry.path), destination, redirects, linking)
+            elif entry.is_file(follow_symlinks=False):
+                _place_file(entry.path, destination, entry.stat(follow_symlinks=False).st_mode, linking)
+
+
+def _private_install(bin_dir: Path, root: Path) -> Path:
+    """Copy pgserver's PostgreSQL to ``root`` (a new folder) and return the copy's ``bin``.
+
+    For a server that runs as another user. It is made every time rather than only when the
+    original looks unreachable: ancestors' mode bits cannot tell for sure (ACLs, security labels,
+    the RPATH'd ``.libs`` folder), a wrong guess brings back a failing initdb, and the copy costs
+    15-25 ms linked, at most ~0.15 s copied, against about a second for initdb and start-up.
+    """
+    sources = _install_sources(bin_dir)
+    redirects = [(src, root / rel) for src, rel in sources]
+    noexec = getattr(os, "ST_NOEXEC", 0)
+    try:
+        root.mkdir()
+        os.chmod(root, 0o755)
+        if noexec and os.statvfs(root).f_flag & noexec:
+            raise PostgresUnavailable(
+                f"{root} is on a filesystem mounted noexec, so the PostgreSQL server user {SYSTEM_USER!r} "
+                "cannot run its copy of the binaries there; set TMPDIR to a folder on another filesystem"
+            )
+        linking = [True]
+        for src, rel in sources:
+            parent = root
+            for name in rel.parts[:-1]:  # pgserver/, pgserver/pginstall/
+                parent = parent / name
+                if not parent.is_dir():
+                    parent.mkdir()
+                    os.chmod(parent, 0o755)
+            _mirror_tree(src, root / rel, redirects, linking)
+    except OSError as exc:
+        raise PostgresUnavailable(
+            f"could not give the PostgreSQL server user {SYSTEM_USER!r} its own copy of {bin_dir.parent} "
+            f"in {root}: {_one_line(exc)}"
+        ) from None
+    return root / sources[0][1]
+
+
 def _die_with_parent(parent: int) -> Any:
     """A preexec_fn: the child gets SIGINT (PostgreSQL's fast shutdown) when the thread that
     started it dies. It runs after the uid change, which would otherwise clear the setting."""
@@ -355,6 +464,8 @@ class PostgresServer:
         self.startup_timeout = startup_timeout
         self.folder: Path | None = None
         self.data_dir: Path | None = None
+        # The bin/ folder the private server runs from: a copy inside ``folder`` as root.
+        self.bin_dir: Path | None = None
         self.process: subprocess.Popen[bytes] | None = None
         self._conninfo: str | None = None
         self._connections: list[Any] = []
@@ -418,6 +529,9 @@ class PostgresServer:
         if user is not None:
             os.chown(self.folder, *user)
             as_user = {"user": user[0], "group": user[1], "extra_groups": []}
+            # The server user may not reach the installed binaries; it runs a copy in its folder.
+            bin_dir = _private_install(bin_dir, self.folder / _INSTALL_DIR)
+        self.bin_dir = bin_dir
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C", "TZ": "UTC"}
         initdb = [
             str(bin_dir / "initdb"),
@@ -555,8 +669,9 @@ class PostgresServer:
             self._log.close()
             self._log = None
         if self.folder is not None:
-            _remove_folder(self.folder)
+            _remove_folder(self.folder)  # with it the server's copy of the binaries
             self.folder = None
+            self.bin_dir = None
         with _LIVE_LOCK:
             if self in _LIVE:
                 _LIVE.remove(self)
