@@ -504,7 +504,7 @@ def section_bm25(args: argparse.Namespace) -> dict[str, Any]:
 
 def _dense_size(n: int, rounds: int) -> dict[str, Any]:
     from sitegen.rankers.base import top_k
-    from sitegen.rankers.dense import cosine_scores
+    from sitegen.rankers.dense import cosine_scores, dense_top_k
 
     rng = np.random.default_rng(SEED)
     matrix = rng.standard_normal((n, DENSE_DIM), dtype=np.float32)
@@ -532,7 +532,7 @@ def _dense_size(n: int, rounds: int) -> dict[str, Any]:
         times = []
         for q in queries:
             t0 = time.perf_counter()
-            top_k(cosine_scores(matrix, q), id_key, DEPTH, positive_only=False)
+            dense_top_k(matrix, q, id_key, DEPTH)
             times.append(time.perf_counter() - t0)
         return median(times)
 
@@ -563,7 +563,7 @@ def _dense_size(n: int, rounds: int) -> dict[str, Any]:
     first = queries[:chunk]
     block = first @ matrix.T
     same = sum(
-        np.array_equal(top_k(cosine_scores(matrix, q), id_key, DEPTH, False), top_k(row, id_key, DEPTH, False))
+        np.array_equal(dense_top_k(matrix, q, id_key, DEPTH)[0], top_k(row, id_key, DEPTH, False))
         for q, row in zip(first, block, strict=True)
     )
     return {
@@ -598,7 +598,8 @@ def section_dense(args: argparse.Namespace) -> dict[str, Any]:
         "seed": SEED,
         "depth": DEPTH,
         "vectors": "standard normal float32 rows, normalised to unit length",
-        "single_query": "sitegen.rankers.dense.cosine_scores (matrix @ query) + top_k(positive_only=False)",
+        "single_query": "sitegen.rankers.dense.dense_top_k: matrix @ query (BLAS) to bound the candidates, "
+        "then their fixed-order float64 scores and top_k",
         "bandwidth": "copy: 2 x matrix bytes / np.copyto time (read + write); a search reads the matrix once; "
         "read (secondary yardstick): matrix bytes / matrix.max() time, one thread",
         "sizes": {},
@@ -643,7 +644,7 @@ def section_dense(args: argparse.Namespace) -> dict[str, Any]:
 
 def section_embedding(args: argparse.Namespace) -> dict[str, Any]:
     from sitegen.corpus import load_corpus, passage_text
-    from sitegen.embeddings import EmbeddingCache, EmbeddingModel, embed_texts
+    from sitegen.embeddings import EmbeddingCache, EmbeddingModel, cache_key, embed_texts
 
     corpus = load_corpus(REPO / "corpora" / "payments-support")
     texts = [passage_text(d) for d in corpus.documents]
@@ -661,7 +662,7 @@ def section_embedding(args: argparse.Namespace) -> dict[str, Any]:
     def sitegen_side() -> float:
         folder = Path(tempfile.mkdtemp(dir=root))
         start = time.perf_counter()
-        cache = EmbeddingCache(folder, model.weights_sha256)
+        cache = EmbeddingCache(folder, cache_key(model.config))
         vectors, stats = embed_texts(texts, model, cache)
         cache.close()
         seconds = time.perf_counter() - start
@@ -685,7 +686,7 @@ def section_embedding(args: argparse.Namespace) -> dict[str, Any]:
     samples = alternate({"sitegen": sitegen_side, "bare": bare_side}, rounds)
     per_round = ratios(samples["sitegen"], samples["bare"])
     vectors, stats, folder = last["sitegen"]
-    cache = EmbeddingCache(folder, model.weights_sha256)
+    cache = EmbeddingCache(folder, cache_key(model.config))
     start = time.perf_counter()
     again, stats2 = embed_texts(texts, model, cache)
     cached_seconds = time.perf_counter() - start

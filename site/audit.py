@@ -16,7 +16,9 @@ What a pass proves:
 - every metric (per question, per kind, overall) follows from the runs and the qrels
   copy by trec_eval's definitions; the ``.trec`` files agree with the JSON runs
   (their ids percent-decoded: ``%`` and whitespace are encoded there);
-  ``corpus.json`` counts agree with the inputs;
+  ``corpus.json`` counts agree with the inputs; ``qrels.trec`` is the qrels the inputs give
+  (every judged pair, in the documented order) and ``trec_eval.json``'s commands and measure
+  mapping are the ones the metric and ranker lists call for;
 - every derived table the pages show (``report.json``: hit counts, best values, rank of
   the first relevant passage, rank-1 disagreements, wins and losses, sample questions)
   follows from the runs, the metrics and the qrels;
@@ -58,13 +60,14 @@ import itertools
 import json
 import math
 import re
+import shlex
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 import numpy as np
 
@@ -525,7 +528,72 @@ def check_summary(check: Check, bundle: Bundle, corpus: str) -> str:
     for name in summary.get("inputs", []):
         if not (bundle.site / "evidence" / corpus / name).is_file():
             check.fail(f"{rel}: input {name} is listed but missing")
-    return f"counts, kinds, rankers and inputs agree ({len(run_files)} runs)"
+    _check_trec_contract(check, bundle, corpus, summary)
+    return f"counts, kinds, rankers and inputs agree ({len(run_files)} runs); so do qrels.trec and trec_eval.json"
+
+
+_TREC_EVAL_MEASURES = {"hit": "success", "recall": "recall", "precision": "P", "mrr": "recip_rank", "ndcg": "ndcg_cut"}
+
+
+def _trec_column(identifier: str) -> str:
+    """An id as the TREC files write it: ``%`` and whitespace percent-encoded (UTF-8)."""
+    return re.sub(r"[%\s]", lambda m: quote(m.group(), safe=""), identifier)
+
+
+def _check_trec_contract(check: Check, bundle: Bundle, corpus: str, summary: dict[str, Any]) -> None:
+    """qrels.trec must be the inputs' qrels (questions in file order, then passages in file order, grade 0
+    kept), and trec_eval.json's commands, loop and mapping the ones corpus.json's metrics and rankers call
+    for: one ``trec_eval -c -q -M k`` command per cut-off k, as recip_rank has no cut-off of its own."""
+    base = f"evidence/{corpus}"
+    inputs = bundle.inputs(corpus)
+    order = {d: i for i, d in enumerate(inputs.doc_text)}
+    want = [
+        f"{_trec_column(q)} 0 {_trec_column(d)} {g}"
+        for q in inputs.queries
+        for d, g in sorted(inputs.qrels.get(q, {}).items(), key=lambda item: order.get(item[0], len(order)))
+    ]
+    text = bundle.text(f"{base}/qrels.trec")
+    got = text.splitlines()
+    if got != want or not text.endswith("\n"):
+        at = next((i for i, (g, w) in enumerate(zip(got, want, strict=False)) if g != w), min(len(got), len(want)))
+        seen, expected = (x[at] if at < len(x) else "nothing" for x in (got, want))
+        check.fail(f"{base}/qrels.trec: line {at + 1} is {seen!r}, the inputs give {expected!r}")
+    by_cutoff: dict[int, list[tuple[str, str, str]]] = {}
+    for name in summary.get("metrics", []):
+        family, _, cut = name.partition("@")
+        if family not in _TREC_EVAL_MEASURES or not cut.isdigit():
+            raise AuditError(f"{base}/corpus.json: cannot map metric {name!r} to a trec_eval measure")
+        measure, k = _TREC_EVAL_MEASURES[family], int(cut)
+        flag, line = (measure, measure) if family == "mrr" else (f"{measure}.{k}", f"{measure}_{k}")
+        by_cutoff.setdefault(k, []).append((name, flag, line))
+    rankers = [r for r in summary.get("rankers", []) if isinstance(r, str)]
+
+    def command(k: int, run_file: str) -> str:
+        measures = " ".join(f"-m {flag}" for _, flag, _ in by_cutoff[k])
+        return f"trec_eval -c -q -M {k} {measures} qrels.trec {run_file}"
+
+    each_run = '"runs/$ranker.trec"'
+    loop = "".join(f"  {command(k, each_run)}\n" for k in sorted(by_cutoff))
+    expected = {
+        "commands": {r: [command(k, shlex.quote(f"runs/{r}.trec")) for k in sorted(by_cutoff)] for r in rankers},
+        "measures": {n: {"trec_eval": line, "max_docs": k} for k, rows in by_cutoff.items() for n, _, line in rows},
+        "script": f"cd {base}\nfor ranker in {' '.join(shlex.quote(r) for r in rankers)}; do\n{loop}done\n",
+    }
+    contract = bundle.json(f"{base}/trec_eval.json")
+    for key, value in expected.items():
+        if contract.get(key) != value:
+            check.fail(f"{base}/trec_eval.json: {key} is not what corpus.json's metrics and rankers call for")
+    judged = [q for q in inputs.queries if inputs.qrels.get(q)]
+    counts = {
+        "file": ("qrels", "qrels.trec"),
+        "pairs": ("qrels", len(want)),
+        "in_qrels": ("questions", len(judged)),
+        "averaged": ("questions", sum(1 for q in judged if any(g > 0 for g in inputs.qrels[q].values()))),
+    }
+    for key, (section, value) in counts.items():
+        stored = (contract.get(section) or {}).get(key)
+        if stored != value:
+            check.fail(f"{base}/trec_eval.json: {section}.{key} is {stored!r}, the inputs give {value!r}")
 
 
 def check_embeddings(check: Check, bundle: Bundle, corpus: str) -> str:

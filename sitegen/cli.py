@@ -1,4 +1,4 @@
-"""Command line: ``sitegen build``, ``audit``, ``validate``, ``rankers``, ``bench-pg``, ``import``."""
+"""Command line: ``sitegen build``, ``audit``, ``validate``, ``rankers``, ``bench-pg``, ``diff``, ``import``."""
 
 from __future__ import annotations
 
@@ -112,6 +112,19 @@ def cli() -> None:
     help="Folder of benchmark results*.json for the Performance page (timings, kept out of the evidence) "
     "[default: bench/ beside the corpora folder; no page if it is absent].",
 )
+@click.option(
+    "--vectors-from",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="Site or bundle whose stored vectors are reused as frozen inputs when the model configuration "
+    "and the text match [default: the --out site].",
+)
+@click.option(
+    "--reembed",
+    is_flag=True,
+    help="Embed every text again instead of reusing stored vectors; report how far the vectors moved "
+    "and whether any ranking or metric changed.",
+)
 @click.option("--quiet", "-q", is_flag=True, help="Print only errors.")
 def build(
     corpora_dir: Path,
@@ -123,15 +136,22 @@ def build(
     pg_dsn: str | None,
     require_postgres: bool,
     timings_dir: Path | None,
+    vectors_from: Path | None,
+    reembed: bool,
     quiet: bool,
 ) -> None:
     """Run every ranker over every corpus, score it, and write the evidence and pages.
+
+    Embeddings are frozen inputs: a text's vector is taken from the output site's bundle (or
+    --vectors-from) when it was embedded with the same model configuration, so a rebuild on
+    another CPU gives the same bytes; only new or changed texts are embedded.
 
     \b
     Example:
         sitegen build
         sitegen build --only payments-support --out /tmp/report
         sitegen build --run es-bm25=payments-support:runs/es.trec
+        sitegen build --reembed --out /tmp/reembedded --vectors-from site
     """
     from sitegen.build import BuildOptions, build_site
     from sitegen.rankers import DEFAULT_RANKERS
@@ -153,14 +173,24 @@ def build(
         pg_dsn=pg_dsn or None,
         require_postgres=require_postgres,
         timings_dir=timings_dir,
+        vectors_from=vectors_from,
+        reembed=reembed,
     )
     try:
         result = build_site(options, log=log, progress=progress)
     except SitegenError as exc:
         raise click.ClickException(f"build failed: {exc}") from exc
     stats = result.embed_stats
-    if stats.embedded == 0 and stats.cached:
-        log(f"embedded nothing: all {stats.cached} texts came from the cache")
+    if stats.embedded == 0 and (stats.cached or stats.frozen):
+        log(f"embedded nothing: {stats.frozen} vectors reused from the bundle, {stats.cached} from the cache")
+    if result.drift is not None:
+        drift = result.drift
+        click.echo(
+            f"re-embedded {drift.compared} texts that {drift.source} stores: largest component difference "
+            f"{drift.max_abs_diff:.3g}" + (f" ({drift.worst})" if drift.compared else "")
+        )
+        if drift.comparison:
+            click.echo(f"against {drift.source}: {drift.comparison}")
     timing = ", ".join(f"{k} {v:.1f}s" for k, v in result.seconds.items())
     log(f"wrote {out_dir}: {len(result.corpora)} corpora x {len(result.rankers)} rankers ({timing})")
 
@@ -347,6 +377,87 @@ def bench_pg(
         raise click.ClickException(f"bench-pg failed: cannot write {out}: {exc.strerror or exc}") from exc
     click.echo(format_report(result))
     log(f"wrote {out}")
+
+
+class _Tolerance(click.ParamType):
+    """A finite number >= 0: NaN would make every comparison false, infinity would accept anything."""
+
+    name = "FLOAT"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> float:
+        import math
+
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number (e.g. 1e-6)", param, ctx)
+        if not (math.isfinite(number) and number >= 0):
+            self.fail(f"{value!r} is not a finite number >= 0 (e.g. 1e-6)", param, ctx)
+        return number
+
+
+@cli.command("diff")
+@click.argument("a", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("b", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--tolerance",
+    type=_Tolerance(),
+    default=0.0,
+    show_default=True,
+    help="Largest absolute score difference on the same hit (same document at the same rank) that still "
+    "counts as equal; 0 means exact.",
+)
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the whole comparison as JSON (sorted keys) instead of text."
+)
+@click.option(
+    "--exact",
+    is_flag=True,
+    help="Also exit 1 unless every evidence file is byte-identical, vectors and versions included "
+    "(a rebuild that must reproduce a published bundle).",
+)
+@click.option(
+    "--quiet",
+    "-q",
+    is_flag=True,
+    help="Print nothing but errors; the exit status alone says whether the bundles agree.",
+)
+def diff_command(a: Path, b: Path, tolerance: float, exact: bool, as_json: bool, quiet: bool) -> None:
+    """Compare two built sites or evidence bundles.
+
+    A and B are site folders (holding evidence/manifest.json) or evidence folders. Each bundle is
+    first checked against its own manifest and refused if a file does not match. Reports the files
+    that differ, the queries ranked differently, the largest score difference on the same hit, the
+    overall metrics that changed, the questions whose first relevant passage moved, the largest
+    embedding component difference and the manifest fields (versions) that differ. Exit 0 when
+    rankings and metrics are identical and every score difference is within --tolerance (with
+    --exact: and every file is identical), 1 when they differ or a bundle is refused, 2 on a usage
+    error.
+
+    \b
+    Example:
+        sitegen diff site /tmp/rebuilt-site
+        sitegen diff --tolerance 1e-6 site /tmp/rebuilt-site/evidence
+        sitegen diff --exact site /tmp/rebuilt-site
+        sitegen diff --json old-site site > changes.json
+    """
+    import json
+
+    from sitegen.diff import diff_bundles, format_diff
+
+    if as_json and quiet:
+        raise click.UsageError("--json and --quiet exclude each other: --quiet prints nothing, --json prints JSON.")
+    try:
+        result = diff_bundles(a, b, tolerance)
+    except SitegenError as exc:
+        raise click.ClickException(f"cannot compare: {exc}") from exc
+    if as_json:
+        click.echo(json.dumps(result.to_json(), sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False))
+    elif not quiet:
+        click.echo(format_diff(result))
+    files_differ = bool(result.files.differ or result.files.only_in_a or result.files.only_in_b or result.manifest)
+    if not result.equivalent or (exact and files_differ):
+        raise SystemExit(1)
 
 
 # ----------------------------------------------------------------------------------- sitegen import

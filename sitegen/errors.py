@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["BuildError", "CorpusError", "SitegenError"]
+__all__ = ["BuildError", "BundleError", "CorpusError", "SitegenError"]
 
 
 class SitegenError(Exception):
@@ -24,3 +24,12 @@ class CorpusError(SitegenError):
 
 class BuildError(SitegenError):
     """A build could not complete; the previous output is left untouched."""
+
+
+class BundleError(SitegenError):
+    """An evidence bundle that cannot be trusted: unreadable, or a file that does not match its manifest."""
+
+    def __init__(self, path: Path | str, problem: str) -> None:
+        self.path = Path(path)
+        self.problem = problem
+        super().__init__(f"{self.path}: {problem}")

@@ -9,11 +9,14 @@ Bundle layout under the site folder::
     evidence/<corpus>/runs/<ranker>.trec         TREC run, top 100, score column derived from rank,
                                                  ids with whitespace or % percent-encoded
     evidence/<corpus>/metrics.json               {ranker: {"overall", "by_kind", "per_query"}}
+    evidence/<corpus>/qrels.trec                 TREC qrels the metrics came from (see write_trec_eval_contract)
+    evidence/<corpus>/trec_eval.json             the trec_eval commands that reproduce metrics.json, and the policies
     evidence/<corpus>/report.json                derived tables the pages show (sitegen.report)
     evidence/<corpus>/experiments.json           sweeps, held-out selection, significance, ablation
     evidence/<corpus>/embeddings/passages.npy    float32 rows in ``index.json`` order
     evidence/<corpus>/embeddings/queries.npy
-    evidence/<corpus>/embeddings/index.json      model, weights sha256, row ids
+    evidence/<corpus>/embeddings/index.json      model, weights and configuration sha256, row ids, each
+                                                 row's text sha256 (so a rebuild reuses the rows as frozen inputs)
     evidence/<corpus>/embeddings/sweep-*         vectors of the chunking sweep's chunks (chunked corpora)
 
 Same inputs give the same bytes: keys sorted, floats in Python's shortest
@@ -29,6 +32,7 @@ import platform
 import re
 import shutil
 from collections.abc import Mapping
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -37,8 +41,9 @@ from urllib.parse import quote
 import numpy as np
 
 from sitegen import __version__
-from sitegen.corpus import Corpus
-from sitegen.embeddings import CorpusEmbeddings
+from sitegen.corpus import Corpus, passage_text
+from sitegen.embeddings import CorpusEmbeddings, text_sha256, usable_vector
+from sitegen.errors import BundleError
 from sitegen.rankers.base import Run
 
 __all__ = [
@@ -46,11 +51,13 @@ __all__ = [
     "EVIDENCE_DIR",
     "SCHEMA_VERSION",
     "TREC_DEPTH",
+    "StoredVectors",
     "canonical_json",
     "library_versions",
     "passages_file",
     "run_document",
     "run_trec",
+    "stored_vectors",
     "trec_id",
     "write_corpus_evidence",
     "write_json",
@@ -134,6 +141,148 @@ def run_trec(run: Run, query_order: list[str], depth: int = TREC_DEPTH) -> str:
     return "".join(line + "\n" for line in lines)
 
 
+TREC_EVAL_POLICIES = [
+    {
+        "case": "a question without any judged passage (unanswerable, no qrels line)",
+        "trec_eval": "It is not in qrels.trec, and trec_eval evaluates only queries with qrels, with or without -c, "
+        "even when the run has hits for it.",
+        "sitegen": "Left out of every average. The same result.",
+    },
+    {
+        "case": 'a question judged only with grade 0 (validation requires it to say "answerable": false)',
+        "trec_eval": "Its grade-0 lines are in qrels.trec, so trec_eval counts it: every measure is 0 for it and, "
+        "with -c, it is one of num_q, the denominator of every 'all' value.",
+        "sitegen": "Left out of every average: there is nothing to find. The overall value is the mean of the -q "
+        "values of the questions with a grade of 1 or more, that is 'all' x num_q / their number.",
+    },
+    {
+        "case": "a question with a relevant passage but no hits",
+        "trec_eval": "It has no line in the run file. Without -c, trec_eval 9.0 skips it (trec_eval 10.0 stops with "
+        "\"result qid ... not found in qrels\"); with -c it counts 0 in every 'all' value (trec_eval 9.0 prints no "
+        "-q line for it, 10.0 prints zeros).",
+        "sitegen": "It scores 0 on every metric and is averaged: hence -c.",
+    },
+    {
+        "case": "MRR@k",
+        "trec_eval": "recip_rank has no cut-off (pytrec_eval accepts recip_rank.10 and ignores the 10, and so does "
+        "ir_measures' RR@10 through pytrec_eval); -M k keeps the first k documents of each ranking, for every "
+        "measure of the command.",
+        "sitegen": "The reciprocal rank of the run cut at k: recip_rank under -M k. -M k changes none of success_k, "
+        "recall_k, P_k and ndcg_cut_k (their denominators and ideal order come from qrels.trec), so one command "
+        "per cut-off gives the five metrics at that k.",
+    },
+    {
+        "case": "per question kind",
+        "trec_eval": "It has no kinds.",
+        "sitegen": "by_kind is the mean of the -q values of the kind's questions with a relevant passage "
+        "(an absent -q line counts 0).",
+    },
+    {
+        "case": "relevance, gain, ties, ids",
+        "trec_eval": "Relevant means grade 1 or more (the default -l 1); ndcg_cut's gain is the grade; a ranking is "
+        "read by score descending, ties by document id descending, and the rank column is ignored; columns are "
+        "split at whitespace, and trec_eval 10.0 skips a line that starts with #.",
+        "sitegen": "The same relevance and gain. The .trec score column is n + 1 - rank, strictly decreasing, so "
+        "trec_eval reads sitegen's order (the real scores are in runs/<ranker>.json); % and whitespace in ids "
+        "are percent-encoded in qrels.trec and the runs alike.",
+    },
+    {
+        "case": "printed precision",
+        "trec_eval": "It prints 4 decimals.",
+        "sitegen": "metrics.json keeps full doubles; pytrec_eval (trec_eval's code as a Python library) gives "
+        "every value to 1e-9 (tests/test_trec_contract.py).",
+    },
+]
+
+
+def write_trec_eval_contract(
+    corpus_dir: Path, corpus: Corpus, rankers: list[str], metric_list: list[str], chunked: bool
+) -> None:
+    """Ship trec_eval's side of the contract (DESIGN rule 8): ``qrels.trec`` and ``trec_eval.json``.
+
+    ``qrels.trec`` (``qid 0 docid grade``, ids through :func:`trec_id`) holds every judged pair the
+    metrics were computed from, grade 0 included (chunked: the per-chunk labels derived from the
+    spans), questions in queries.jsonl order and, within one, passages in the order they were ranked
+    as (corpus.jsonl, or chunks.jsonl). It sits in the corpus folder, not in runs/, so nothing that
+    globs runs/*.trec takes it for a run and no ranker name can collide with it. ``trec_eval.json``
+    holds the exact commands, the metric -> measure mapping and the averaging policies the
+    reproducibility page shows, computed here because templates do no arithmetic. trec_eval's
+    ``recip_rank`` has no cut-off and ``-M`` is global, hence one command per cut-off k.
+    """
+    import shlex
+
+    from sitegen.metrics import parse_metric
+
+    position = {d.doc_id: i for i, d in enumerate(corpus.documents)}
+    lines = [
+        f"{trec_id(q.query_id)} 0 {trec_id(d)} {grade}\n"
+        for q in corpus.queries
+        for d, grade in sorted(corpus.qrels.get(q.query_id, {}).items(), key=lambda item: position[item[0]])
+    ]
+    (corpus_dir / "qrels.trec").write_text("".join(lines), encoding="utf-8")
+    by_cutoff: dict[int, list[tuple[str, str, str]]] = {}  # k -> [(metric, -m argument, output measure)]
+    for name in metric_list:
+        measure, k = parse_metric(name)
+        base = measure.trec_eval.removesuffix("_k")  # recip_rank takes no cut-off: -M k cuts it
+        if measure.trec_eval.endswith("_k"):
+            by_cutoff.setdefault(k, []).append((name, f"{base}.{k}", f"{base}_{k}"))
+        else:
+            by_cutoff.setdefault(k, []).append((name, base, base))
+    cutoffs = sorted(by_cutoff)
+
+    def command(k: int, run_file: str) -> str:
+        measures = " ".join(f"-m {flag}" for _, flag, _ in by_cutoff[k])
+        return f"trec_eval -c -q -M {k} {measures} qrels.trec {run_file}"
+
+    judged = [q.query_id for q in corpus.queries if corpus.qrels.get(q.query_id)]
+    averaged = [q.query_id for q in corpus.queries if any(g > 0 for g in corpus.qrels.get(q.query_id, {}).values())]
+    if len(judged) == len(averaged):
+        reading = (
+            f"Every question in qrels.trec has a relevant passage (num_q = {len(judged)}), so each 'all' line is "
+            "the overall value in metrics.json and the -q lines are its per_query values."
+        )
+    else:
+        reading = (
+            f"qrels.trec has {len(judged)} questions (num_q), {len(averaged)} of them with a relevant passage: "
+            f"the overall value in metrics.json is the mean of the -q values of those {len(averaged)} (an absent "
+            f"line counts 0), that is each 'all' value x {len(judged)} / {len(averaged)}."
+        )
+    folder = f"{EVIDENCE_DIR}/{corpus.name}"
+    each_run = '"runs/$ranker.trec"'
+    loop = "".join(f"  {command(k, each_run)}\n" for k in cutoffs)
+    contract = {
+        "schema_version": SCHEMA_VERSION,
+        "corpus": corpus.name,
+        "directory": folder,
+        "qrels": {
+            "file": "qrels.trec",
+            "format": "qid 0 docid grade, ids percent-encoded as in the runs (% and whitespace)",
+            "source": "chunking.json qrels: each chunk's grade derived from the answer spans"
+            if chunked
+            else "inputs/qrels/test.tsv, every row, grade 0 included",
+            "order": "questions in queries.jsonl order; within a question, passages in the order they were "
+            "ranked as (" + ("chunks.jsonl" if chunked else "inputs/corpus.jsonl") + ")",
+            "pairs": len(lines),
+        },
+        "questions": {
+            "total": len(corpus.queries),
+            "in_qrels": len(judged),
+            "averaged": len(averaged),
+            "judged_only_grade_0": len(judged) - len(averaged),
+            "without_judgments": len(corpus.queries) - len(judged),
+        },
+        "commands": {r: [command(k, shlex.quote(f"runs/{r}.trec")) for k in cutoffs] for r in rankers},
+        "script": f"cd {folder}\nfor ranker in {' '.join(shlex.quote(r) for r in rankers)}; do\n{loop}done\n",
+        "measures": {name: {"trec_eval": out, "max_docs": k} for k in cutoffs for name, _, out in by_cutoff[k]},
+        "reading": reading,
+        "policies": TREC_EVAL_POLICIES,
+        "requires": "trec_eval 9.0 or later (github.com/usnistgov/trec_eval), or pytrec_eval, which has no -M and "
+        "no -c: cut each ranking to its first k documents (score descending, ties by id descending) and count a "
+        "question the run does not return as 0",
+    }
+    write_json(corpus_dir / "trec_eval.json", contract)
+
+
 def _npy_bytes(matrix: np.ndarray) -> bytes:
     buffer = io.BytesIO()
     np.save(buffer, np.ascontiguousarray(matrix, dtype="<f4"), allow_pickle=False)
@@ -163,6 +312,7 @@ def write_corpus_evidence(
         write_json(base / "runs" / f"{ranker}.json", run_document(run, corpus.name, depth))
         (base / "runs" / f"{ranker}.trec").write_text(run_trec(run, query_order), encoding="utf-8")
     write_json(base / "metrics.json", {r: metrics[r] for r in runs})
+    write_trec_eval_contract(base, corpus, list(runs), metric_list, chunked="chunking.json" in derived)
     for name, table in derived.items():
         write_json(base / name, table)
     kinds = corpus.kinds
@@ -196,11 +346,16 @@ def write_corpus_evidence(
             {
                 "model": embeddings.model,
                 "weights_sha256": embeddings.weights_sha256,
+                "config_sha256": embeddings.config_sha256,
                 "dtype": "float32",
                 "dimensions": int(embeddings.doc_vectors.shape[1]),
                 "normalised": True,
                 "passages": list(embeddings.doc_ids),
                 "queries": list(embeddings.query_ids),
+                "text_sha256": {
+                    "passages": [text_sha256(passage_text(d)) for d in corpus.documents],
+                    "queries": [text_sha256(q.text) for q in corpus.queries],
+                },
             },
         )
 
@@ -214,13 +369,87 @@ def passages_file(corpus_dir: Path) -> Path:
     return chunks if chunks.is_file() else corpus_dir / "inputs" / "corpus.jsonl"
 
 
-def write_sweep_embeddings(corpus_dir: Path, ids: list[str], matrix: np.ndarray) -> None:
+def write_sweep_embeddings(
+    corpus_dir: Path, ids: list[str], hashes: list[str], matrix: np.ndarray, config_sha256: str | None
+) -> None:
     """The vectors of every chunk the chunking sweep ranked, so the sweep can be checked and rebuilt
-    without the model: ``embeddings/sweep-passages.npy`` rows in ``sweep-index.json`` order."""
+    without the model: ``embeddings/sweep-passages.npy`` rows in ``sweep-index.json`` order, with
+    each chunk text's sha256 so a later build can reuse them as frozen inputs."""
     folder = corpus_dir / "embeddings"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "sweep-passages.npy").write_bytes(_npy_bytes(matrix))
-    write_json(folder / "sweep-index.json", {"dtype": "float32", "passages": ids})
+    write_json(
+        folder / "sweep-index.json",
+        {"config_sha256": config_sha256, "dtype": "float32", "passages": ids, "text_sha256": hashes},
+    )
+
+
+@dataclass(frozen=True)
+class StoredVectors:
+    """Vectors an earlier bundle holds, by text sha256, for one embedding configuration."""
+
+    source: Path
+    vectors: Mapping[str, np.ndarray]
+    #: Rows left out: another configuration, no text hashes (older bundles), or not a finite unit vector.
+    skipped: int
+
+
+def stored_vectors(site_dir: Path, config_sha256: str, dimensions: int) -> StoredVectors:
+    """Every vector in ``site_dir``'s bundle (a site or its ``evidence`` folder) that was embedded with
+    ``config_sha256``, after checking each vector file against the bundle's manifest.
+
+    A bundle without a manifest gives nothing; a file that does not match its manifest is an error,
+    so a corrupted bundle never feeds a build silently.
+    """
+    site = site_dir.parent if site_dir.name == EVIDENCE_DIR and (site_dir / "manifest.json").is_file() else site_dir
+    manifest_path = site / EVIDENCE_DIR / "manifest.json"
+    if not manifest_path.is_file():
+        return StoredVectors(site, {}, 0)
+    try:
+        listed = json.loads(manifest_path.read_text(encoding="utf-8"))["files"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise BundleError(manifest_path, f"unreadable manifest: {exc}") from None
+    vectors: dict[str, np.ndarray] = {}
+    skipped = 0
+    for index_rel in sorted(listed):
+        if not index_rel.endswith(("embeddings/index.json", "embeddings/sweep-index.json")):
+            continue
+        index_path = site / index_rel
+        index = json.loads(_checked_bytes(site, index_rel, listed).decode("utf-8"))
+        parts = (
+            [("passages", "passages.npy"), ("queries", "queries.npy")]
+            if index_rel.endswith("/index.json") and not index_rel.endswith("sweep-index.json")
+            else [("passages", "sweep-passages.npy")]
+        )
+        for key, npy_name in parts:
+            npy_rel = (index_path.parent / npy_name).relative_to(site).as_posix()
+            matrix = np.load(io.BytesIO(_checked_bytes(site, npy_rel, listed)), allow_pickle=False)
+            hashes = index.get("text_sha256")
+            hashes = hashes.get(key) if isinstance(hashes, dict) else hashes
+            if index.get("config_sha256") != config_sha256 or not isinstance(hashes, list):
+                skipped += int(matrix.shape[0])
+                continue
+            if len(hashes) != matrix.shape[0]:
+                raise BundleError(index_path, f"{len(hashes)} text hashes for {matrix.shape[0]} rows of {npy_rel}")
+            for text_hash, row in zip(hashes, matrix, strict=True):
+                vector = np.asarray(row, dtype=np.float32)
+                if usable_vector(vector, dimensions):
+                    vectors.setdefault(text_hash, vector)
+                else:
+                    skipped += 1
+    return StoredVectors(site, vectors, skipped)
+
+
+def _checked_bytes(site: Path, rel: str, listed: Mapping[str, Any]) -> bytes:
+    """A bundle file's bytes, refused unless they match the manifest's sha256."""
+    path = site / rel
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise BundleError(path, f"listed in the manifest but unreadable: {exc.strerror or exc}") from None
+    if rel not in listed or hashlib.sha256(data).hexdigest() != listed[rel].get("sha256"):
+        raise BundleError(path, "does not match the sha256 in evidence/manifest.json")
+    return data
 
 
 def library_versions() -> dict[str, str]:
@@ -253,7 +482,9 @@ def write_manifest(
     manifest = {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "sitegen", "version": __version__},
-        "python": platform.python_version(),
+        # Major.minor only: a patch release changes no number sitegen computes, and a full version
+        # would make every machine's rebuild differ from the committed bundle in this one field.
+        "python": ".".join(platform.python_version_tuple()[:2]),
         "libraries": library_versions(),
         "model": dict(model) if model else None,
         "postgres": dict(postgres) if postgres else None,

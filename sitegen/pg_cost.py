@@ -44,12 +44,19 @@ from typing import Any
 import numpy as np
 
 from sitegen.corpus import Corpus, Document, load_corpus, passage_text
-from sitegen.embeddings import CorpusEmbeddings, EmbeddingCache, EmbeddingModel, default_cache_dir, embed_corpus
+from sitegen.embeddings import (
+    CorpusEmbeddings,
+    EmbeddingCache,
+    EmbeddingModel,
+    cache_key,
+    default_cache_dir,
+    embed_corpus,
+)
 from sitegen.errors import SitegenError
 from sitegen.machine import LIBRARIES, cpu_ticks, machine, other_cpu_share, process_tree_cpu_seconds
 from sitegen.rankers.base import doc_id_order, top_k
 from sitegen.rankers.bm25 import bm25_scores, build_bm25_index
-from sitegen.rankers.dense import cosine_scores
+from sitegen.rankers.dense import dense_top_k
 from sitegen.rankers.fusion import reciprocal_rank_fusion
 from sitegen.tokenize import tokenize
 
@@ -245,7 +252,7 @@ def _latency(ranker: str, where: str, what: str, samples_ns: Sequence[int]) -> d
 def _embed(corpus: Corpus, cache_dir: Path | None, model: Any, progress: Progress) -> CorpusEmbeddings:
     """The corpus's real vectors, through the build's own embedding path and cache."""
     model = model or EmbeddingModel()
-    cache = EmbeddingCache(cache_dir or default_cache_dir(), model.weights_sha256)
+    cache = EmbeddingCache(cache_dir or default_cache_dir(), cache_key(model.config))
     try:
         embeddings, stats = embed_corpus(corpus, model, cache, None)
     finally:
@@ -336,8 +343,8 @@ def run_pg_cost(
         return [doc_ids[i] for i in top_k(scores, id_key, depth, positive_only=True)]
 
     def dense_ids(q: int) -> list[str]:
-        scores = cosine_scores(matrix, query_vectors[q])
-        return [doc_ids[i] for i in top_k(scores, id_key, depth, positive_only=False)]
+        best, _ = dense_top_k(matrix, query_vectors[q], id_key, depth)
+        return [doc_ids[i] for i in best]
 
     def fuse(ranker: Any, lists: list[list[str]]) -> list[str]:
         fused = reciprocal_rank_fusion(lists, ranker.k, ranker.weights, ranker.candidates)[:depth]
@@ -397,7 +404,7 @@ def run_pg_cost(
     elapsed = time.perf_counter() - clock
 
     exact = [
-        {doc_ids[i] for i in top_k(cosine_scores(matrix, query_vectors[q]), id_key, HNSW_AGREEMENT_DEPTH, False)}
+        {doc_ids[i] for i in dense_top_k(matrix, query_vectors[q], id_key, HNSW_AGREEMENT_DEPTH)[0]}
         for q in range(len(queries))
     ]
 

@@ -25,6 +25,7 @@ from markupsafe import Markup
 from sitegen.corpus import Document, passage_text
 from sitegen.evidence import EVIDENCE_DIR, passages_file
 from sitegen.plots import grouped_bar_svg, line_svg
+from sitegen.reembed import REEMBED_TOLERANCE
 from sitegen.stepcache import StepCache
 from sitegen.timings import TIMINGS_DIR, load_timing_files, performance_view
 
@@ -206,6 +207,8 @@ def _corpus_context(site_dir: Path, name: str) -> dict[str, Any]:
         "postgres": postgres,
         "chunking": chunking,
         "filtering": _read_json(base / "filtering.json") if (base / "filtering.json").exists() else None,
+        # trec_eval commands, measure mapping and averaging policies (sitegen.evidence.write_trec_eval_contract)
+        "trec_eval": _read_json(base / "trec_eval.json") if (base / "trec_eval.json").exists() else None,
         "rankers": summary["rankers"],
         "external": set(summary.get("external_rankers", [])),
         "evidence": f"{EVIDENCE_DIR}/{name}",
@@ -509,7 +512,17 @@ def render_site(site_dir: Path, steps: StepCache | None = None) -> list[Path]:
     ]
     pages = [
         _Page("index.html", "index.html", {"cards": cards}),
-        _Page("reproducibility.html", "reproducibility.html", {"corpora": corpora}),
+        _Page(
+            "reproducibility.html",
+            "reproducibility.html",
+            {
+                "corpora": corpora,
+                # the policies are the same text in every corpus's trec_eval.json: shown once
+                "trec_policies": next((c["trec_eval"]["policies"] for c in corpora if c["trec_eval"]), None),
+                "manifest_sha256": hashlib.sha256((evidence / "manifest.json").read_bytes()).hexdigest(),
+                "reembed_tolerance": f"{REEMBED_TOLERANCE:g}",
+            },
+        ),
     ]
     timing_files = load_timing_files(site_dir / TIMINGS_DIR)
     if timing_files:

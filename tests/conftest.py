@@ -11,6 +11,7 @@ from urllib.parse import unquote
 import numpy as np
 import pytest
 
+from sitegen.embeddings import EmbeddingConfig
 from sitegen.tokenize import tokenize
 
 REPO = Path(__file__).resolve().parent.parent
@@ -55,9 +56,21 @@ class FakeEmbeddingModel:
     batch_size = 8
     weights_sha256 = "f" * 64
 
-    def __init__(self, dim: int = 384) -> None:
+    def __init__(self, dim: int = 384, noise: float = 0.0) -> None:
         self.dim = dim
+        self.noise = noise  # a stand-in for another CPU's rounding: every component moved by this much
         self.encoded: list[str] = []
+        self.config = EmbeddingConfig(
+            model="fake hashed bag of words",
+            weights_sha256=self.weights_sha256,
+            files_sha256=(),
+            max_seq_length=None,
+            pooling=("hashed-bag-of-words",),
+            normalised=True,
+            dimensions=dim,
+            dtype="float32",
+            texts_per_pass=self.batch_size,
+        )
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         self.encoded.extend(texts)
@@ -71,6 +84,8 @@ class FakeEmbeddingModel:
                 matrix[row] /= norm
             else:  # a text without tokens still gets a unit vector, as the real model gives one
                 matrix[row, 0] = 1.0
+        if self.noise:
+            matrix[matrix != 0] += np.float32(self.noise)
         return matrix
 
 

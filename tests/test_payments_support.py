@@ -101,7 +101,7 @@ def two_builds(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, st
 
 def test_build_writes_every_ranker_for_all_sixty_questions(two_builds) -> None:
     cold, _, output, _ = two_builds
-    assert "embedded 154 texts, 0 from cache" in output
+    assert "0 from the cache, 154 embedded" in output
     for ranker in UNFILTERED_RANKERS:
         run = json.loads((cold / "evidence" / "payments-support" / "runs" / f"{ranker}.json").read_text())
         assert len(run["queries"]) == 60
@@ -119,7 +119,7 @@ def test_payments_metrics_equal_trec_eval(two_builds) -> None:
 
 def test_rebuild_embeds_nothing_and_gives_identical_evidence(two_builds) -> None:
     cold, warm, _, output = two_builds
-    assert "embedded nothing: all 154 texts came from the cache" in output
+    assert "embedded nothing: 0 vectors reused from the bundle, 154 from the cache" in output
     files = sorted(p.relative_to(cold) for p in cold.rglob("*") if p.is_file())
     assert files == sorted(p.relative_to(warm) for p in warm.rglob("*") if p.is_file())
     for rel in files:
@@ -135,11 +135,11 @@ def test_model_weights_sha256_is_recorded(two_builds) -> None:
 
 def test_a_vector_does_not_depend_on_the_texts_embedded_with_it(tmp_path: Path) -> None:
     """An incremental rebuild must give the same bytes as a cold one."""
-    from sitegen.embeddings import EmbeddingCache, EmbeddingModel, embed_texts
+    from sitegen.embeddings import EmbeddingCache, EmbeddingModel, cache_key, embed_texts
 
     corpus = load_corpus(CORPUS)
     texts = [passage_text(d) for d in corpus.documents[:12]]
     model = EmbeddingModel()
-    together, _ = embed_texts(texts, model, EmbeddingCache(tmp_path / "a", model.weights_sha256))
-    alone, _ = embed_texts(texts[5:6], model, EmbeddingCache(tmp_path / "b", model.weights_sha256))
+    together, _ = embed_texts(texts, model, EmbeddingCache(tmp_path / "a", cache_key(model.config)))
+    alone, _ = embed_texts(texts[5:6], model, EmbeddingCache(tmp_path / "b", cache_key(model.config)))
     assert together[5].tobytes() == alone[0].tobytes()

@@ -11,6 +11,7 @@ Only documents with a positive score are ranked; ties go to the smaller document
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -88,7 +89,9 @@ def build_bm25_index(token_lists: Sequence[Sequence[str]], k1: float = 1.2, b: f
     doc_indices = pairs.astype(doc_dtype)
     del pairs
     df = np.diff(starts)
-    idf = np.log1p((n_docs - df + 0.5) / (df + 0.5))
+    # math.log1p (the C library) rather than numpy's, whose SIMD variant differs by CPU in the last bit.
+    ratio = (n_docs - df + 0.5) / (df + 0.5)
+    idf = np.fromiter((math.log1p(x) for x in ratio.tolist()), dtype=np.float64, count=ratio.size)
     avgdl = float(lengths.mean()) if n_docs and lengths.sum() else 1.0
     # weight = idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * |d| / avgdl)), evaluated left to right
     # exactly as written; the length norm depends only on the document, so it is computed per document.

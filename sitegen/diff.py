@@ -1,0 +1,876 @@
+"""Compare two evidence bundles: files, rankings, scores, metrics, per-question moves, vectors, versions.
+
+Two builds of the same inputs should give the same bundle; when they do not, a reviewer needs
+to know whether the *results* moved (rankings, metrics, scores beyond a tolerance) or only
+their surroundings (library versions, derived pages). This module is the base of
+``sitegen diff``, of a Changes page and of a CI regression gate, so it is split the usual way:
+
+- readers at the edges (:func:`open_bundle` and the ``_read_*`` helpers) find, verify and load
+  the files a manifest lists, and nothing else: an unlisted file is unverified evidence;
+- pure comparison functions over plain dicts (:func:`compare_files`, :func:`compare_runs`,
+  :func:`compare_metrics`, :func:`first_relevant_ranks`, :func:`compare_first_relevant`,
+  :func:`compare_vectors`, :func:`compare_manifest_fields`) return small frozen dataclasses;
+- :meth:`BundleDiff.to_json` and :func:`format_diff` only present what they are handed.
+
+A bundle is refused (:class:`sitegen.errors.BundleError`) unless every file its manifest lists has the listed
+sha256: comparing a bundle that fails its own manifest would report edits as results.
+
+:meth:`BundleDiff.to_json` shape::
+
+    {"schema_version": 1, "a": str, "b": str, "tolerance": float,
+     "summary": {"equivalent", "rankings_identical", "metrics_identical", "within_tolerance",
+                 "files_identical", "files_total", "runs_compared", "runs_with_different_rankings",
+                 "metric_values_differing", "questions_moved",
+                 "largest_score_difference": {"value", "corpus"?, "ranker"?, "query_id"?, "doc_id"?, "rank"?}},
+     "files": {"identical": [path], "differ": [path], "only_in_a": [path], "only_in_b": [path]},
+     "runs": {"compared": [{"corpus", "ranker", "queries", "differing_queries": [query_id],
+                            "compared_hits", "max_score_diff", "max_score_at": {"query_id", "doc_id", "rank"} | null,
+                            "params_differ"}],
+              "only_in_a": ["corpus/ranker"], "only_in_b": ["corpus/ranker"]},
+     "metrics": [{"corpus", "ranker", "metric", "a", "b", "delta", "changed"}],     every overall value
+     "first_relevant_rank": [{"corpus", "ranker", "query_id", "before", "after"}],  moved questions only
+     "embeddings": [{"corpus", "file", "ids_match", "shape_a", "shape_b", "max_abs_diff",
+                     "at": {"id", "component"} | null}],
+     "manifest": [{"field", "a", "b"}]}                                            differing fields only
+
+Paths are the manifest's (relative to the site root, ``evidence/...``); ranks are 1-based;
+``null`` stands for "not in the run" or "absent".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import numpy as np
+
+from sitegen.errors import BundleError
+from sitegen.report import first_relevant_rank
+
+__all__ = [
+    "DIFF_SCHEMA_VERSION",
+    "Bundle",
+    "BundleDiff",
+    "EmbeddingDiff",
+    "FieldChange",
+    "FileDiff",
+    "HitRef",
+    "MetricChange",
+    "RankMove",
+    "RunDiff",
+    "compare_files",
+    "compare_first_relevant",
+    "compare_manifest_fields",
+    "compare_metrics",
+    "compare_runs",
+    "compare_vectors",
+    "diff_bundles",
+    "first_relevant_ranks",
+    "format_diff",
+    "open_bundle",
+    "relevance_grades",
+]
+
+DIFF_SCHEMA_VERSION = 1
+_EVIDENCE = "evidence"
+_MANIFEST = "manifest.json"
+_CAP = 10  # lines per terminal section
+_QUERY_EXAMPLES = 5  # differing query ids named per run in the terminal
+_RUN_PATH = re.compile(r"^evidence/([^/]+)/runs/([^/]+)\.json$")
+_METRICS_PATH = re.compile(r"^evidence/([^/]+)/metrics\.json$")
+_NPY_PATH = re.compile(r"^evidence/([^/]+)/embeddings/([^/]+)\.npy$")
+
+
+# ------------------------------------------------------------------------------------------ results
+
+
+@dataclass(frozen=True)
+class FileDiff:
+    """Evidence files by manifest sha256: equal, different, or listed on one side only."""
+
+    identical: tuple[str, ...]
+    differ: tuple[str, ...]
+    only_in_a: tuple[str, ...]
+    only_in_b: tuple[str, ...]
+
+    @property
+    def total(self) -> int:
+        return len(self.identical) + len(self.differ) + len(self.only_in_a) + len(self.only_in_b)
+
+
+@dataclass(frozen=True)
+class HitRef:
+    """Where in a run a value sits: the hit the largest score difference was found at."""
+
+    query_id: str
+    doc_id: str
+    rank: int
+
+
+@dataclass(frozen=True)
+class RunDiff:
+    """One (corpus, ranker) run present in both bundles.
+
+    Scores are compared only where both runs hold the same document at the same rank, so a
+    ranking change is never reported twice (once as ids, once as a huge "score difference").
+    """
+
+    corpus: str
+    ranker: str
+    queries: int
+    differing_queries: tuple[str, ...]
+    compared_hits: int
+    max_score_diff: float
+    max_score_at: HitRef | None
+    params_differ: bool
+
+    @property
+    def rankings_identical(self) -> bool:
+        return not self.differing_queries
+
+
+@dataclass(frozen=True)
+class MetricChange:
+    """One overall metric value of one ranker on one corpus in A and B (``None``: absent there)."""
+
+    corpus: str
+    ranker: str
+    metric: str
+    a: float | None
+    b: float | None
+
+    @property
+    def delta(self) -> float | None:
+        return None if self.a is None or self.b is None else self.b - self.a
+
+    @property
+    def changed(self) -> bool:
+        # Exact on purpose: the same rankings give bit-identical metrics, so any change is news.
+        return self.a != self.b
+
+
+@dataclass(frozen=True)
+class RankMove:
+    """A question whose first relevant passage moved: its 1-based rank before (A) and after (B),
+    ``None`` when no relevant passage is in that run."""
+
+    corpus: str
+    ranker: str
+    query_id: str
+    before: int | None
+    after: int | None
+
+
+@dataclass(frozen=True)
+class EmbeddingDiff:
+    """One stored vector array in both bundles; compared component by component only when its row
+    ids and shape match (otherwise ``max_abs_diff`` is ``None``: the rows are different vectors)."""
+
+    corpus: str
+    file: str
+    ids_match: bool
+    shape_a: tuple[int, ...]
+    shape_b: tuple[int, ...]
+    max_abs_diff: float | None
+    at_id: str | None
+    at_component: int | None
+
+
+@dataclass(frozen=True)
+class FieldChange:
+    """A manifest field outside ``files`` (dotted for nested ones, e.g. ``libraries.numpy``) that differs."""
+
+    field: str
+    a: Any
+    b: Any
+
+
+@dataclass(frozen=True)
+class BundleDiff:
+    """Everything :func:`diff_bundles` found; :attr:`equivalent` is the CLI's exit-0 condition."""
+
+    a: str
+    b: str
+    tolerance: float
+    files: FileDiff
+    runs: tuple[RunDiff, ...]
+    runs_only_in_a: tuple[str, ...]
+    runs_only_in_b: tuple[str, ...]
+    metrics: tuple[MetricChange, ...]
+    moves: tuple[RankMove, ...]
+    embeddings: tuple[EmbeddingDiff, ...]
+    manifest: tuple[FieldChange, ...]
+
+    @property
+    def rankings_identical(self) -> bool:
+        """Same runs on both sides, and the same ids in the same order for every query."""
+        return not self.runs_only_in_a and not self.runs_only_in_b and all(r.rankings_identical for r in self.runs)
+
+    @property
+    def metrics_identical(self) -> bool:
+        return not any(m.changed for m in self.metrics)
+
+    @property
+    def largest_score_diff(self) -> RunDiff | None:
+        """The run holding the largest score difference (the first such run in corpus/ranker order),
+        ``None`` when no run shares a single hit with its counterpart."""
+        best: RunDiff | None = None
+        for run in self.runs:
+            if run.compared_hits and (best is None or run.max_score_diff > best.max_score_diff):
+                best = run
+        return best
+
+    @property
+    def within_tolerance(self) -> bool:
+        worst = self.largest_score_diff
+        return worst is None or worst.max_score_diff <= self.tolerance
+
+    @property
+    def equivalent(self) -> bool:
+        """Rankings and metrics identical and every score within tolerance. File, vector and version
+        differences are reported but do not count: what a regression gate guards is the results."""
+        return self.rankings_identical and self.metrics_identical and self.within_tolerance
+
+    def to_json(self) -> dict[str, Any]:
+        """The whole comparison as JSON-able data with keys sorted at every level (shape in the module doc)."""
+        worst = self.largest_score_diff
+        largest: dict[str, Any] = {"value": None if worst is None else worst.max_score_diff}
+        if worst is not None and worst.max_score_at is not None:
+            largest = {
+                "value": worst.max_score_diff,
+                "corpus": worst.corpus,
+                "ranker": worst.ranker,
+                "query_id": worst.max_score_at.query_id,
+                "doc_id": worst.max_score_at.doc_id,
+                "rank": worst.max_score_at.rank,
+            }
+        doc = {
+            "schema_version": DIFF_SCHEMA_VERSION,
+            "a": self.a,
+            "b": self.b,
+            "tolerance": self.tolerance,
+            "summary": {
+                "equivalent": self.equivalent,
+                "rankings_identical": self.rankings_identical,
+                "metrics_identical": self.metrics_identical,
+                "within_tolerance": self.within_tolerance,
+                "files_identical": len(self.files.identical),
+                "files_total": self.files.total,
+                "runs_compared": len(self.runs),
+                "runs_with_different_rankings": sum(1 for r in self.runs if not r.rankings_identical),
+                "metric_values_differing": sum(1 for m in self.metrics if m.changed),
+                "questions_moved": len(self.moves),
+                "largest_score_difference": largest,
+            },
+            "files": {
+                "identical": list(self.files.identical),
+                "differ": list(self.files.differ),
+                "only_in_a": list(self.files.only_in_a),
+                "only_in_b": list(self.files.only_in_b),
+            },
+            "runs": {
+                "compared": [
+                    {
+                        "corpus": r.corpus,
+                        "ranker": r.ranker,
+                        "queries": r.queries,
+                        "differing_queries": list(r.differing_queries),
+                        "compared_hits": r.compared_hits,
+                        "max_score_diff": r.max_score_diff,
+                        "max_score_at": None
+                        if r.max_score_at is None
+                        else {
+                            "query_id": r.max_score_at.query_id,
+                            "doc_id": r.max_score_at.doc_id,
+                            "rank": r.max_score_at.rank,
+                        },
+                        "params_differ": r.params_differ,
+                    }
+                    for r in self.runs
+                ],
+                "only_in_a": list(self.runs_only_in_a),
+                "only_in_b": list(self.runs_only_in_b),
+            },
+            "metrics": [
+                {
+                    "corpus": m.corpus,
+                    "ranker": m.ranker,
+                    "metric": m.metric,
+                    "a": m.a,
+                    "b": m.b,
+                    "delta": m.delta,
+                    "changed": m.changed,
+                }
+                for m in self.metrics
+            ],
+            "first_relevant_rank": [
+                {"corpus": m.corpus, "ranker": m.ranker, "query_id": m.query_id, "before": m.before, "after": m.after}
+                for m in self.moves
+            ],
+            "embeddings": [
+                {
+                    "corpus": e.corpus,
+                    "file": e.file,
+                    "ids_match": e.ids_match,
+                    "shape_a": list(e.shape_a),
+                    "shape_b": list(e.shape_b),
+                    "max_abs_diff": e.max_abs_diff,
+                    "at": None if e.at_id is None else {"id": e.at_id, "component": e.at_component},
+                }
+                for e in self.embeddings
+            ],
+            "manifest": [{"field": f.field, "a": f.a, "b": f.b} for f in self.manifest],
+        }
+        return _sorted_keys(doc)
+
+
+# ---------------------------------------------------------------------------------- pure comparisons
+
+
+def _natural_key(text: str) -> tuple[tuple[Any, ...], str]:
+    """Sort q2 before q10 and hit@5 before hit@10; the text itself breaks ties (q01 vs q1)."""
+    parts = re.split(r"([0-9]+)", text)
+    return tuple(int(p) if i % 2 else p for i, p in enumerate(parts)), text
+
+
+def _sorted_keys(obj: Any) -> Any:
+    if isinstance(obj, Mapping):
+        return {k: _sorted_keys(obj[k]) for k in sorted(obj)}
+    if isinstance(obj, list | tuple):
+        return [_sorted_keys(v) for v in obj]
+    return obj
+
+
+def compare_files(a: Mapping[str, str], b: Mapping[str, str]) -> FileDiff:
+    """Partition manifest paths (path -> sha256) by whether both sides list them with the same hash."""
+    common = sorted(a.keys() & b.keys())
+    return FileDiff(
+        identical=tuple(p for p in common if a[p] == b[p]),
+        differ=tuple(p for p in common if a[p] != b[p]),
+        only_in_a=tuple(sorted(a.keys() - b.keys())),
+        only_in_b=tuple(sorted(b.keys() - a.keys())),
+    )
+
+
+def _ranked(hits: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    # Order by the stored rank, not list position: the rank is what the run asserts.
+    return sorted(hits, key=lambda h: h["rank"])
+
+
+def compare_runs(corpus: str, ranker: str, a: Mapping[str, Any], b: Mapping[str, Any]) -> RunDiff:
+    """Compare two run documents (``{"queries": {qid: [{"doc_id", "rank", "score"}]}, "params"}``).
+
+    A query differs when its id lists differ in content or order (a query missing on one side
+    counts as an empty list). The score difference is taken over hits with the same document at
+    the same rank; the first largest one in query-id, then rank order is kept as the example.
+    """
+    qa: Mapping[str, Sequence[Mapping[str, Any]]] = a.get("queries", {})
+    qb: Mapping[str, Sequence[Mapping[str, Any]]] = b.get("queries", {})
+    differing: list[str] = []
+    compared = 0
+    worst = 0.0
+    where: HitRef | None = None
+    for qid in sorted(qa.keys() | qb.keys(), key=_natural_key):
+        hits_a, hits_b = _ranked(qa.get(qid, ())), _ranked(qb.get(qid, ()))
+        if [h["doc_id"] for h in hits_a] != [h["doc_id"] for h in hits_b]:
+            differing.append(qid)
+        at_rank = {h["rank"]: h for h in hits_b}
+        for hit in hits_a:
+            other = at_rank.get(hit["rank"])
+            if other is None or other["doc_id"] != hit["doc_id"]:
+                continue
+            compared += 1
+            diff = abs(float(hit["score"]) - float(other["score"]))
+            if diff > worst:  # strict: the first largest one is the example; none when all are equal
+                worst, where = diff, HitRef(qid, hit["doc_id"], hit["rank"])
+    return RunDiff(
+        corpus=corpus,
+        ranker=ranker,
+        queries=len(qa.keys() | qb.keys()),
+        differing_queries=tuple(differing),
+        compared_hits=compared,
+        max_score_diff=worst,
+        max_score_at=where,
+        params_differ=a.get("params") != b.get("params"),
+    )
+
+
+def compare_metrics(corpus: str, a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[MetricChange, ...]:
+    """Every overall value of ``metrics.json`` (``{ranker: {"overall": {metric: value}}}``) on either side,
+    in ranker then metric order; a ranker or metric present on one side only has ``None`` on the other."""
+    changes = []
+    for ranker in sorted(a.keys() | b.keys(), key=_natural_key):
+        overall_a: Mapping[str, Any] = a.get(ranker, {}).get("overall", {})
+        overall_b: Mapping[str, Any] = b.get(ranker, {}).get("overall", {})
+        for metric in sorted(overall_a.keys() | overall_b.keys(), key=_natural_key):
+            changes.append(MetricChange(corpus, ranker, metric, overall_a.get(metric), overall_b.get(metric)))
+    return tuple(changes)
+
+
+def relevance_grades(
+    qrels_tsv: str | None, chunking: Mapping[str, Any] | None, source: str = "qrels/test.tsv"
+) -> dict[str, dict[str, int]]:
+    """Grades per question from a bundle's own inputs: ``chunking.json``'s ``"qrels"`` when present
+    (a chunked corpus is ranked as chunks, so its labels are chunk ids), else the TSV copy
+    (header line, then query-id TAB corpus-id TAB integer grade). ``source`` names the file in errors."""
+    if chunking is not None and isinstance(chunking.get("qrels"), Mapping):
+        grades: dict[str, dict[str, int]] = {}
+        for qid, judged in chunking["qrels"].items():
+            if not isinstance(judged, Mapping) or not all(_is_int(g) for g in judged.values()):
+                raise BundleError(source, f"qrels of query {qid!r} are not {{chunk_id: integer grade}}")
+            grades[qid] = dict(judged)
+        return grades
+    grades = {}
+    for number, line in enumerate((qrels_tsv or "").splitlines(), start=1):
+        if number == 1 or not line.strip():
+            continue
+        cells = line.split("\t")
+        if len(cells) != 3:
+            raise BundleError(f"{source}:{number}", "expected query-id TAB corpus-id TAB grade")
+        qid, doc_id, grade = (c.strip() for c in cells)
+        try:
+            grades.setdefault(qid, {})[doc_id] = int(grade)
+        except ValueError:
+            raise BundleError(f"{source}:{number}", f"grade {grade!r} is not an integer") from None
+    return grades
+
+
+def first_relevant_ranks(run: Mapping[str, Any], grades: Mapping[str, Mapping[str, int]]) -> dict[str, int | None]:
+    """Rank of the first passage graded above 0 for every question in the run or the qrels
+    (``None`` when the run returns no relevant passage, or has no entry for the question)."""
+    queries: Mapping[str, Sequence[Mapping[str, Any]]] = run.get("queries", {})
+    return {
+        qid: first_relevant_rank([h["doc_id"] for h in _ranked(queries.get(qid, ()))], grades.get(qid, {}))
+        for qid in sorted(queries.keys() | grades.keys(), key=_natural_key)
+    }
+
+
+def compare_first_relevant(
+    corpus: str, ranker: str, before: Mapping[str, int | None], after: Mapping[str, int | None]
+) -> tuple[RankMove, ...]:
+    """The questions whose first relevant rank differs between A (``before``) and B (``after``)."""
+    return tuple(
+        RankMove(corpus, ranker, qid, before.get(qid), after.get(qid))
+        for qid in sorted(before.keys() | after.keys(), key=_natural_key)
+        if before.get(qid) != after.get(qid)
+    )
+
+
+def compare_vectors(
+    corpus: str,
+    file: str,
+    a_ids: Sequence[str] | None,
+    a: np.ndarray,
+    b_ids: Sequence[str] | None,
+    b: np.ndarray,
+) -> EmbeddingDiff:
+    """Largest absolute component difference of two arrays whose row ids (``None``: unknown on that
+    side) and shapes match; rows of different ids are different vectors, so they are not compared."""
+    ids_match = (None if a_ids is None else list(a_ids)) == (None if b_ids is None else list(b_ids))
+    if not ids_match or a.shape != b.shape:
+        return EmbeddingDiff(corpus, file, ids_match, tuple(a.shape), tuple(b.shape), None, None, None)
+    if a.size == 0:
+        return EmbeddingDiff(corpus, file, True, tuple(a.shape), tuple(b.shape), 0.0, None, None)
+    delta = np.abs(a.astype(np.float64) - b.astype(np.float64))
+    flat = int(np.argmax(delta))
+    index = np.unravel_index(flat, delta.shape)
+    worst = float(delta.flat[flat])
+    if worst == 0.0:
+        return EmbeddingDiff(corpus, file, True, tuple(a.shape), tuple(b.shape), 0.0, None, None)
+    row = int(index[0])
+    row_id = a_ids[row] if a_ids is not None and row < len(a_ids) else f"row {row}"
+    component = int(index[1]) if len(index) > 1 else None
+    return EmbeddingDiff(corpus, file, True, tuple(a.shape), tuple(b.shape), worst, str(row_id), component)
+
+
+_ABSENT = object()
+
+
+def _leaves(obj: Any, prefix: str) -> dict[str, Any]:
+    if isinstance(obj, Mapping) and obj:
+        out: dict[str, Any] = {}
+        for key in obj:
+            out.update(_leaves(obj[key], f"{prefix}.{key}"))
+        return out
+    return {prefix: obj}
+
+
+def compare_manifest_fields(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[FieldChange, ...]:
+    """The manifest fields other than ``files`` that differ, to the leaf (``libraries.numpy``), so a
+    version bump names the library; a field absent on one side shows ``None`` there."""
+    leaves_a: dict[str, Any] = {}
+    leaves_b: dict[str, Any] = {}
+    for key in a:
+        if key != "files":
+            leaves_a.update(_leaves(a[key], key))
+    for key in b:
+        if key != "files":
+            leaves_b.update(_leaves(b[key], key))
+    changes = []
+    for name in sorted(leaves_a.keys() | leaves_b.keys()):
+        va, vb = leaves_a.get(name, _ABSENT), leaves_b.get(name, _ABSENT)
+        if va != vb or (va is _ABSENT) != (vb is _ABSENT):
+            changes.append(FieldChange(name, None if va is _ABSENT else va, None if vb is _ABSENT else vb))
+    return tuple(changes)
+
+
+# ------------------------------------------------------------------------------------------- readers
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """A bundle verified against its manifest: its evidence folder, the manifest, and path -> sha256."""
+
+    evidence_dir: Path
+    manifest: Mapping[str, Any]
+    files: Mapping[str, str]
+
+    def path(self, rel: str) -> Path:
+        """The file for a manifest path (``evidence/...``), wherever the evidence folder itself lies."""
+        return self.evidence_dir.joinpath(*PurePosixPath(rel).parts[1:])
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _load_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise BundleError(path, f"cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise BundleError(path, "not UTF-8") from None
+    except json.JSONDecodeError as exc:
+        raise BundleError(f"{path}:{exc.lineno}", f"not valid JSON: {exc.msg}") from None
+
+
+def _evidence_dir(path: Path) -> Path:
+    if (path / _EVIDENCE / _MANIFEST).is_file():
+        return path / _EVIDENCE
+    if (path / _MANIFEST).is_file():
+        return path
+    raise BundleError(path, f"not a site or evidence folder (neither {_EVIDENCE}/{_MANIFEST} nor {_MANIFEST} in it)")
+
+
+def open_bundle(path: Path) -> Bundle:
+    """Find a bundle (a site folder or its ``evidence/`` folder), read its manifest, and check the
+    sha256 of every file it lists; the first missing or mismatching file refuses the bundle."""
+    evidence_dir = _evidence_dir(Path(path))
+    manifest_path = evidence_dir / _MANIFEST
+    manifest = _load_json(manifest_path)
+    listed = manifest.get("files") if isinstance(manifest, Mapping) else None
+    if not isinstance(listed, Mapping):
+        raise BundleError(manifest_path, 'no "files" object listing the evidence files')
+    files: dict[str, str] = {}
+    for rel in sorted(listed):
+        entry = listed[rel]
+        parts = PurePosixPath(rel).parts
+        # Manifest paths are relative to the site root; anything else could point outside the bundle.
+        if len(parts) < 2 or parts[0] != _EVIDENCE or ".." in parts or rel.startswith("/"):
+            raise BundleError(manifest_path, f"{rel!r} is not a path under {_EVIDENCE}/")
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("sha256"), str):
+            raise BundleError(manifest_path, f"{rel}: no sha256")
+        files[rel] = entry["sha256"]
+    bundle = Bundle(evidence_dir, manifest, files)
+    for rel, expected in files.items():
+        target = bundle.path(rel)
+        if not target.is_file():
+            raise BundleError(target, f"listed in {manifest_path} but missing; the bundle is refused")
+        try:
+            actual = _sha256(target)
+        except OSError as exc:
+            raise BundleError(target, f"cannot read: {exc.strerror or exc}") from None
+        if actual != expected:
+            raise BundleError(target, f"sha256 does not match {manifest_path}; the bundle is refused")
+    return bundle
+
+
+def _read_run(bundle: Bundle, rel: str) -> dict[str, Any]:
+    """A run document, its shape checked so the pure comparison can index it freely."""
+    path = bundle.path(rel)
+    doc = _load_json(path)
+    queries = doc.get("queries") if isinstance(doc, dict) else None
+    if not isinstance(queries, dict):
+        raise BundleError(path, 'no "queries" object')
+    for qid, hits in queries.items():
+        if not isinstance(hits, list):
+            raise BundleError(path, f"query {qid!r}: hits are not a list")
+        for hit in hits:
+            if not (
+                isinstance(hit, dict)
+                and isinstance(hit.get("doc_id"), str)
+                and _is_int(hit.get("rank"))
+                and _is_number(hit.get("score"))
+                and math.isfinite(hit["score"])
+            ):
+                raise BundleError(path, f"query {qid!r}: a hit lacks a string doc_id, integer rank or finite score")
+    return doc
+
+
+def _read_metrics(bundle: Bundle, rel: str) -> dict[str, Any]:
+    path = bundle.path(rel)
+    doc = _load_json(path)
+    if not isinstance(doc, dict):
+        raise BundleError(path, 'not a {ranker: {"overall": ...}} object')
+    for ranker, scored in doc.items():
+        overall = scored.get("overall") if isinstance(scored, dict) else None
+        if not isinstance(overall, dict) or not all(v is None or _is_number(v) for v in overall.values()):
+            raise BundleError(path, f'ranker {ranker!r}: "overall" is not {{metric: number}}')
+    return doc
+
+
+def _read_grades(bundle: Bundle, corpus: str) -> dict[str, dict[str, int]]:
+    qrels_rel = f"{_EVIDENCE}/{corpus}/inputs/qrels/test.tsv"
+    chunking_rel = f"{_EVIDENCE}/{corpus}/chunking.json"
+    chunking = _load_json(bundle.path(chunking_rel)) if chunking_rel in bundle.files else None
+    if isinstance(chunking, Mapping) and isinstance(chunking.get("qrels"), Mapping):
+        return relevance_grades(None, chunking, str(bundle.path(chunking_rel)))
+    text = None
+    if qrels_rel in bundle.files:
+        try:
+            text = bundle.path(qrels_rel).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise BundleError(bundle.path(qrels_rel), f"cannot read: {exc}") from None
+    return relevance_grades(text, None, str(bundle.path(qrels_rel)))
+
+
+def _read_npy(bundle: Bundle, rel: str) -> np.ndarray:
+    path = bundle.path(rel)
+    try:
+        return np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise BundleError(path, f"not a readable .npy array: {exc}") from None
+
+
+def _vector_ids(bundle: Bundle, corpus: str, name: str) -> list[str] | None:
+    """Row ids of ``embeddings/<name>.npy``: key ``<name>`` of ``index.json``, or for ``<p>-<key>.npy``
+    key ``<key>`` of ``<p>-index.json`` (``sweep-passages.npy`` -> ``sweep-index.json["passages"]``)."""
+    prefix, dash, key = name.rpartition("-")
+    rel = f"{_EVIDENCE}/{corpus}/embeddings/{prefix}{dash}index.json"
+    if rel not in bundle.files:
+        return None
+    index = _load_json(bundle.path(rel))
+    ids = index.get(key) if isinstance(index, Mapping) else None
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        return None
+    return ids
+
+
+def _by_pattern(files: Iterable[str], pattern: re.Pattern[str]) -> dict[tuple[str, ...], str]:
+    return {m.groups(): rel for rel in files if (m := pattern.match(rel))}
+
+
+def diff_bundles(a: Path, b: Path, tolerance: float = 0.0) -> BundleDiff:
+    """Verify and compare two bundles (site folders or ``evidence/`` folders); ``tolerance`` is the
+    largest absolute score difference, on the same hit, that still counts as equal."""
+    if not (isinstance(tolerance, int | float) and math.isfinite(tolerance) and tolerance >= 0):
+        raise ValueError(f"tolerance must be a finite number >= 0, not {tolerance!r}")
+    bundle_a, bundle_b = open_bundle(a), open_bundle(b)
+    files = compare_files(bundle_a.files, bundle_b.files)
+
+    runs_a, runs_b = _by_pattern(bundle_a.files, _RUN_PATH), _by_pattern(bundle_b.files, _RUN_PATH)
+    grades_a: dict[str, dict[str, dict[str, int]]] = {}
+    grades_b: dict[str, dict[str, dict[str, int]]] = {}
+    run_diffs: list[RunDiff] = []
+    moves: list[RankMove] = []
+    # One pair of runs in memory at a time: a large bundle holds many.
+    for corpus, ranker in sorted(runs_a.keys() & runs_b.keys(), key=lambda k: (k[0], _natural_key(k[1]))):
+        run_a, run_b = _read_run(bundle_a, runs_a[corpus, ranker]), _read_run(bundle_b, runs_b[corpus, ranker])
+        run_diffs.append(compare_runs(corpus, ranker, run_a, run_b))
+        if corpus not in grades_a:
+            grades_a[corpus], grades_b[corpus] = _read_grades(bundle_a, corpus), _read_grades(bundle_b, corpus)
+        before = first_relevant_ranks(run_a, grades_a[corpus])
+        after = first_relevant_ranks(run_b, grades_b[corpus])
+        moves.extend(compare_first_relevant(corpus, ranker, before, after))
+
+    metrics_a, metrics_b = _by_pattern(bundle_a.files, _METRICS_PATH), _by_pattern(bundle_b.files, _METRICS_PATH)
+    metric_changes: list[MetricChange] = []
+    for (corpus,) in sorted(metrics_a.keys() | metrics_b.keys()):
+        scored_a = _read_metrics(bundle_a, metrics_a[corpus,]) if (corpus,) in metrics_a else {}
+        scored_b = _read_metrics(bundle_b, metrics_b[corpus,]) if (corpus,) in metrics_b else {}
+        metric_changes.extend(compare_metrics(corpus, scored_a, scored_b))
+
+    npy_a, npy_b = _by_pattern(bundle_a.files, _NPY_PATH), _by_pattern(bundle_b.files, _NPY_PATH)
+    vectors = []
+    for corpus, name in sorted(npy_a.keys() & npy_b.keys()):
+        vectors.append(
+            compare_vectors(
+                corpus,
+                f"{name}.npy",
+                _vector_ids(bundle_a, corpus, name),
+                _read_npy(bundle_a, npy_a[corpus, name]),
+                _vector_ids(bundle_b, corpus, name),
+                _read_npy(bundle_b, npy_b[corpus, name]),
+            )
+        )
+
+    return BundleDiff(
+        a=str(a),
+        b=str(b),
+        tolerance=float(tolerance),
+        files=files,
+        runs=tuple(run_diffs),
+        runs_only_in_a=tuple(f"{c}/{r}" for c, r in sorted(runs_a.keys() - runs_b.keys())),
+        runs_only_in_b=tuple(f"{c}/{r}" for c, r in sorted(runs_b.keys() - runs_a.keys())),
+        metrics=tuple(metric_changes),
+        moves=tuple(moves),
+        embeddings=tuple(vectors),
+        manifest=compare_manifest_fields(bundle_a.manifest, bundle_b.manifest),
+    )
+
+
+# ---------------------------------------------------------------------------------------- terminal
+
+
+def _capped(lines: Sequence[str], cap: int = _CAP) -> list[str]:
+    shown = [f"  {line}" for line in lines[:cap]]
+    if len(lines) > cap:
+        shown.append(f"  and {len(lines) - cap} more")
+    return shown
+
+
+def _count(n: int, noun: str, plural: str | None = None) -> str:
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
+def _differ(n: int) -> str:
+    return "differs" if n == 1 else "differ"
+
+
+def _rank(rank: int | None) -> str:
+    return "not retrieved" if rank is None else str(rank)
+
+
+def _value(value: Any) -> str:
+    if value is None:
+        return "absent"
+    if _is_number(value):
+        return f"{value:.6g}"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def _summary(d: BundleDiff) -> str:
+    parts = []
+    if d.rankings_identical and d.metrics_identical:
+        parts.append("identical rankings and metrics")
+    else:
+        if d.rankings_identical:
+            parts.append("identical rankings")
+        else:
+            differing = [r for r in d.runs if not r.rankings_identical]
+            queries = sum(len(r.differing_queries) for r in differing)
+            text = f"rankings differ ({_count(queries, 'query', 'queries')} in {_count(len(differing), 'run')}"
+            one_side = len(d.runs_only_in_a) + len(d.runs_only_in_b)
+            parts.append(text + (f", {_count(one_side, 'run')} in one bundle only)" if one_side else ")"))
+        changed = sum(1 for m in d.metrics if m.changed)
+        parts.append(
+            "identical metrics" if d.metrics_identical else f"{_count(changed, 'metric value')} {_differ(changed)}"
+        )
+    parts.append(f"{len(d.files.identical)} of {d.files.total} files identical")
+    worst = d.largest_score_diff
+    verdict = "within" if d.within_tolerance else "exceeds"
+    if worst is None:
+        parts.append(f"no shared hits to compare scores on, tolerance {d.tolerance:g}")
+    else:
+        at = worst.max_score_at
+        where = f" ({worst.ranker}, {worst.corpus} {at.query_id})" if at is not None else ""
+        parts.append(f"largest score difference {worst.max_score_diff:g}{where} {verdict} tolerance {d.tolerance:g}")
+    return "; ".join(parts)
+
+
+def format_diff(d: BundleDiff) -> str:
+    """A short terminal report: the summary line, then one section per aspect, each capped at 10 lines."""
+    out = [_summary(d), ""]
+
+    f = d.files
+    out.append(
+        f"files: {len(f.identical)} of {f.total} identical, {len(f.differ)} {_differ(len(f.differ))}, "
+        f"{len(f.only_in_a)} only in A, {len(f.only_in_b)} only in B"
+    )
+    out += _capped(
+        [f"differ     {p}" for p in f.differ]
+        + [f"only in A  {p}" for p in f.only_in_a]
+        + [f"only in B  {p}" for p in f.only_in_b]
+    )
+
+    changed_runs = [r for r in d.runs if not r.rankings_identical or r.max_score_diff > 0 or r.params_differ]
+    ranking_changes = sum(1 for r in d.runs if not r.rankings_identical)
+    out.append(
+        f"runs: {len(d.runs)} compared, {ranking_changes} with different rankings, "
+        f"{len(d.runs_only_in_a)} only in A, {len(d.runs_only_in_b)} only in B"
+    )
+    lines = []
+    for r in changed_runs:
+        notes = []
+        if r.differing_queries:
+            shown = ", ".join(r.differing_queries[:_QUERY_EXAMPLES])
+            more = len(r.differing_queries) - _QUERY_EXAMPLES
+            notes.append(
+                f"{len(r.differing_queries)} of {r.queries} queries ranked differently ({shown}"
+                + (f" and {more} more)" if more > 0 else ")")
+            )
+        if r.max_score_diff > 0 and r.max_score_at is not None:
+            at = r.max_score_at
+            notes.append(f"largest score difference {r.max_score_diff:g} at {at.query_id} rank {at.rank} ({at.doc_id})")
+        if r.params_differ:
+            notes.append("parameters differ")
+        lines.append(f"{r.corpus}/{r.ranker}: " + "; ".join(notes))
+    lines += [f"only in A  {name}" for name in d.runs_only_in_a]
+    lines += [f"only in B  {name}" for name in d.runs_only_in_b]
+    out += _capped(lines)
+
+    changed_metrics = [m for m in d.metrics if m.changed]
+    out.append(
+        f"metrics: {_count(len(d.metrics), 'overall value')} compared, "
+        f"{len(changed_metrics)} {_differ(len(changed_metrics))}"
+    )
+    out += _capped(
+        [
+            f"{m.corpus}/{m.ranker} {m.metric}: {_value(m.a)} -> {_value(m.b)}"
+            + (f" ({m.delta:+.3g})" if m.delta is not None else "")
+            for m in changed_metrics
+        ]
+    )
+
+    out.append(f"first relevant rank: {_count(len(d.moves), 'question')} moved")
+    out += _capped([f"{m.corpus}/{m.ranker} {m.query_id}: {_rank(m.before)} -> {_rank(m.after)}" for m in d.moves])
+
+    comparable = [e for e in d.embeddings if e.max_abs_diff is not None]
+    largest = max((e.max_abs_diff for e in comparable if e.max_abs_diff is not None), default=0.0)
+    out.append(
+        f"embeddings: {_count(len(d.embeddings), 'array')}, {len(comparable)} comparable, "
+        f"largest component difference {largest:g}"
+    )
+    lines = []
+    for e in d.embeddings:
+        if e.max_abs_diff is None:
+            why = "row ids differ" if not e.ids_match else f"shape {list(e.shape_a)} vs {list(e.shape_b)}"
+            lines.append(f"{e.corpus}/{e.file}: not compared, {why}")
+        elif e.max_abs_diff > 0:
+            lines.append(f"{e.corpus}/{e.file}: {e.max_abs_diff:g} at {e.at_id}, component {e.at_component}")
+    out += _capped(lines)
+
+    out.append(f"manifest: {_count(len(d.manifest), 'field')} {_differ(len(d.manifest))}")
+    out += _capped([f"{c.field}: {_value(c.a)} -> {_value(c.b)}" for c in d.manifest])
+    return "\n".join(out)
