@@ -69,7 +69,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
-import numpy as np
+try:
+    import numpy as np
+except ModuleNotFoundError as _missing:
+    # Run as a script by someone without numpy: one line saying how to get it, not a traceback.
+    if _missing.name != "numpy" or __name__ != "__main__":
+        raise
+    print("audit.py needs numpy: python3 -m pip install numpy", file=sys.stderr)
+    raise SystemExit(2) from None
 
 __all__ = ["CORPUS_CHECKS", "RANKER_CHECKS", "TOLERANCES", "main", "run_audit"]
 
@@ -155,6 +162,18 @@ class Bundle:
 
         return self._cached(("text", rel), load)
 
+    def lines(self, rel: str) -> list[str]:
+        """A text file's lines as sitegen reads them: split on newline only (a U+2028 inside a JSON
+        string is not a line break), a carriage return before it dropped, a byte-order mark opening
+        line 1 skipped; numbered from 1 like an editor's."""
+        text = self.text(rel)
+        lines = text.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        if lines and lines[0].startswith("\ufeff"):
+            lines[0] = lines[0][1:]
+        return [line[:-1] if line.endswith("\r") else line for line in lines]
+
     def json(self, rel: str, kind: type = dict) -> Any:
         def load() -> Any:
             try:
@@ -210,7 +229,7 @@ class Bundle:
 
 
 def _jsonl(bundle: Bundle, rel: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    for number, line in enumerate(bundle.text(rel).splitlines(), start=1):
+    for number, line in enumerate(bundle.lines(rel), start=1):
         if not line.strip():
             continue
         try:
@@ -250,13 +269,13 @@ def _read_inputs(bundle: Bundle, corpus: str) -> Inputs:
             "spans": obj.get("spans") or [],
         }
     rel = f"{base}/qrels/test.tsv"
-    rows = [(n, line) for n, line in enumerate(bundle.text(rel).splitlines(), start=1) if line.strip()]
+    rows = [(n, line) for n, line in enumerate(bundle.lines(rel), start=1) if line.strip()]
     if not rows or [c.strip() for c in rows[0][1].split("\t")] != ["query-id", "corpus-id", "score"]:
         raise AuditError(f"{rel}: line 1: expected the header query-id<TAB>corpus-id<TAB>score")
     qrels: dict[str, dict[str, int]] = {}
     for number, line in rows[1:]:
         columns = [c.strip() for c in line.split("\t")]
-        if len(columns) != 3 or not re.fullmatch(r"[+-]?\d+", columns[2]):
+        if len(columns) != 3 or not re.fullmatch(r"[0-9]+", columns[2]):
             raise AuditError(f"{rel}: line {number}: expected query-id<TAB>corpus-id<TAB>integer grade")
         qid, did, grade = columns[0], columns[1], int(columns[2])
         if qid not in queries or did not in doc_text:
@@ -553,7 +572,7 @@ def _check_trec_contract(check: Check, bundle: Bundle, corpus: str, summary: dic
         for d, g in sorted(inputs.qrels.get(q, {}).items(), key=lambda item: order.get(item[0], len(order)))
     ]
     text = bundle.text(f"{base}/qrels.trec")
-    got = text.splitlines()
+    got = bundle.lines(f"{base}/qrels.trec")
     if got != want or not text.endswith("\n"):
         at = next((i for i, (g, w) in enumerate(zip(got, want, strict=False)) if g != w), min(len(got), len(want)))
         seen, expected = (x[at] if at < len(x) else "nothing" for x in (got, want))
@@ -726,7 +745,7 @@ def _verify_external(check: Check, bundle: Bundle, corpus: str, run: dict[str, A
     """An external run cannot be recomputed; check it is its bundled TREC file, read in trec_eval's
     order (score descending, then doc id descending), cut to depth, and that its lists are honest."""
     source = f"evidence/{corpus}/{run['params'].get('source', '')}"
-    lines = [line.split() for line in bundle.text(source).splitlines() if line.strip()]
+    lines = [line.split() for line in bundle.lines(source) if line.strip()]
     if any(len(cols) != 6 for cols in lines):
         raise AuditError(f"{source}: every line must have 6 columns")
     parsed: dict[str, dict[str, float]] = {}
@@ -748,6 +767,14 @@ def _verify_external(check: Check, bundle: Bundle, corpus: str, run: dict[str, A
         check.fail(f"{rel}: unknown_documents {run['params'].get('unknown_documents')}, the file names {unknown_docs}")
     if run["params"].get("unknown_queries") != unknown_queries:
         check.fail(f"{rel}: unknown_queries {run['params'].get('unknown_queries')}, the file names {unknown_queries}")
+    counts = {  # the counts the corpus page shows beside those lists
+        "hits_in_file": sum(len(scores) for scores in parsed.values()),
+        "unknown_document_hits": sum(1 for scores in parsed.values() for d in scores if d not in inputs.doc_text),
+        "queries_in_file": len(parsed),
+    }
+    for key, value in counts.items():
+        if run["params"].get(key) != value:
+            check.fail(f"{rel}: {key} {run['params'].get(key)}, the file gives {value}")
     return "external: metrics verified, ranking not reproducible here"
 
 
@@ -839,9 +866,9 @@ def check_trec(check: Check, bundle: Bundle, corpus: str, ranker: str) -> str:
     run = bundle.run(corpus, ranker)
     blocks: dict[str, list[list[str]]] = {}
     last = None
-    for number, line in enumerate(bundle.text(rel).splitlines(), start=1):
+    for number, line in enumerate(bundle.lines(rel), start=1):
         cols = line.split()
-        if len(cols) != 6 or cols[1] != "Q0" or cols[5] != ranker or not re.fullmatch(r"\d+", cols[4]):
+        if len(cols) != 6 or cols[1] != "Q0" or cols[5] != ranker or not re.fullmatch(r"[0-9]+", cols[4]):
             check.fail(f"{rel}: line {number}: expected 'qid Q0 docid rank score {ranker}' with an integer score")
             continue
         cols[0], cols[2] = unquote(cols[0]), unquote(cols[2])  # ids: "%" and whitespace are percent-encoded
@@ -1279,7 +1306,7 @@ def check_packing(check: Check, bundle: Bundle, corpus: str) -> str:
     if (bundle.site / fixture_rel).is_file():
         fixture = {
             json.loads(line)["query_id"]: json.loads(line)["citations"]
-            for line in bundle.text(fixture_rel).splitlines()
+            for line in bundle.lines(fixture_rel)
             if line.strip()
         }
     if sorted(stored.get("citations", {})) != sorted(fixture):
@@ -1355,7 +1382,7 @@ def check_chunking(check: Check, bundle: Bundle, corpus: str) -> str:
     stored = bundle.json(rel)
     inputs = bundle.inputs(corpus)
     chunks = {}
-    for line in bundle.text(f"evidence/{corpus}/chunks.jsonl").splitlines():
+    for line in bundle.lines(f"evidence/{corpus}/chunks.jsonl"):
         if line.strip():
             obj = json.loads(line)
             chunks[obj["_id"]] = f"{obj['title']}\n{obj['text']}" if obj.get("title") else obj["text"]
@@ -1376,7 +1403,7 @@ def check_chunking(check: Check, bundle: Bundle, corpus: str) -> str:
         emb = bundle.embeddings(corpus)
         query_vectors = dict(zip(emb.index["queries"], emb.queries, strict=True))
     documents = {}
-    for line in bundle.text(f"evidence/{corpus}/inputs/corpus.jsonl").splitlines():
+    for line in bundle.lines(f"evidence/{corpus}/inputs/corpus.jsonl"):
         if line.strip():
             obj = json.loads(line)
             documents[obj["_id"]] = obj

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from sitegen.bundle import StoredVectors, has_manifest, stored_vectors
 from sitegen.chunking import RELEVANCE_RULE as CHUNK_RELEVANCE_RULE
 from sitegen.chunking import ChunkConfig, chunk_corpus, parse_chunking
 from sitegen.corpus import Corpus, discover_corpora, load_corpus, passage_text
@@ -36,32 +37,41 @@ from sitegen.embeddings import (
     embed_corpus,
     text_sha256,
 )
-from sitegen.errors import BuildError, CorpusError, SitegenError
+from sitegen.errors import BuildError, BundleError, CorpusError, OutputFolderError, SitegenError
 from sitegen.evidence import (
     CHUNKS_FILE,
     EVIDENCE_DIR,
     TREC_DEPTH,
-    StoredVectors,
-    stored_vectors,
     write_corpus_evidence,
     write_manifest,
     write_sweep_embeddings,
 )
 from sitegen.experiments import experiment_inputs, run_experiments
+from sitegen.hashing import sha256_file
 from sitegen.metrics import evaluate, metric_names
 from sitegen.packing import DEFAULT_BUDGETS, packing_report
 from sitegen.rankers import DEFAULT_RANKERS, RankInputs, Run, make_rankers
-from sitegen.rankers.external import ExternalRunRanker
+from sitegen.rankers.external import ExternalRunRanker, check_ids, read_trec_run
 from sitegen.rankers.filtering import has_filters
 from sitegen.render import render_site
 from sitegen.report import derive_report, filtering_report
 from sitegen.stepcache import StepCache
+from sitegen.swap import TargetLock, fresh_sibling, swap_into_place
 from sitegen.timings import copy_timing_files, load_timing_files
 
 AUDIT_SCRIPT = "audit.py"
 STEP_CACHE_FOLDER = "steps"
 
-__all__ = ["BuildOptions", "BuildResult", "build_site", "inputs_date", "select_corpora"]
+__all__ = [
+    "BuildOptions",
+    "BuildResult",
+    "build_site",
+    "check_run_corpora",
+    "external_rankers",
+    "inputs_date",
+    "select_corpora",
+    "source_date_epoch",
+]
 
 
 @dataclass(frozen=True)
@@ -77,6 +87,10 @@ class BuildOptions:
     external_runs: tuple[tuple[str, str, Path], ...] = ()
     pg_dsn: str | None = None
     require_postgres: bool = False
+    #: Publish pg-* rows as "not run" when PostgreSQL fails, even where the site at ``out_dir`` had them.
+    allow_missing_postgres: bool = False
+    #: Replace an ``out_dir`` that holds files but is not a sitegen site.
+    force: bool = False
     timings_dir: Path | None = None
     #: A site or bundle whose stored vectors are reused as frozen inputs; None: ``out_dir``'s.
     vectors_from: Path | None = None
@@ -145,8 +159,40 @@ def select_corpora(corpora_dir: Path, only: Sequence[str]) -> list[Path]:
 _RUN_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 
 
-def external_rankers(corpus: Corpus, options: BuildOptions, builtin: Sequence[str]) -> list[ExternalRunRanker]:
-    """External TREC runs for one corpus: ``<corpus>/runs/NAME.trec`` files and ``--run NAME=CORPUS:PATH``."""
+def check_run_corpora(options: BuildOptions, selected: Sequence[Path]) -> None:
+    """Refuse, before any work, a ``--run NAME=CORPUS:PATH`` whose corpus this build does not build: it
+    would be ignored. The message lists the corpora found on disk and says when ``--only`` left it out."""
+    built = {p.name for p in selected}
+    for name, corpus_name, path in options.external_runs:
+        if corpus_name in built:
+            continue
+        found = [p.name for p in discover_corpora(options.corpora_dir)]
+        given = f"--run {name}={corpus_name}:{path}"
+        if corpus_name in found:
+            raise BuildError(
+                f"{given}: corpus {corpus_name} is not being built (--only {', '.join(sorted(set(options.only)))}); "
+                f"add --only {corpus_name} or leave this --run out"
+            )
+        raise BuildError(
+            f"{given}: no corpus named {corpus_name} in {options.corpora_dir}; "
+            f"the corpora there are: {', '.join(found)}"
+        )
+
+
+def _ranked_doc_ids(corpus: Corpus) -> set[str]:
+    """The document ids the rankers will see: a chunked corpus is ranked as its chunks."""
+    if "chunking" in corpus.config:
+        corpus = chunk_corpus(corpus, parse_chunking(corpus.config["chunking"]).default)
+    return {d.doc_id for d in corpus.documents}
+
+
+def external_rankers(
+    corpus: Corpus, options: BuildOptions, builtin: Sequence[str], log: Log = _quiet
+) -> list[ExternalRunRanker]:
+    """External TREC runs for one corpus (``<corpus>/runs/NAME.trec`` files and ``--run NAME=CORPUS:PATH``),
+    each parsed and checked against the corpus's ids now, in the load phase, so that a bad line or a run
+    whose ids mostly miss fails before any ranker runs; the parsed run is kept and never read again.
+    Ids the corpus lacks, below ``MAX_UNKNOWN_SHARE``, are warned about on ``log``."""
     found: dict[str, Path] = {}
     runs_dir = corpus.root / "runs"
     if runs_dir.is_dir():
@@ -157,22 +203,48 @@ def external_rankers(corpus: Corpus, options: BuildOptions, builtin: Sequence[st
                 raise CorpusError(path, f"external run name {name!r} is given twice for corpus {corpus.name}")
             found[name] = path
     rankers = []
+    doc_ids: set[str] | None = None
     for name, path in sorted(found.items()):
         if not _RUN_NAME.fullmatch(name):
             raise CorpusError(path, f"external run name {name!r} must be lowercase letters, digits, '.', '_' or '-'")
         if name in builtin:
             raise CorpusError(path, f"external run name {name!r} is already a built-in ranker; rename it")
-        if not path.is_file():
+        if not path.exists():
             raise CorpusError(path, "external run file does not exist")
-        rankers.append(ExternalRunRanker(name, path, f"inputs/runs/{name}.trec"))
+        if not path.is_file():
+            raise CorpusError(path, "external run path is not a file")
+        run = read_trec_run(path)
+        doc_ids = doc_ids if doc_ids is not None else _ranked_doc_ids(corpus)
+        ids = check_ids(run, doc_ids, {q.query_id for q in corpus.queries})
+        if (refusal := ids.refusal(corpus.name)) is not None:
+            raise CorpusError(path, f"run {name}: {refusal}")
+        for note in ids.warnings():
+            log(f"warning: {corpus.name}: run {name}: {note}")
+        rankers.append(ExternalRunRanker(name, path, f"inputs/runs/{name}.trec", run))
     return rankers
+
+
+def source_date_epoch() -> int | None:
+    """``SOURCE_DATE_EPOCH`` as whole seconds, or None when unset; a value that is not one is an error
+    (the build checks it while loading, rather than dying with a traceback after ranking)."""
+    text = os.environ.get("SOURCE_DATE_EPOCH")
+    if not text:
+        return None
+    try:
+        epoch = int(text)
+        datetime.fromtimestamp(epoch, tz=timezone.utc)
+    except (ValueError, OverflowError, OSError):
+        raise BuildError(
+            f"SOURCE_DATE_EPOCH={text!r} is not a date in whole seconds since 1970 (e.g. 1735689600)"
+        ) from None
+    return epoch
 
 
 def inputs_date(folder: Path) -> str | None:
     """The date the inputs were frozen, never the wall clock: ``SOURCE_DATE_EPOCH`` if set,
     else the date of the last git commit touching the corpus folder, else None."""
-    if epoch := os.environ.get("SOURCE_DATE_EPOCH"):
-        return datetime.fromtimestamp(int(epoch), tz=timezone.utc).date().isoformat()
+    if (epoch := source_date_epoch()) is not None:
+        return datetime.fromtimestamp(epoch, tz=timezone.utc).date().isoformat()
     try:
         result = subprocess.run(
             ["git", "log", "-1", "--format=%cs", "--", "."],
@@ -206,15 +278,99 @@ def _audit(staging: Path, log: Log) -> dict[str, Any]:
     return report
 
 
-def _swap_into_place(staging: Path, out_dir: Path) -> None:
-    previous = out_dir.with_name(f".{out_dir.name}.previous")
-    if previous.exists():
-        shutil.rmtree(previous)
-    if out_dir.exists():
-        out_dir.rename(previous)
-    staging.rename(out_dir)
-    if previous.exists():
-        shutil.rmtree(previous)
+def _checked_out_dir(options: BuildOptions) -> Path:
+    """The resolved output folder, refused before anything is created or locked when it is, holds or sits
+    inside the corpora folder (always, even with ``force``), or is a file."""
+    out_dir = options.out_dir.resolve()
+    corpora_dir = options.corpora_dir.resolve()
+    if out_dir == corpora_dir:
+        relation = "equals"
+    elif out_dir.is_relative_to(corpora_dir):
+        relation = "is inside"
+    elif corpora_dir.is_relative_to(out_dir):
+        relation = "contains"
+    else:
+        relation = ""
+    if relation:
+        raise OutputFolderError(
+            f"--out {options.out_dir} {relation} the corpora folder {options.corpora_dir}; "
+            "the build would replace its inputs"
+        )
+    if out_dir.exists() and not out_dir.is_dir():
+        raise OutputFolderError(f"--out {options.out_dir} is a file, not a folder")
+    try:
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputFolderError(f"cannot create {out_dir.parent}: {exc.strerror or exc}") from exc
+    return out_dir
+
+
+def _site_manifest(folder: Path) -> dict[str, Any] | None:
+    """The manifest of a site sitegen wrote (``tool.name`` is sitegen), else None."""
+    try:
+        manifest = json.loads((folder / EVIDENCE_DIR / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    tool = manifest.get("tool") if isinstance(manifest, dict) else None
+    return manifest if isinstance(tool, dict) and tool.get("name") == "sitegen" else None
+
+
+def _refuse_replacing(out_dir: Path, options: BuildOptions) -> None:
+    """A build replaces the whole output folder: refuse, before loading anything, a folder holding
+    someone else's files (unless ``force``) or, under ``only``, a site whose other corpora would vanish."""
+    entries = sorted(p.name for p in out_dir.iterdir()) if out_dir.is_dir() else []
+    if not entries:
+        return
+    manifest = _site_manifest(out_dir)
+    if manifest is None:
+        if options.force:
+            return
+        shown = ", ".join(entries[:3]) + (f" and {len(entries) - 3} more" if len(entries) > 3 else "")
+        raise OutputFolderError(
+            f"--out {options.out_dir} is not empty and is not a sitegen site (it holds {shown}); "
+            "choose a new or empty folder, or pass --force to replace it"
+        )
+    if options.only:
+        select_corpora(options.corpora_dir, options.only)  # an unknown name is the clearer error
+    held = manifest.get("corpora")
+    if not isinstance(held, list):
+        held = [p.name for p in (out_dir / EVIDENCE_DIR).iterdir() if p.is_dir()]
+    others = sorted({str(name) for name in held} - set(options.only)) if options.only else []
+    if others:
+        raise OutputFolderError(
+            f"--only {', '.join(sorted(set(options.only)))} would remove {', '.join(others)} from the site at "
+            f"{options.out_dir} (a build replaces the whole folder); build every corpus, or choose another --out"
+        )
+
+
+def _remove_stale_staging(out_dir: Path) -> None:
+    """Staging folders a killed build left beside the output; ours to remove, as this build holds the lock."""
+    prefix = f".{out_dir.name}.building-"
+    for path in sorted(out_dir.parent.iterdir()):
+        if path.name.startswith(prefix) and path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _published_postgres_rows(out_dir: Path, corpora: Sequence[str], rankers: Sequence[Any]) -> dict[str, list[str]]:
+    """Rows that need PostgreSQL among this build's rankers and that the site at ``out_dir`` publishes,
+    by corpus: a PostgreSQL failure would make them vanish from the report."""
+    needs_pg: set[str] = set()
+    for ranker in rankers:  # dependency order: a fusion comes after its components
+        if ranker.uses_postgres or needs_pg & set(ranker.requires):
+            needs_pg.add(ranker.name)
+    if not needs_pg or _site_manifest(out_dir) is None:
+        return {}
+    published: dict[str, list[str]] = {}
+    for name in corpora:
+        try:
+            summary = json.loads((out_dir / EVIDENCE_DIR / name / "corpus.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        listed = summary.get("rankers") if isinstance(summary, dict) else None
+        rows = [r for r in listed if isinstance(r, str) and r in needs_pg] if isinstance(listed, list) else []
+        if rows:
+            published[name] = rows
+    return published
 
 
 def build_site(
@@ -223,10 +379,31 @@ def build_site(
     progress: ProgressFactory | None = None,
     model: EmbeddingModel | None = None,
 ) -> BuildResult:
-    """Run the whole flow; raise SitegenError (output untouched) on any failure."""
+    """Run the whole flow; raise SitegenError (output untouched) on any failure.
+
+    The output folder is checked and locked before anything is loaded, and the lock is held until the
+    new site is swapped in: a second build into the same folder fails at once instead of racing this one.
+    """
+    out_dir = _checked_out_dir(options)
+    with TargetLock(out_dir) as lock:
+        _refuse_replacing(out_dir, options)
+        return _build_locked(options, out_dir, lock, log, progress, model)
+
+
+def _build_locked(
+    options: BuildOptions,
+    out_dir: Path,
+    lock: TargetLock,
+    log: Log,
+    progress: ProgressFactory | None,
+    model: EmbeddingModel | None,
+) -> BuildResult:
+    """The build proper; ``out_dir`` was checked and is locked by :func:`build_site` until the swap."""
     seconds: dict[str, float] = {}
     clock = time.perf_counter()
     folders = select_corpora(options.corpora_dir, options.only)
+    check_run_corpora(options, folders)
+    source_date_epoch()
     corpora = [load_corpus(f) for f in folders]
     for corpus in corpora:
         log(
@@ -234,20 +411,36 @@ def build_site(
             f"{sum(len(j) for j in corpus.qrels.values())} judged pairs"
         )
     rankers = make_rankers(options.rankers)
+    # Every input is validated before any ranker runs: run files are parsed here, once, and kept.
+    externals = {c.name: external_rankers(c, options, [r.name for r in rankers], log) for c in corpora}
+    published_pg = (
+        {}
+        if options.require_postgres or options.allow_missing_postgres
+        else _published_postgres_rows(out_dir, [c.name for c in corpora], rankers)
+    )
+    # Rows the published site has must not vanish because PostgreSQL failed this time: treat it as required.
+    run_options = replace(options, require_postgres=True) if published_pg else options
     timing_files = load_timing_files(options.timings_folder)
     seconds["load"] = time.perf_counter() - clock
 
-    out_dir = options.out_dir.resolve()
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = out_dir.with_name(f".{out_dir.name}.building-{os.getpid()}")
-    if staging.exists():
-        shutil.rmtree(staging)
+    _remove_stale_staging(out_dir)
+    staging = fresh_sibling(out_dir, "building")
     staging.mkdir()
     try:
         steps = step_cache(options)
-        total_stats, model_info, pg_versions, drift = _build_into(
-            staging, corpora, rankers, options, log, progress, model, seconds, steps
-        )
+        try:
+            total_stats, model_info, pg_versions, drift = _build_into(
+                staging, corpora, rankers, run_options, log, progress, model, seconds, steps, externals
+            )
+        except SitegenError as exc:
+            if published_pg and _is_postgres_unavailable(exc):
+                rows = "; ".join(f"{corpus}: {', '.join(names)}" for corpus, names in published_pg.items())
+                raise BuildError(
+                    f"PostgreSQL failed ({exc}), and the site at {options.out_dir} publishes rows this build "
+                    f"would drop ({rows}); fix PostgreSQL (or --pg-dsn), or pass --allow-missing-postgres "
+                    "to publish them as not run"
+                ) from exc
+            raise
         clock = time.perf_counter()
         write_manifest(staging, [c.name for c in corpora], model_info, pg_versions)
         seconds["write"] += time.perf_counter() - clock
@@ -265,7 +458,7 @@ def build_site(
             "step cache (experiments, plots): "
             + "; ".join(f"{name} {n['computed']} computed, {n['reused']} reused" for name, n in steps.counts.items())
         )
-        _swap_into_place(staging, out_dir)
+        swap_into_place(staging, out_dir, lock)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -290,6 +483,7 @@ def _build_into(
     model: EmbeddingModel | None,
     seconds: dict[str, float],
     steps: StepCache,
+    externals: Mapping[str, list[ExternalRunRanker]],
 ) -> tuple[EmbedStats, dict[str, str] | None, dict[str, str] | None, VectorDrift | None]:
     needs_embeddings = any(r.uses_embeddings for r in rankers)
     for key in ("embed", "rank", "score", "experiments", "write"):
@@ -342,6 +536,7 @@ def _build_into(
                 log,
                 seconds,
                 steps,
+                externals[corpus.name],
                 chunking,
                 sweep,
             )
@@ -360,7 +555,7 @@ def _build_into(
 def _compare_with_source(drift: VectorDrift, options: BuildOptions, staging: Path) -> VectorDrift:
     """After ``--reembed``: did any ranking or metric change against the bundle the old vectors came from?"""
     source = options.vectors_source
-    if not ((source / EVIDENCE_DIR / "manifest.json").is_file() or (source / "manifest.json").is_file()):
+    if not has_manifest(source):
         return drift
     from sitegen.diff import diff_bundles, format_diff
 
@@ -376,11 +571,15 @@ def _compare_with_source(drift: VectorDrift, options: BuildOptions, staging: Pat
 def _stored_vectors(options: BuildOptions, model: EmbeddingModel, log: Log) -> StoredVectors:
     """The vectors of the earlier bundle (``--vectors-from``, else the output site), as frozen inputs."""
     source = options.vectors_source
-    if options.vectors_from is not None and not (source / EVIDENCE_DIR / "manifest.json").is_file() and not (
-        source / "manifest.json"
-    ).is_file():
+    if options.vectors_from is not None and not has_manifest(source):
         raise BuildError(f"{source}: no evidence/manifest.json there, so no stored vectors to reuse")
-    stored = stored_vectors(source, model.config.sha256(), model.config.dimensions)
+    try:
+        stored = stored_vectors(source, model.config.sha256(), model.config.dimensions)
+    except BundleError as exc:
+        raise BuildError(
+            f"the stored vectors cannot be trusted: {exc}. Restore the bundle (git checkout {source}), "
+            "or build into another --out"
+        ) from None
     if stored.vectors or stored.skipped:
         note = f" ({stored.skipped} left out: another model configuration or unusable)" if stored.skipped else ""
         use = "compared with the new ones" if options.reembed else "reused as frozen inputs"
@@ -606,11 +805,12 @@ def _build_corpus(
     log: Log,
     seconds: dict[str, float],
     steps: StepCache,
+    externals: Sequence[ExternalRunRanker],
     chunking: ChunkConfig | None = None,
     sweep: dict[str, Any] | None = None,
 ) -> None:
-    """Rank, score, derive the experiments and write one corpus's evidence."""
-    externals = external_rankers(corpus, options, [r.name for r in rankers])
+    """Rank, score, derive the experiments and write one corpus's evidence; ``externals`` were
+    parsed and checked while loading (:func:`external_rankers`)."""
     with ExitStack() as stack:
         pg_index, pg_problem = None, server_problem
         if server is not None and embeddings is not None:
@@ -694,4 +894,6 @@ def _build_corpus(
         target = staging / EVIDENCE_DIR / corpus.name / external.input_copy
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(external.path, target)
+        if sha256_file(target) != external.run.sha256:  # the bundle must hold the bytes that were scored
+            raise CorpusError(external.path, "changed while the build ran; build again")
     seconds["write"] += time.perf_counter() - clock

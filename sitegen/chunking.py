@@ -85,6 +85,9 @@ def _setting(raw: Any, where: str) -> ChunkSetting:
     return ChunkSetting(method, size, float(overlap))
 
 
+_SWEEP_DEFAULTS = (("methods", ["fixed"]), ("sizes", [50, 100, 200, 400]), ("overlaps", [0, 0.2]))
+
+
 def parse_chunking(raw: Any) -> ChunkConfig:
     """``{"default": SETTING, "sweep": {"methods": [...], "sizes": [...], "overlaps": [...]}}``."""
     if not isinstance(raw, dict) or "default" not in raw or not set(raw) <= {"default", "sweep"}:
@@ -93,10 +96,13 @@ def parse_chunking(raw: Any) -> ChunkConfig:
     sweep_raw = raw.get("sweep", {"methods": ["fixed"], "sizes": [50, 100, 200, 400], "overlaps": [0, 0.2]})
     if not isinstance(sweep_raw, dict) or not set(sweep_raw) <= {"methods", "sizes", "overlaps"}:
         raise ChunkingError('chunking.sweep must be {"methods": [...], "sizes": [...], "overlaps": [...]}')
+    methods, sizes, overlaps = (sweep_raw.get(k, d) for k, d in _SWEEP_DEFAULTS)
+    if not all(isinstance(v, list) for v in (methods, sizes, overlaps)):
+        raise ChunkingError("chunking.sweep: methods, sizes and overlaps must each be a list")
     sweep = []
-    for method in sweep_raw.get("methods", ["fixed"]):
-        for size in sweep_raw.get("sizes", [50, 100, 200, 400]):
-            for overlap in sweep_raw.get("overlaps", [0, 0.2]):
+    for method in methods:
+        for size in sizes:
+            for overlap in overlaps:
                 sweep.append(_setting({"method": method, "size": size, "overlap": overlap}, "chunking.sweep"))
     return ChunkConfig(default, tuple(dict.fromkeys(sweep)))
 

@@ -30,6 +30,20 @@ class _ExternalRun(click.ParamType):
         return (name, corpus, Path(path))
 
 
+def _os_problem(exc: OSError) -> str:
+    """An operating-system failure (a file where a folder should be, no permission, a full disk) as
+    one line naming the path, instead of a traceback."""
+    where = f"{exc.filename}: " if exc.filename is not None else ""
+    return f"{where}{exc.strerror or exc}"
+
+
+def _site_folder(ctx: click.Context, param: click.Parameter, value: Path) -> Path:
+    """A folder without ``evidence/`` is the wrong folder, not a site whose audit failed."""
+    if not (value / "evidence").is_dir():
+        raise click.BadParameter(f"{value} has no evidence/ folder; pass a built site folder", ctx, param)
+    return value
+
+
 class _Progress:
     """A click progress bar on stderr, or nothing when ``--quiet``."""
 
@@ -69,9 +83,21 @@ def cli() -> None:
     type=click.Path(file_okay=False, path_type=Path),
     default=Path("site"),
     show_default=True,
-    help="Site folder to write; replaced only when the build succeeds.",
+    help="Site folder to write; replaced only when the build succeeds. Refused when it is, holds or sits in "
+    "the corpora folder, and when it holds files but no earlier sitegen site (see --force).",
 )
-@click.option("--only", multiple=True, metavar="NAME", help="Build only this corpus (repeatable).")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Replace an --out folder that holds files but is not a sitegen site (the corpora folder is always refused).",
+)
+@click.option(
+    "--only",
+    multiple=True,
+    metavar="NAME",
+    help="Build only this corpus (repeatable). The build replaces the whole --out folder, so it is refused "
+    "when --out holds a site with other corpora: choose another --out.",
+)
 @click.option(
     "--ranker",
     "ranker_names",
@@ -105,6 +131,12 @@ def cli() -> None:
     help="Fail the build if PostgreSQL cannot be used, instead of marking the pg-* rows as not run.",
 )
 @click.option(
+    "--allow-missing-postgres",
+    is_flag=True,
+    help="When PostgreSQL fails, publish the pg-* rows as not run even where the --out site has them "
+    "[default: such a build fails, so no published row vanishes by accident].",
+)
+@click.option(
     "--timings",
     "timings_dir",
     type=click.Path(file_okay=False, path_type=Path),
@@ -129,12 +161,14 @@ def cli() -> None:
 def build(
     corpora_dir: Path,
     out_dir: Path,
+    force: bool,
     only: tuple[str, ...],
     ranker_names: tuple[str, ...],
     cache_dir: Path | None,
     external_runs: tuple[tuple[str, str, Path], ...],
     pg_dsn: str | None,
     require_postgres: bool,
+    allow_missing_postgres: bool,
     timings_dir: Path | None,
     vectors_from: Path | None,
     reembed: bool,
@@ -145,6 +179,12 @@ def build(
     Embeddings are frozen inputs: a text's vector is taken from the output site's bundle (or
     --vectors-from) when it was embedded with the same model configuration, so a rebuild on
     another CPU gives the same bytes; only new or changed texts are embedded.
+
+    The --out folder is replaced in one atomic step when the build succeeds, and locked while it runs: a
+    second build into the same folder fails at once. It is refused, before anything is loaded, when it is
+    or holds the corpora folder, holds files but no sitegen site (--force overrides this one), or holds
+    corpora that --only would drop; a build fails rather than drop pg-* rows the --out site has when
+    PostgreSQL fails (--allow-missing-postgres publishes them as not run).
 
     \b
     Example:
@@ -172,6 +212,8 @@ def build(
         external_runs=tuple(external_runs),
         pg_dsn=pg_dsn or None,
         require_postgres=require_postgres,
+        allow_missing_postgres=allow_missing_postgres,
+        force=force,
         timings_dir=timings_dir,
         vectors_from=vectors_from,
         reembed=reembed,
@@ -180,6 +222,8 @@ def build(
         result = build_site(options, log=log, progress=progress)
     except SitegenError as exc:
         raise click.ClickException(f"build failed: {exc}") from exc
+    except OSError as exc:
+        raise click.ClickException(f"build failed: {_os_problem(exc)}") from exc
     stats = result.embed_stats
     if stats.embedded == 0 and (stats.cached or stats.frozen):
         log(f"embedded nothing: {stats.frozen} vectors reused from the bundle, {stats.cached} from the cache")
@@ -187,7 +231,7 @@ def build(
         drift = result.drift
         click.echo(
             f"re-embedded {drift.compared} texts that {drift.source} stores: largest component difference "
-            f"{drift.max_abs_diff:.3g}" + (f" ({drift.worst})" if drift.compared else "")
+            f"{drift.max_abs_diff:.3g}" + (f" ({drift.worst})" if drift.max_abs_diff else "")
         )
         if drift.comparison:
             click.echo(f"against {drift.source}: {drift.comparison}")
@@ -197,7 +241,11 @@ def build(
 
 @cli.command()
 @click.argument(
-    "site", required=False, default=Path("site"), type=click.Path(exists=True, file_okay=False, path_type=Path)
+    "site",
+    required=False,
+    default=Path("site"),
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    callback=_site_folder,
 )
 @click.option(
     "--reembed",
@@ -222,10 +270,16 @@ def audit(site: Path, reembed: bool) -> None:
     if reembed:
         from sitegen.reembed import REEMBED_TOLERANCE, reembed_bundle
 
+        if any(c["name"] == "manifest" and c["status"] == "fail" for c in report["checks"]):
+            raise click.ClickException(
+                "cannot re-embed: the bundle failed its manifest check, so its vectors are not trusted"
+            )
         try:
             results = reembed_bundle(site)
         except SitegenError as exc:
             raise click.ClickException(f"cannot re-embed: {exc}") from exc
+        except OSError as exc:
+            raise click.ClickException(f"cannot re-embed: {_os_problem(exc)}") from exc
         for result in results:
             status = "PASS" if result.ok else "FAIL"
             weights = "" if result.weights_match else ", stored weights sha256 differs from the installed model's"
@@ -252,10 +306,18 @@ def validate(folders: tuple[Path, ...]) -> None:
 
     failed = False
     for folder in folders:
+        if folder.is_file():
+            click.echo(f"error: {folder}: is a file; pass the corpus folder that holds corpus.jsonl", err=True)
+            failed = True
+            continue
         try:
             corpus = load_corpus(folder)
         except SitegenError as exc:
             click.echo(f"error: {exc}", err=True)
+            failed = True
+            continue
+        except OSError as exc:
+            click.echo(f"error: {_os_problem(exc)}", err=True)
             failed = True
             continue
         click.echo(

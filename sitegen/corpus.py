@@ -9,16 +9,27 @@ Layout::
 
 Every problem is reported as a :class:`CorpusError` naming the file, the line and
 what is wrong, so a user can fix a collection without reading sitegen's code.
+
+Inputs stay inside their folder: a named file that is a symbolic link (or sits under
+one) is refused, since the build copies inputs into the published bundle and a link
+could publish any file the builder can read. Every line-based input (JSONL here and in
+the importers, qrels, TREC runs) goes through one reader, :func:`text_lines`, so line
+numbers, the byte-order-mark rule and the encoding errors are the same everywhere.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+import math
+import os
+import re
+import sys
+import zlib
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import IO, Any
 
 from sitegen.errors import CorpusError
 
@@ -26,17 +37,22 @@ __all__ = [
     "CITATIONS_FILE",
     "CONFIG_FILE",
     "CORPUS_FILE",
+    "MAX_GRADE",
     "QRELS_FILE",
     "QUERIES_FILE",
     "README_FILE",
+    "RUNS_DIR",
     "UNLABELLED_KIND",
     "Corpus",
     "Document",
     "Query",
     "Span",
     "discover_corpora",
+    "json_lines",
     "load_corpus",
+    "parse_grade",
     "passage_text",
+    "text_lines",
 ]
 
 CORPUS_FILE = "corpus.jsonl"
@@ -46,8 +62,15 @@ README_FILE = "README.md"
 CONFIG_FILE = "sitegen.json"
 CITATIONS_FILE = "citations.jsonl"
 UNLABELLED_KIND = "unlabelled"
+RUNS_DIR = "runs"
+# The largest grade accepted: trec_eval, pytrec_eval and numpy readers all hold a grade in a 32-bit int.
+MAX_GRADE = 2**31 - 1
 
 _QRELS_HEADER = ("query-id", "corpus-id", "score")
+_UTF8_BOM = b"\xef\xbb\xbf"
+_DIGITS = re.compile(r"[0-9]+")
+# A \uD800-\uDFFF escape: json decodes a lone one into a str that cannot be written back as UTF-8.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 @dataclass(frozen=True)
@@ -126,9 +149,12 @@ def load_corpus(folder: Path) -> Corpus:
     folder = Path(folder)
     if not folder.is_dir():
         raise CorpusError(folder, "corpus folder does not exist")
-    for required in (CORPUS_FILE, QUERIES_FILE, QRELS_FILE):
-        if not (folder / required).is_file():
-            raise CorpusError(folder / required, "required file is missing")
+    # Every file the format names is checked before any is read: none may be a link.
+    present = {name: _input_path(folder, name) for name in (*_REQUIRED, *_OPTIONAL)}
+    for name in _REQUIRED:
+        if present[name] is None:
+            raise CorpusError(folder / name, "required file is missing")
+    _check_runs(folder)
 
     documents = _load_documents(folder / CORPUS_FILE)
     queries, query_lines = _load_queries(folder / QUERIES_FILE)
@@ -136,15 +162,13 @@ def load_corpus(folder: Path) -> Corpus:
     qrels = _load_qrels(folder / QRELS_FILE, {q.query_id for q in queries}, doc_ids)
     _check_answerable(folder / QUERIES_FILE, queries, query_lines, qrels)
 
-    readme_path = folder / README_FILE
-    readme = _read_text(readme_path) if readme_path.is_file() else ""
-    config_path = folder / CONFIG_FILE
-    config = _load_config(config_path) if config_path.is_file() else {}
+    readme = _read_text(folder / README_FILE) if present[README_FILE] else ""
+    config = _load_config(folder / CONFIG_FILE) if present[CONFIG_FILE] else {}
     _check_spans_and_filters(folder / QUERIES_FILE, queries, query_lines, documents, config)
-    citations_path = folder / CITATIONS_FILE
-    citations = _load_citations(citations_path, query_lines) if citations_path.is_file() else {}
-    inputs = [CORPUS_FILE, QUERIES_FILE, QRELS_FILE]
-    inputs += [name for name in (README_FILE, CONFIG_FILE, CITATIONS_FILE) if (folder / name).is_file()]
+    citations = _load_citations(folder / CITATIONS_FILE, query_lines) if present[CITATIONS_FILE] else {}
+    # Only the files the format names are inputs (and copied into the bundle); anything else in the
+    # folder (notes, a .env) stays out.
+    inputs = [name for name, path in present.items() if path is not None]
     return Corpus(
         name=folder.name,
         root=folder,
@@ -158,16 +182,54 @@ def load_corpus(folder: Path) -> Corpus:
     )
 
 
+_REQUIRED = (CORPUS_FILE, QUERIES_FILE, QRELS_FILE)
+_OPTIONAL = (README_FILE, CONFIG_FILE, CITATIONS_FILE)
+
+
+def _input_path(folder: Path, name: str) -> Path | None:
+    """``folder/name`` if it exists as a regular file, None if absent; links are refused (see below)."""
+    _refuse_links(folder, name)
+    path = folder / name
+    if not os.path.lexists(path):
+        return None
+    if not path.is_file():
+        raise CorpusError(path, "is not a regular file")
+    return path
+
+
+def _refuse_links(folder: Path, name: str) -> None:
+    """Refuse a symbolic link anywhere below ``folder`` on the way to ``name`` (the file, or a folder
+    such as ``qrels/``), even one that stays inside: inputs are copied into the published bundle, and
+    a rule without exceptions cannot be talked around. The folder itself may be reached through links."""
+    current = folder
+    for part in Path(name).parts:
+        current = current / part
+        if current.is_symlink():
+            if not current.resolve().is_relative_to(folder.resolve()):
+                raise CorpusError(folder / name, "links outside the corpus")
+            raise CorpusError(
+                folder / name, "is a symbolic link; corpus files must be regular files inside the corpus folder"
+            )
+
+
+def _check_runs(folder: Path) -> None:
+    """External runs in ``runs/*.trec`` are inputs too: the build copies them into the bundle."""
+    _refuse_links(folder, RUNS_DIR)
+    runs = folder / RUNS_DIR
+    if not runs.is_dir():
+        return
+    for entry in sorted(runs.iterdir()):
+        if entry.name.endswith(".trec"):
+            _input_path(folder, f"{RUNS_DIR}/{entry.name}")
+
+
 def _load_config(path: Path) -> dict[str, Any]:
     """``sitegen.json``: per-corpus experiment settings::
 
     {"ablation": [{"ranker": "bm25", "adds": "what this row adds to the previous one"}, ...],
      "packing": {"budgets": [20, 200, 1000]}}
     """
-    try:
-        config = json.loads(_read_text(path))
-    except json.JSONDecodeError as exc:
-        raise CorpusError(path, f"malformed JSON: {exc.msg}", exc.lineno) from None
+    config = _parse_json(path, None, _read_text(path))
     if not isinstance(config, dict):
         raise CorpusError(path, "expected a JSON object")
     unknown = sorted(set(config) - {"ablation", "packing", "filters", "chunking"})
@@ -202,9 +264,9 @@ def _load_citations(path: Path, query_lines: Mapping[str, int]) -> dict[str, tup
     """``citations.jsonl``: candidate citations per question, ``{"query_id", "citations": [{"kind",
     "doc_id", "quote"}]}``; the doc id may name no passage (that is one of the cases under test)."""
     citations: dict[str, tuple[Mapping[str, str], ...]] = {}
-    for number, obj in _json_objects(path):
+    for number, obj in json_lines(path):
         query_id = obj.get("query_id")
-        if query_id not in query_lines:
+        if not isinstance(query_id, str) or query_id not in query_lines:
             raise CorpusError(path, f"unknown query_id {query_id!r} (not in {QUERIES_FILE})", number)
         if query_id in citations:
             raise CorpusError(path, f"query {query_id!r} is listed twice", number)
@@ -218,30 +280,156 @@ def _load_citations(path: Path, query_lines: Mapping[str, int]) -> dict[str, tup
 
 
 def _read_text(path: Path) -> str:
-    data = path.read_bytes()
+    with _open_input(path) as handle:
+        data = handle.read()
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8").removeprefix("\ufeff")  # the one BOM rule, as in text_lines
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
-        raise CorpusError(path, f"not valid UTF-8 (byte {exc.start} of the file)", line) from None
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise CorpusError(path, f"not valid UTF-8 (byte {column} of the line)", line) from None
 
 
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    """Non-blank lines with their 1-based numbers."""
-    for number, line in enumerate(_read_text(path).splitlines(), start=1):
-        if line.strip():
-            yield number, line
+def _open_input(path: Path) -> IO[bytes]:
+    """Open for reading without following a final symbolic link (a link swapped in after the checks)."""
+    try:
+        return os.fdopen(os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)), "rb")
+    except OSError as exc:
+        raise CorpusError(path, f"cannot read the file: {exc.strerror or exc}") from None
 
 
-def _json_objects(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    for number, line in _lines(path):
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise CorpusError(path, f"malformed JSON: {exc.msg} (column {exc.colno})", number) from None
+def text_lines(path: Path, source: Iterable[bytes] | None = None) -> Iterator[tuple[int, str]]:
+    """Every line of a UTF-8 text file as ``(number, text)``: the one line reader for every input.
+
+    Lines end at ``\\n`` only (a ``\\r`` before it is dropped), so U+2028, U+2029, U+0085 and form feeds
+    inside a line are text, as they are to JSON, and line numbers are an editor's (1-based). One
+    byte-order-mark rule: a UTF-8 BOM at the start of line 1 is skipped, as Windows editors write one.
+    A NUL byte, or bytes that are not UTF-8, are errors naming the line and the byte.
+    ``source`` is an open binary stream (say, gzip) or any iterable of ``\\n``-terminated byte lines;
+    without it the file at ``path`` is read. ``path`` is what errors name.
+    """
+    number = 0
+    try:
+        with _open_input(path) if source is None else _NoClose(source) as lines:
+            for number, raw in enumerate(lines, start=1):
+                yield number, _decode_line(path, number, raw)
+    except (OSError, EOFError, zlib.error) as exc:  # unreadable, or a damaged gzip stream
+        raise CorpusError(path, f"cannot read the file: {exc}", number + 1) from None
+
+
+class _NoClose:
+    """A context manager around a caller's stream: the caller closes it."""
+
+    def __init__(self, source: Iterable[bytes]) -> None:
+        self.source = source
+
+    def __enter__(self) -> Iterable[bytes]:
+        return self.source
+
+    def __exit__(self, *_: object) -> None:
+        return None
+
+
+def _decode_line(path: Path, number: int, raw: bytes) -> str:
+    raw = raw.removesuffix(b"\n").removesuffix(b"\r")
+    skipped = 0
+    if number == 1 and raw.startswith(_UTF8_BOM):
+        raw, skipped = raw[len(_UTF8_BOM) :], len(_UTF8_BOM)
+    nul = raw.find(b"\x00")
+    if nul >= 0:
+        raise CorpusError(path, f"NUL byte (byte {nul + skipped + 1} of the line)", number)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CorpusError(path, f"not valid UTF-8 (byte {exc.start + skipped + 1} of the line)", number) from None
+
+
+def json_lines(path: Path, lines: Iterable[tuple[int, str]] | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The JSON objects of a JSONL file with their line numbers; blank lines are skipped.
+
+    ``lines`` are numbered lines from :func:`text_lines` (the importers pass a gzip stream's); without
+    them the file at ``path`` is read. Anything but one JSON object per line is an error naming the line.
+    """
+    for number, line in text_lines(path) if lines is None else lines:
+        if not line.strip(" \t\r"):
+            continue
+        obj = _parse_json(path, number, line)
         if not isinstance(obj, dict):
             raise CorpusError(path, f"expected a JSON object, got {type(obj).__name__}", number)
         yield number, obj
+
+
+def _parse_json(path: Path, line: int | None, text: str) -> Any:
+    """``json.loads`` that refuses what cannot be written back as standard JSON in UTF-8.
+
+    ``line`` is the line ``text`` is (JSONL), or None when ``text`` is a whole file.
+    """
+    try:
+        value = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
+    except json.JSONDecodeError as exc:
+        where = exc.lineno if line is None else line
+        column = f" (column {exc.colno})" if line is not None else ""
+        raise CorpusError(path, f"malformed JSON: {exc.msg}{column}", where) from None
+    except RecursionError:
+        raise CorpusError(path, "malformed JSON: nested too deeply", line) from None
+    except ValueError as exc:  # NaN, Infinity, 1e999, or an integer longer than Python converts
+        problem = str(exc)
+        if problem.startswith("Exceeds the limit"):
+            problem = f"a number longer than {sys.get_int_max_str_digits()} digits"
+        raise CorpusError(path, f"unsupported JSON: {problem}", line) from None
+    if _SURROGATE_ESCAPE.search(text) and not _encodable(value):
+        raise CorpusError(path, "unsupported JSON: a \\uD800-\\uDFFF escape that is not a surrogate pair", line)
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is out of range for a double")
+    return value
+
+
+def _encodable(value: Any) -> bool:
+    """True when every string in ``value`` (keys too) can be written as UTF-8."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        strings: list[Any] = []
+        if isinstance(item, str):
+            strings = [item]
+        elif isinstance(item, dict):
+            strings = list(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        for text in strings:
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                return False
+    return True
+
+
+def parse_grade(path: Path, line: int, text: str, negative_ok: bool = False) -> int:
+    """A relevance grade written as ASCII digits (``^[0-9]+$``), with a ``-`` where ``negative_ok``.
+
+    Stricter than ``int()``, which also takes ``+1``, ``1_0``, `` 1`` and other scripts' digits: a
+    grade means one thing in every tool that reads the qrels (trec_eval reads it with ``atol``).
+    """
+    digits = text[1:] if negative_ok and text.startswith("-") else text
+    shown = text if len(text) <= 24 else f"{text[:12]}... ({len(text)} characters)"
+    if not _DIGITS.fullmatch(digits):
+        if not negative_ok and text.startswith("-") and _DIGITS.fullmatch(text[1:]):
+            raise CorpusError(path, f"grade {shown} is negative; grades are 0 (not relevant) or higher", line)
+        raise CorpusError(path, f"grade {shown!r} is not an integer (digits 0-9 only)", line)
+    # Length first: int() refuses strings of more than 4,300 digits.
+    if len(digits.lstrip("0")) > len(str(MAX_GRADE)) or int(digits) > MAX_GRADE:
+        raise CorpusError(path, f"grade {shown} is out of range (at most {MAX_GRADE} either way)", line)
+    return int(text)
 
 
 def _required_str(path: Path, line: int, obj: Mapping[str, Any], key: str, allow_empty: bool) -> str:
@@ -267,7 +455,7 @@ def _optional_object(path: Path, line: int, obj: Mapping[str, Any], key: str) ->
 def _load_documents(path: Path) -> list[Document]:
     documents: list[Document] = []
     first_line: dict[str, int] = {}
-    for number, obj in _json_objects(path):
+    for number, obj in json_lines(path):
         doc_id = _required_str(path, number, obj, "_id", allow_empty=False)
         # BEIR collections contain documents whose body is empty but whose title is not.
         text = _required_str(path, number, obj, "text", allow_empty=True)
@@ -287,7 +475,7 @@ def _load_documents(path: Path) -> list[Document]:
 def _load_queries(path: Path) -> tuple[list[Query], dict[str, int]]:
     queries: list[Query] = []
     first_line: dict[str, int] = {}
-    for number, obj in _json_objects(path):
+    for number, obj in json_lines(path):
         query_id = _required_str(path, number, obj, "_id", allow_empty=False)
         text = _required_str(path, number, obj, "text", allow_empty=False)
         if query_id in first_line:
@@ -374,8 +562,10 @@ def _is_iso_date(value: Any) -> bool:
 def _load_qrels(path: Path, query_ids: set[str], doc_ids: set[str]) -> dict[str, dict[str, int]]:
     qrels: dict[str, dict[str, int]] = {}
     seen_header = False
-    for number, line in _lines(path):
-        columns = line.rstrip("\r").split("\t")
+    for number, line in text_lines(path):
+        if not line.strip(" \t"):
+            continue
+        columns = line.split("\t")
         if not seen_header:
             seen_header = True
             if tuple(c.strip() for c in columns) != _QRELS_HEADER:
@@ -384,12 +574,7 @@ def _load_qrels(path: Path, query_ids: set[str], doc_ids: set[str]) -> dict[str,
         if len(columns) != 3:
             raise CorpusError(path, f"expected 3 tab-separated columns, found {len(columns)}", number)
         query_id, doc_id, grade_text = (c.strip() for c in columns)
-        try:
-            grade = int(grade_text)
-        except ValueError:
-            raise CorpusError(path, f"score {grade_text!r} is not an integer", number) from None
-        if grade < 0:
-            raise CorpusError(path, f"score {grade} is negative; grades are 0 (not relevant) or higher", number)
+        grade = parse_grade(path, number, grade_text)
         if query_id not in query_ids:
             raise CorpusError(path, f'unknown query id "{query_id}" (not in {QUERIES_FILE})', number)
         if doc_id not in doc_ids:

@@ -5,7 +5,7 @@ to know whether the *results* moved (rankings, metrics, scores beyond a toleranc
 their surroundings (library versions, derived pages). This module is the base of
 ``sitegen diff``, of a Changes page and of a CI regression gate, so it is split the usual way:
 
-- readers at the edges (:func:`open_bundle` and the ``_read_*`` helpers) find, verify and load
+- readers at the edges (:func:`sitegen.bundle.open_bundle` and the ``_read_*`` helpers) find, verify and load
   the files a manifest lists, and nothing else: an unlisted file is unverified evidence;
 - pure comparison functions over plain dicts (:func:`compare_files`, :func:`compare_runs`,
   :func:`compare_metrics`, :func:`first_relevant_ranks`, :func:`compare_first_relevant`,
@@ -39,23 +39,22 @@ Paths are the manifest's (relative to the site root, ``evidence/...``); ranks ar
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from sitegen.bundle import Bundle, load_json, open_bundle
 from sitegen.errors import BundleError
 from sitegen.report import first_relevant_rank
 
 __all__ = [
     "DIFF_SCHEMA_VERSION",
-    "Bundle",
     "BundleDiff",
     "EmbeddingDiff",
     "FieldChange",
@@ -73,7 +72,6 @@ __all__ = [
     "diff_bundles",
     "first_relevant_ranks",
     "format_diff",
-    "open_bundle",
     "relevance_grades",
 ]
 
@@ -427,7 +425,9 @@ def relevance_grades(
             grades[qid] = dict(judged)
         return grades
     grades = {}
-    for number, line in enumerate((qrels_tsv or "").splitlines(), start=1):
+    # Lines end at "\n" only, as sitegen's reader splits them: a U+2028 in an id is not a line break.
+    for number, line in enumerate((qrels_tsv or "").removeprefix("\ufeff").split("\n"), start=1):
+        line = line.removesuffix("\r")
         if number == 1 or not line.strip():
             continue
         cells = line.split("\t")
@@ -523,19 +523,6 @@ def compare_manifest_fields(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple
 # ------------------------------------------------------------------------------------------- readers
 
 
-@dataclass(frozen=True)
-class Bundle:
-    """A bundle verified against its manifest: its evidence folder, the manifest, and path -> sha256."""
-
-    evidence_dir: Path
-    manifest: Mapping[str, Any]
-    files: Mapping[str, str]
-
-    def path(self, rel: str) -> Path:
-        """The file for a manifest path (``evidence/...``), wherever the evidence folder itself lies."""
-        return self.evidence_dir.joinpath(*PurePosixPath(rel).parts[1:])
-
-
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -544,70 +531,10 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _load_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise BundleError(path, f"cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise BundleError(path, "not UTF-8") from None
-    except json.JSONDecodeError as exc:
-        raise BundleError(f"{path}:{exc.lineno}", f"not valid JSON: {exc.msg}") from None
-
-
-def _evidence_dir(path: Path) -> Path:
-    if (path / _EVIDENCE / _MANIFEST).is_file():
-        return path / _EVIDENCE
-    if (path / _MANIFEST).is_file():
-        return path
-    raise BundleError(path, f"not a site or evidence folder (neither {_EVIDENCE}/{_MANIFEST} nor {_MANIFEST} in it)")
-
-
-def open_bundle(path: Path) -> Bundle:
-    """Find a bundle (a site folder or its ``evidence/`` folder), read its manifest, and check the
-    sha256 of every file it lists; the first missing or mismatching file refuses the bundle."""
-    evidence_dir = _evidence_dir(Path(path))
-    manifest_path = evidence_dir / _MANIFEST
-    manifest = _load_json(manifest_path)
-    listed = manifest.get("files") if isinstance(manifest, Mapping) else None
-    if not isinstance(listed, Mapping):
-        raise BundleError(manifest_path, 'no "files" object listing the evidence files')
-    files: dict[str, str] = {}
-    for rel in sorted(listed):
-        entry = listed[rel]
-        parts = PurePosixPath(rel).parts
-        # Manifest paths are relative to the site root; anything else could point outside the bundle.
-        if len(parts) < 2 or parts[0] != _EVIDENCE or ".." in parts or rel.startswith("/"):
-            raise BundleError(manifest_path, f"{rel!r} is not a path under {_EVIDENCE}/")
-        if not isinstance(entry, Mapping) or not isinstance(entry.get("sha256"), str):
-            raise BundleError(manifest_path, f"{rel}: no sha256")
-        files[rel] = entry["sha256"]
-    bundle = Bundle(evidence_dir, manifest, files)
-    for rel, expected in files.items():
-        target = bundle.path(rel)
-        if not target.is_file():
-            raise BundleError(target, f"listed in {manifest_path} but missing; the bundle is refused")
-        try:
-            actual = _sha256(target)
-        except OSError as exc:
-            raise BundleError(target, f"cannot read: {exc.strerror or exc}") from None
-        if actual != expected:
-            raise BundleError(target, f"sha256 does not match {manifest_path}; the bundle is refused")
-    return bundle
-
-
 def _read_run(bundle: Bundle, rel: str) -> dict[str, Any]:
     """A run document, its shape checked so the pure comparison can index it freely."""
     path = bundle.path(rel)
-    doc = _load_json(path)
+    doc = load_json(path)
     queries = doc.get("queries") if isinstance(doc, dict) else None
     if not isinstance(queries, dict):
         raise BundleError(path, 'no "queries" object')
@@ -628,7 +555,7 @@ def _read_run(bundle: Bundle, rel: str) -> dict[str, Any]:
 
 def _read_metrics(bundle: Bundle, rel: str) -> dict[str, Any]:
     path = bundle.path(rel)
-    doc = _load_json(path)
+    doc = load_json(path)
     if not isinstance(doc, dict):
         raise BundleError(path, 'not a {ranker: {"overall": ...}} object')
     for ranker, scored in doc.items():
@@ -641,7 +568,7 @@ def _read_metrics(bundle: Bundle, rel: str) -> dict[str, Any]:
 def _read_grades(bundle: Bundle, corpus: str) -> dict[str, dict[str, int]]:
     qrels_rel = f"{_EVIDENCE}/{corpus}/inputs/qrels/test.tsv"
     chunking_rel = f"{_EVIDENCE}/{corpus}/chunking.json"
-    chunking = _load_json(bundle.path(chunking_rel)) if chunking_rel in bundle.files else None
+    chunking = load_json(bundle.path(chunking_rel)) if chunking_rel in bundle.files else None
     if isinstance(chunking, Mapping) and isinstance(chunking.get("qrels"), Mapping):
         return relevance_grades(None, chunking, str(bundle.path(chunking_rel)))
     text = None
@@ -668,7 +595,7 @@ def _vector_ids(bundle: Bundle, corpus: str, name: str) -> list[str] | None:
     rel = f"{_EVIDENCE}/{corpus}/embeddings/{prefix}{dash}index.json"
     if rel not in bundle.files:
         return None
-    index = _load_json(bundle.path(rel))
+    index = load_json(bundle.path(rel))
     ids = index.get(key) if isinstance(index, Mapping) else None
     if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
         return None

@@ -33,6 +33,7 @@ import numpy as np
 
 from sitegen.corpus import Corpus, passage_text
 from sitegen.errors import SitegenError
+from sitegen.hashing import sha256_file
 
 __all__ = [
     "BATCH_SIZE",
@@ -49,7 +50,6 @@ __all__ = [
     "embed_corpus",
     "embed_texts",
     "model_folder",
-    "sha256_file",
     "text_sha256",
     "usable_vector",
 ]
@@ -210,14 +210,6 @@ def model_folder() -> Path:
     if not (folder / _WEIGHTS_FILE).is_file():
         raise SitegenError(f"model weights missing: {folder / _WEIGHTS_FILE}")
     return folder
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 class EmbeddingModel:

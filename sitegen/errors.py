@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["BuildError", "BundleError", "CorpusError", "SitegenError"]
+__all__ = ["BuildError", "BundleError", "CorpusError", "OutputFolderError", "SitegenError"]
 
 
 class SitegenError(Exception):
@@ -24,6 +24,11 @@ class CorpusError(SitegenError):
 
 class BuildError(SitegenError):
     """A build could not complete; the previous output is left untouched."""
+
+
+class OutputFolderError(SitegenError):
+    """An output folder that is not safe to replace: another writer holds it, it holds the inputs or someone
+    else's files, or the swap into it failed (the previous contents are then kept)."""
 
 
 class BundleError(SitegenError):

@@ -25,14 +25,12 @@ round-trip form, two-space indentation, UTF-8, one trailing newline.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import platform
 import re
 import shutil
 from collections.abc import Mapping
-from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -42,8 +40,8 @@ import numpy as np
 
 from sitegen import __version__
 from sitegen.corpus import Corpus, passage_text
-from sitegen.embeddings import CorpusEmbeddings, text_sha256, usable_vector
-from sitegen.errors import BundleError
+from sitegen.embeddings import CorpusEmbeddings, text_sha256
+from sitegen.hashing import sha256_file
 from sitegen.rankers.base import Run
 
 __all__ = [
@@ -51,13 +49,11 @@ __all__ = [
     "EVIDENCE_DIR",
     "SCHEMA_VERSION",
     "TREC_DEPTH",
-    "StoredVectors",
     "canonical_json",
     "library_versions",
     "passages_file",
     "run_document",
     "run_trec",
-    "stored_vectors",
     "trec_id",
     "write_corpus_evidence",
     "write_json",
@@ -384,74 +380,6 @@ def write_sweep_embeddings(
     )
 
 
-@dataclass(frozen=True)
-class StoredVectors:
-    """Vectors an earlier bundle holds, by text sha256, for one embedding configuration."""
-
-    source: Path
-    vectors: Mapping[str, np.ndarray]
-    #: Rows left out: another configuration, no text hashes (older bundles), or not a finite unit vector.
-    skipped: int
-
-
-def stored_vectors(site_dir: Path, config_sha256: str, dimensions: int) -> StoredVectors:
-    """Every vector in ``site_dir``'s bundle (a site or its ``evidence`` folder) that was embedded with
-    ``config_sha256``, after checking each vector file against the bundle's manifest.
-
-    A bundle without a manifest gives nothing; a file that does not match its manifest is an error,
-    so a corrupted bundle never feeds a build silently.
-    """
-    site = site_dir.parent if site_dir.name == EVIDENCE_DIR and (site_dir / "manifest.json").is_file() else site_dir
-    manifest_path = site / EVIDENCE_DIR / "manifest.json"
-    if not manifest_path.is_file():
-        return StoredVectors(site, {}, 0)
-    try:
-        listed = json.loads(manifest_path.read_text(encoding="utf-8"))["files"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise BundleError(manifest_path, f"unreadable manifest: {exc}") from None
-    vectors: dict[str, np.ndarray] = {}
-    skipped = 0
-    for index_rel in sorted(listed):
-        if not index_rel.endswith(("embeddings/index.json", "embeddings/sweep-index.json")):
-            continue
-        index_path = site / index_rel
-        index = json.loads(_checked_bytes(site, index_rel, listed).decode("utf-8"))
-        parts = (
-            [("passages", "passages.npy"), ("queries", "queries.npy")]
-            if index_rel.endswith("/index.json") and not index_rel.endswith("sweep-index.json")
-            else [("passages", "sweep-passages.npy")]
-        )
-        for key, npy_name in parts:
-            npy_rel = (index_path.parent / npy_name).relative_to(site).as_posix()
-            matrix = np.load(io.BytesIO(_checked_bytes(site, npy_rel, listed)), allow_pickle=False)
-            hashes = index.get("text_sha256")
-            hashes = hashes.get(key) if isinstance(hashes, dict) else hashes
-            if index.get("config_sha256") != config_sha256 or not isinstance(hashes, list):
-                skipped += int(matrix.shape[0])
-                continue
-            if len(hashes) != matrix.shape[0]:
-                raise BundleError(index_path, f"{len(hashes)} text hashes for {matrix.shape[0]} rows of {npy_rel}")
-            for text_hash, row in zip(hashes, matrix, strict=True):
-                vector = np.asarray(row, dtype=np.float32)
-                if usable_vector(vector, dimensions):
-                    vectors.setdefault(text_hash, vector)
-                else:
-                    skipped += 1
-    return StoredVectors(site, vectors, skipped)
-
-
-def _checked_bytes(site: Path, rel: str, listed: Mapping[str, Any]) -> bytes:
-    """A bundle file's bytes, refused unless they match the manifest's sha256."""
-    path = site / rel
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise BundleError(path, f"listed in the manifest but unreadable: {exc.strerror or exc}") from None
-    if rel not in listed or hashlib.sha256(data).hexdigest() != listed[rel].get("sha256"):
-        raise BundleError(path, "does not match the sha256 in evidence/manifest.json")
-    return data
-
-
 def library_versions() -> dict[str, str]:
     versions = {}
     for name in _LIBRARIES:
@@ -460,10 +388,6 @@ def library_versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             versions[name] = "not installed"
     return versions
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def write_manifest(
@@ -478,7 +402,7 @@ def write_manifest(
     manifest_path = evidence_dir / "manifest.json"
     files = {}
     for path in sorted(p for p in evidence_dir.rglob("*") if p.is_file() and p != manifest_path):
-        files[path.relative_to(site_dir).as_posix()] = {"sha256": _sha256(path), "bytes": path.stat().st_size}
+        files[path.relative_to(site_dir).as_posix()] = {"sha256": sha256_file(path), "bytes": path.stat().st_size}
     manifest = {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "sitegen", "version": __version__},

@@ -13,7 +13,12 @@ Rules shared by every importer:
   no relevant document is kept with ``"answerable": false``; a query the qrels never mention is always dropped
   (unjudged is not the same as unanswerable);
 * a negative grade (TREC's "junk", Cranfield's "no relevance") is not a grade sitegen accepts: the row is dropped
-  and counted; grade 0 rows (judged not relevant) are kept;
+  and counted; grade 0 rows (judged not relevant) are kept; a grade is ASCII digits with an optional leading ``-``
+  (``+1``, ``1_0``, ``1.0`` are refused), at most :data:`sitegen.corpus.MAX_GRADE` either way;
+* every input is read by :func:`sitegen.corpus.text_lines`, the reader ``load_corpus`` uses: lines end at
+  ``\\n``, a UTF-8 byte-order mark on line 1 is skipped, NUL bytes are refused;
+* the README records the command with each path relative to the current folder, or as its file name alone
+  when it lies outside, so an import never publishes a home or workspace path;
 * bad input is refused with a :class:`CorpusError` naming the file and line: a malformed qrels line, a SMART
   record without ``.I``, an unclosed SGML element, a duplicate id, a pair judged twice with different grades (an
   exact repeat is dropped and counted), an empty document file, a byte sequence that is not UTF-8, and (unless
@@ -36,8 +41,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
 
-from sitegen.corpus import CORPUS_FILE, QRELS_FILE, QUERIES_FILE, README_FILE, load_corpus
+from sitegen.corpus import (
+    CORPUS_FILE,
+    QRELS_FILE,
+    QUERIES_FILE,
+    README_FILE,
+    json_lines,
+    load_corpus,
+    parse_grade,
+    text_lines,
+)
 from sitegen.errors import CorpusError, SitegenError
+from sitegen.swap import TargetLock, swap_into_place
 
 __all__ = [
     "DEFAULT_TO",
@@ -165,7 +180,7 @@ def import_beir(
             {
                 "--name": name,
                 "--split": split,
-                "--to": to,
+                "--to": Path(to),
                 "--license": license_text,
                 "--skip-unknown": skip_unknown,
                 "--keep-unanswerable": keep_unanswerable,
@@ -230,7 +245,7 @@ def import_trec(
             {
                 "--name": name,
                 "--topic-field": topic_field,
-                "--to": to,
+                "--to": Path(to),
                 "--license": license_text,
                 "--skip-unknown": skip_unknown,
                 "--keep-unanswerable": keep_unanswerable,
@@ -321,7 +336,7 @@ def import_smart(
                 "--name": name,
                 "--query-ids": query_ids,
                 "--invert-grades": invert_grades,
-                "--to": to,
+                "--to": Path(to),
                 "--license": license_text,
                 "--skip-unknown": skip_unknown,
                 "--keep-unanswerable": keep_unanswerable,
@@ -562,22 +577,11 @@ def _grade(rows: list[_Judgement], invert: bool, dropped: Counter[str]) -> tuple
 
 
 def _swap_into_place(staging: Path, target: Path, overwrite: bool) -> None:
-    if not target.exists():
-        staging.rename(target)
-        return
-    if not overwrite:
-        raise CorpusError(target, "already exists; pass overwrite=True (--overwrite) to replace it")
-    old = _fresh_sibling(target.parent, f".{target.name}.replaced")
-    target.rename(old)
-    try:
-        staging.rename(target)
-    except BaseException:
-        old.rename(target)
-        raise
-    if old.is_dir() and not old.is_symlink():
-        shutil.rmtree(old)
-    else:
-        old.unlink()
+    """The shared atomic swap; the overwrite check is repeated under its lock, as another import may have won."""
+    with TargetLock(target) as lock:
+        if (target.exists() or target.is_symlink()) and not overwrite:
+            raise CorpusError(target, "already exists; pass overwrite=True (--overwrite) to replace it")
+        swap_into_place(staging, target, lock)
 
 
 def _fresh_sibling(parent: Path, prefix: str) -> Path:
@@ -649,14 +653,30 @@ def _readme(
 
 
 def _command_line(kind: str, positional: Sequence[Path | str], options: Mapping[str, Any]) -> str:
-    """A ``sitegen import`` command equivalent to this call, options in a fixed order, shell-quoted."""
-    words = ["sitegen", "import", kind, *(str(p) for p in positional)]
+    """A ``sitegen import`` command equivalent to this call, options in a fixed order, shell-quoted.
+
+    The README is published, so paths are shown relative to the current folder, or by name alone
+    when they lie outside it: never a home or workspace path."""
+    words = ["sitegen", "import", kind, *(_shown_path(Path(p)) for p in positional)]
     for option, value in options.items():
         if value is True:
             words.append(option)
+        elif isinstance(value, Path):
+            words += [option, _shown_path(value)]
         elif value is not False and value is not None:
             words += [option, str(value)]
     return shlex.join(words)
+
+
+def _shown_path(path: Path) -> str:
+    """``path`` relative to the current folder when it lies inside it, else its last component."""
+    if not path.is_absolute() and ".." not in path.parts:
+        return path.as_posix()
+    here = Path.cwd().resolve()
+    resolved = path.resolve()
+    if resolved.is_relative_to(here) and resolved != here:
+        return resolved.relative_to(here).as_posix()
+    return resolved.name or "."
 
 
 def _check_id(path: Path, line: int, value: str, what: str) -> None:
@@ -688,20 +708,13 @@ def _open_binary(path: Path) -> IO[bytes]:
 
 
 def _read_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """Every line (1-based number, text without its line ending), decoded as strict UTF-8, streamed."""
-    number = 0
+    """Every line (1-based number, text without its line ending), streamed through the shared reader."""
     try:
-        with _open_binary(path) as handle:
-            for number, raw in enumerate(handle, start=1):
-                try:
-                    text = raw.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    raise CorpusError(path, f"not valid UTF-8 (byte {exc.start + 1} of the line)", number) from None
-                if number == 1:
-                    text = text.removeprefix("\ufeff")
-                yield number, text.rstrip("\r\n")
-    except (OSError, EOFError) as exc:
-        raise CorpusError(path, f"cannot read the file: {exc}", number + 1) from None
+        handle = _open_binary(path)
+    except OSError as exc:
+        raise CorpusError(path, f"cannot read the file: {exc.strerror or exc}") from None
+    with handle:
+        yield from text_lines(path, handle)
 
 
 def _first_char(path: Path) -> str | None:
@@ -731,16 +744,8 @@ def _collapse(text: str) -> str:
 
 
 def _json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    for number, line in _read_lines(path):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise CorpusError(path, f"malformed JSON: {exc.msg} (column {exc.colno})", number) from None
-        if not isinstance(obj, dict):
-            raise CorpusError(path, f"expected a JSON object, got {type(obj).__name__}", number)
-        yield number, obj
+    """The shared JSONL reader over this file's lines (gzip too)."""
+    return json_lines(path, _read_lines(path))
 
 
 def _json_id(path: Path, line: int, obj: Mapping[str, Any], keys: Sequence[str]) -> str:
@@ -788,10 +793,8 @@ def _jsonl_queries(path: Path) -> Iterator[_Query]:
 
 
 def _grade_value(path: Path, line: int, text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise CorpusError(path, f"grade {text!r} is not an integer", line) from None
+    """Negative grades parse (they are dropped and counted later); anything but ``-?[0-9]+`` is refused."""
+    return parse_grade(path, line, text, negative_ok=True)
 
 
 def _beir_qrels(path: Path) -> Iterator[_Judgement]:
@@ -806,7 +809,7 @@ def _beir_qrels(path: Path) -> Iterator[_Judgement]:
             )
         if header:
             header = False
-            if _is_int(columns[2]):
+            if any(c.isdigit() for c in columns[2]):  # a grade, however malformed: not a header
                 raise CorpusError(path, f"first line must be a header such as {_QRELS_HEADER!r}", number)
             continue
         yield _Judgement(columns[0], columns[1], _grade_value(path, number, columns[2]), number)
@@ -869,18 +872,12 @@ def _smart_qrels(path: Path) -> Iterator[_Judgement]:
         raise CorpusError(path, "qrels file is empty")
 
 
-def _is_int(text: str) -> bool:
-    try:
-        int(text)
-    except ValueError:
-        return False
-    return True
-
-
 def _number_id(value: str) -> str:
-    """``"007"`` -> ``"7"``; ids that are not plain ASCII digits are returned as they are."""
+    """``"007"`` -> ``"7"``; ids that are not plain ASCII digits are returned as they are.
+
+    Zeros are stripped as text, not through ``int()``, which refuses more than 4,300 digits."""
     value = value.strip()
-    return str(int(value)) if value.isascii() and value.isdigit() else value
+    return (value.lstrip("0") or "0") if value.isascii() and value.isdigit() else value
 
 
 # --------------------------------------------------------------------------------------------- TREC SGML

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sitegen.corpus import Document, passage_text
+from sitegen.corpus import Document, json_lines, passage_text
 from sitegen.embeddings import EmbeddingModel
 from sitegen.evidence import passages_file
 
@@ -39,14 +39,10 @@ class ReembedResult:
 
 def _texts(base: Path) -> dict[str, dict[str, str]]:
     passages, queries = {}, {}
-    for line in passages_file(base).read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            doc = json.loads(line)
-            passages[doc["_id"]] = passage_text(Document(doc["_id"], doc.get("title") or "", doc["text"]))
-    for line in (base / "inputs" / "queries.jsonl").read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            query = json.loads(line)
-            queries[query["_id"]] = query["text"]
+    for _, doc in json_lines(passages_file(base)):
+        passages[doc["_id"]] = passage_text(Document(doc["_id"], doc.get("title") or "", doc["text"]))
+    for _, query in json_lines(base / "inputs" / "queries.jsonl"):
+        queries[query["_id"]] = query["text"]
     return {"passages": passages, "queries": queries}
 
 

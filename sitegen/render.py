@@ -22,7 +22,7 @@ import markdown
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
 
-from sitegen.corpus import Document, passage_text
+from sitegen.corpus import Document, json_lines, passage_text, text_lines
 from sitegen.evidence import EVIDENCE_DIR, passages_file
 from sitegen.plots import grouped_bar_svg, line_svg
 from sitegen.reembed import REEMBED_TOLERANCE
@@ -97,7 +97,7 @@ def _read_json(path: Path) -> Any:
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [obj for _, obj in json_lines(path)]
 
 
 @dataclass(frozen=True)
@@ -182,8 +182,8 @@ def _corpus_context(site_dir: Path, name: str) -> dict[str, Any]:
     docs = {d["_id"]: d for d in _read_jsonl(passages_file(base))}
     queries = _read_jsonl(base / "inputs" / "queries.jsonl")
     qrels: dict[str, dict[str, int]] = {}
-    for line in (base / "inputs" / "qrels" / "test.tsv").read_text(encoding="utf-8").splitlines()[1:]:
-        if line.strip():
+    for number, line in text_lines(base / "inputs" / "qrels" / "test.tsv"):
+        if number > 1 and line.strip():
             qid, doc_id, grade = (c.strip() for c in line.split("\t"))
             qrels.setdefault(qid, {})[doc_id] = int(grade)
     runs = {r: _read_json(base / "runs" / f"{r}.json") for r in summary["rankers"]}
@@ -262,6 +262,55 @@ def _hits(c: dict[str, Any], ranker: str, query_id: str, top: int) -> list[dict[
             }
         )
     return rows
+
+
+def _share(count: int, total: int) -> str:
+    """The percentage in ``37 of 600 hits (6%)``; never 0% or 100% unless it is exactly that."""
+    percent = round(100 * count / total)
+    if percent == 0 and count:
+        return "<1%"
+    return ">99%" if percent == 100 and count < total else f"{percent}%"
+
+
+EXAMPLES_SHOWN = 3
+
+
+def _external_runs(c: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each run from another system with what its file names that the corpus lacks, in the words the
+    build's warnings use; every count is read from the run's evidence (``runs/<name>.json`` params)."""
+    views = []
+    for ranker in c["rankers"]:
+        if ranker not in c["external"]:
+            continue
+        params = c["runs"][ranker]["params"]
+        notes = []
+        docs, hits = params["unknown_documents"], params["unknown_document_hits"]
+        if hits:
+            notes.append(
+                f"{hits} of {params['hits_in_file']} hits ({_share(hits, params['hits_in_file'])}) name documents "
+                f"not in the corpus, e.g. {', '.join(docs[:EXAMPLES_SHOWN])}; they count as not relevant"
+            )
+        queries, in_file = params["unknown_queries"], params["queries_in_file"]
+        if queries:
+            notes.append(
+                f"{len(queries)} of {in_file} queries ({_share(len(queries), in_file)}) are not in the corpus, "
+                f"e.g. {', '.join(queries[:EXAMPLES_SHOWN])}; their hits are left out"
+            )
+        if params["queries_without_hits"]:
+            notes.append(
+                f"{len(params['queries_without_hits'])} of {c['summary']['queries']} questions have no hit in this run"
+            )
+        views.append(
+            {
+                "name": ranker,
+                "run_href": f"{c['evidence']}/runs/{ranker}.json",
+                "source": params["source"],
+                "source_href": f"{c['evidence']}/{params['source']}",
+                "sha256": params["sha256"],
+                "notes": notes,
+            }
+        )
+    return views
 
 
 def _rank_class(rank: int | None) -> str:
@@ -437,6 +486,7 @@ def _corpus_pages(c: dict[str, Any], site: _Site) -> list[_Page]:
                 "disagreements": disagreements[:SHOWN_DISAGREEMENTS],
                 "disagreement_count": len(disagreements),
                 "wins_losses": report["wins_losses"],
+                "external_runs": _external_runs(c),
                 "experiments": _experiments_context(c, site),
                 "packing": c["packing"],
                 "postgres": c["postgres"],

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO, FakeEmbeddingModel, write_corpus
+from conftest import REPO, TINY_DOCS, FakeEmbeddingModel, write_corpus
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -453,3 +453,21 @@ def test_check_registries_name_every_check_family() -> None:
         "filtering",
     ]
     assert [p for p, _ in audit.RANKER_CHECKS] == ["run", "trec", "metrics"]
+
+
+def test_the_audit_reads_jsonl_as_the_loader_does_line_separators_in_strings_and_a_bom(tmp_path: Path) -> None:
+    """A raw U+2028 inside a JSON string is not a line break and a BOM may open line 1: the corpus loader
+    accepts both, so the build's own audit must read the bundled copies the same way and pass."""
+    docs = [dict(d) for d in TINY_DOCS]
+    docs[0]["text"] = "How to refund\u2028a card payment\u0085in full or in part."
+    folder = write_corpus(tmp_path / "corpora" / "tiny", docs=docs)
+    corpus = folder / "corpus.jsonl"
+    corpus.write_bytes(b"\xef\xbb\xbf" + corpus.read_bytes().replace(b"\\u2028", "\u2028".encode()))
+    assert "\u2028".encode() in corpus.read_bytes()
+    out = tmp_path / "site"
+    build_site(
+        BuildOptions(corpora_dir=tmp_path / "corpora", out_dir=out, cache_dir=tmp_path / "cache", rankers=("bm25",)),
+        model=FakeEmbeddingModel(),
+    )
+    report = json.loads((out / "audit.json").read_text())
+    assert report["verdict"] == "pass"

@@ -144,7 +144,8 @@ def test_cli_build_with_bad_corpus_exits_non_zero_and_keeps_old_output(tmp_path:
     out.mkdir()
     (out / "index.html").write_text("previous report")
     write_corpus(tiny_corpus.parent / "broken", qrels=[("q1", "ghost", 1)])
-    result = CliRunner().invoke(cli, ["build", "--corpora", str(tiny_corpus.parent), "--out", str(out)])
+    # --force: the folder holds a file but no sitegen site, which is refused without it.
+    result = CliRunner().invoke(cli, ["build", "--corpora", str(tiny_corpus.parent), "--out", str(out), "--force"])
     assert result.exit_code == 1
     assert "build failed:" in result.output and 'test.tsv:2: unknown corpus id "ghost"' in result.output
     assert len(result.output.strip().splitlines()) == 1

@@ -162,18 +162,21 @@ def test_chunking_config_is_validated() -> None:
         parse_chunking({"default": {"method": "sentences", "size": 20}})
 
 
-def test_every_filtered_ranker_including_postgres_respects_the_filter_in_a_build(tenant_corpus, tmp_path: Path) -> None:
+def test_every_filtered_ranker_including_postgres_respects_the_filter_in_a_build(
+    tenant_corpus, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     from sitegen.build import BuildOptions, build_site
 
+    out = tmp_path_factory.mktemp("filtered") / "site"  # beside the corpora folder, never inside it
     build_site(
-        BuildOptions(corpora_dir=tenant_corpus.root.parent, out_dir=tmp_path / "site", cache_dir=tmp_path / "cache"),
+        BuildOptions(corpora_dir=tenant_corpus.root.parent, out_dir=out, cache_dir=out.parent / "cache"),
         model=FakeEmbeddingModel(),
     )
-    filtering = json.loads((tmp_path / "site" / "evidence" / "c" / "filtering.json").read_text())
+    filtering = json.loads((out / "evidence" / "c" / "filtering.json").read_text())
     filtered = [r for r, row in filtering["rows"].items() if row["filtered"]]
     assert {"pg-vector-filtered", "pg-tsvector-filtered", "pg-hybrid-sql-filtered", "bm25-filtered"} <= set(filtered)
     for ranker in filtered:
         assert filtering["rows"][ranker]["failing_filter"] == 0, ranker
-        run = json.loads((tmp_path / "site" / "evidence" / "c" / "runs" / f"{ranker}.json").read_text())
+        run = json.loads((out / "evidence" / "c" / "runs" / f"{ranker}.json").read_text())
         assert {h["doc_id"].split("-")[0] for h in run["queries"]["q1"]} <= {"acme"}, ranker
     assert filtering["rows"]["pg-vector"]["failing_filter"] > 0

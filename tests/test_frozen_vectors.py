@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import sqlite3
 from pathlib import Path
@@ -12,9 +14,9 @@ from conftest import FakeEmbeddingModel, file_tree
 
 from sitegen import embeddings as embeddings_module
 from sitegen.build import BuildOptions, build_site
+from sitegen.bundle import stored_vectors
 from sitegen.embeddings import EmbeddingCache, cache_key, embed_texts, text_sha256
-from sitegen.errors import BundleError
-from sitegen.evidence import stored_vectors
+from sitegen.errors import BundleError, SitegenError
 from sitegen.rankers.base import doc_id_order
 from sitegen.rankers.dense import dense_top_k, fixed_order_dot
 
@@ -204,9 +206,30 @@ def test_a_bundle_whose_vectors_do_not_match_its_manifest_is_refused(tmp_path: P
     npy = tmp_path / "site" / "evidence" / "tiny" / "embeddings" / "passages.npy"
     matrix = np.load(npy)
     np.save(npy, matrix[::-1])
-    with pytest.raises(BundleError, match=r"passages\.npy: does not match the sha256"):
+    with pytest.raises(BundleError, match=r"passages\.npy: sha256 does not match"):
         stored_vectors(tmp_path / "site", FakeEmbeddingModel().config.sha256(), 384)
     before = file_tree(tmp_path / "site")
-    with pytest.raises(BundleError):
+    with pytest.raises(SitegenError, match="the stored vectors cannot be trusted"):
         _build(tiny_corpus.parent, tmp_path / "site", FakeEmbeddingModel(), tmp_path / "cache")
     assert file_tree(tmp_path / "site") == before
+
+
+def test_stored_vectors_of_the_wrong_dtype_are_refused_even_with_a_matching_manifest(
+    tmp_path: Path, tiny_corpus: Path
+) -> None:
+    _build(tiny_corpus.parent, tmp_path / "site", FakeEmbeddingModel(), tmp_path / "cache")
+    npy = tmp_path / "site" / "evidence" / "tiny" / "embeddings" / "queries.npy"
+    np.save(npy, np.load(npy).astype(np.float64))
+    _rehash_manifest(tmp_path / "site")
+    with pytest.raises(BundleError, match=r"queries\.npy: holds float64 rows"):
+        stored_vectors(tmp_path / "site", FakeEmbeddingModel().config.sha256(), 384)
+
+
+def _rehash_manifest(site: Path) -> None:
+    """Make the manifest agree with the files again: a consistent edit, not a corruption."""
+    manifest_path = site / "evidence" / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    for rel in manifest["files"]:
+        data = (site / rel).read_bytes()
+        manifest["files"][rel] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+    manifest_path.write_text(json.dumps(manifest))

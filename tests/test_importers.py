@@ -116,9 +116,9 @@ def test_beir_reconstructs_the_command_and_reads_other_splits(tmp_path: Path) ->
     result = import_beir(src, "dev-only", split="dev", license_text="MIT, per the source's README", to=tmp_path / "c")
     assert (result.queries, result.judged_pairs, result.dropped_queries) == (1, 1, 3)
     readme = (result.folder / "README.md").read_text()
+    # tmp_path lies outside the current folder: each path is shown by its name alone.
     assert (
-        f"sitegen import beir {src} --name dev-only --split dev --to {tmp_path / 'c'} "
-        "--license 'MIT, per the source'\"'\"'s README'"
+        "sitegen import beir src --name dev-only --split dev --to c --license 'MIT, per the source'\"'\"'s README'"
     ) in readme
     assert _sha(src / "qrels" / "dev.tsv") in readme
 
@@ -712,3 +712,61 @@ def test_imports_are_deterministic(tmp_path: Path) -> None:
     second = import_trec(docs, topics, qrels, "a", license_text=LICENSE, to=tmp_path / "two", command="CMD")
     for name in ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv", "README.md"):
         assert (first.folder / name).read_bytes() == (second.folder / name).read_bytes()
+
+
+# ------------------------------------------------------------------------------------ provenance, reader, grades
+
+
+def test_readme_never_publishes_a_source_path_given_as_absolute(tmp_path: Path) -> None:
+    docs, topics, qrels = _trec(tmp_path / "home" / "alice" / "private")
+    to = tmp_path / "workspace" / "corpora"
+    result = import_trec(docs, topics, qrels, "mini", license_text=LICENSE, to=to)
+    readme = (result.folder / "README.md").read_text()
+    assert str(tmp_path) not in readme and "alice" not in readme and "workspace" not in readme
+    assert "sitegen import trec docs.sgml topics.txt qrels.txt --name mini --topic-field title --to corpora " in readme
+
+
+def test_readme_shows_paths_inside_the_current_folder_relative_to_it(tmp_path: Path, monkeypatch) -> None:
+    src = _beir(tmp_path / "data" / "beir")
+    monkeypatch.chdir(tmp_path)
+    result = import_beir(src, "tiny", license_text=LICENSE, to=Path("corpora"))  # absolute source, relative target
+    readme = (result.folder / "README.md").read_text()
+    assert "sitegen import beir data/beir --name tiny --split test --to corpora " in readme
+    assert str(tmp_path) not in readme
+
+
+def test_importers_read_jsonl_with_the_corpus_reader(tmp_path: Path) -> None:
+    """U+2028 inside a string is text, a BOM on line 1 is skipped, NUL is an error with its line."""
+    src = _beir(tmp_path / "src")
+    path = src / "corpus.jsonl"
+    lines = path.read_text().split("\n")
+    lines[2] = json.dumps({"_id": "d3", "text": "Boundary\u2028layers"}, ensure_ascii=False)
+    path.write_bytes(b"\xef\xbb\xbf" + "\n".join(lines).encode())
+    result = import_beir(src, "tiny", license_text=LICENSE, to=tmp_path / "c")
+    assert load_corpus(result.folder).documents[2].doc_id == "d3"
+    lines[3] = '{"_id": "d4", "text": "a\x00b"}'
+    path.write_bytes("\n".join(lines).encode())
+    error = _error(import_beir, src, "again", license_text=LICENSE, to=tmp_path / "c")
+    assert (error.path, error.line) == (path, 4) and error.problem.startswith("NUL byte")
+
+
+@pytest.mark.parametrize("grade", ["+1", "1_0", "1.0", "\u0661", "9" * 5000, "-" + "9" * 5000])
+def test_importer_grades_must_be_digits_with_an_optional_minus(tmp_path: Path, grade: str) -> None:
+    docs, topics, _ = _trec(tmp_path / "src")
+    qrels = _write(tmp_path / "src" / "qrels.txt", f"51 0 LA010189-0001 2\n52 0 FT911-2 {grade}\n")
+    error = _error(import_trec, docs, topics, qrels, "x", license_text=LICENSE, to=tmp_path / "c")
+    assert (error.path, error.line) == (qrels, 2) and error.problem.startswith("grade ")
+    _no_leftovers(tmp_path / "c")
+
+
+def test_importer_negative_grades_are_still_dropped_and_counted(tmp_path: Path) -> None:
+    docs, topics, _ = _trec(tmp_path / "src")
+    qrels = _write(tmp_path / "src" / "qrels.txt", "51 0 LA010189-0001 2\n51 0 FT911-2 -1\n")
+    result = import_trec(docs, topics, qrels, "x", license_text=LICENSE, to=tmp_path / "c")
+    assert (result.judged_pairs, result.dropped_qrels) == (1, 1)
+
+
+def test_beir_header_check_still_catches_a_missing_header_with_an_odd_grade(tmp_path: Path) -> None:
+    src = _beir(tmp_path / "src", qrels="q1\td1\t+1\nq2\td2\t1\n")
+    error = _error(import_beir, src, "x", license_text=LICENSE, to=tmp_path / "c")
+    assert (error.line, error.problem) == (1, "first line must be a header such as 'query-id\\tcorpus-id\\tscore'")

@@ -127,7 +127,8 @@ def test_rebuild_embeds_nothing_and_gives_identical_evidence(two_builds) -> None
 
 
 def test_model_weights_sha256_is_recorded(two_builds) -> None:
-    from sitegen.embeddings import model_folder, sha256_file
+    from sitegen.embeddings import model_folder
+    from sitegen.hashing import sha256_file
 
     manifest = json.loads((two_builds[0] / "evidence" / "manifest.json").read_text())
     assert manifest["model"]["weights_sha256"] == sha256_file(model_folder() / "model.safetensors")

@@ -1,0 +1,152 @@
+"""Read a published evidence bundle: find it, check every file against its manifest, load its JSON.
+
+Every consumer of an earlier bundle (``sitegen diff``, a build reusing stored vectors) goes through
+:func:`open_bundle`, so none of them ever reads a file that does not match the manifest's sha256.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import numpy as np
+
+from sitegen.embeddings import usable_vector
+from sitegen.errors import BundleError
+from sitegen.hashing import sha256_file
+
+__all__ = ["Bundle", "StoredVectors", "has_manifest", "load_json", "open_bundle", "stored_vectors"]
+
+_EVIDENCE = "evidence"
+_MANIFEST = "manifest.json"
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """A bundle verified against its manifest: its evidence folder, the manifest, and path -> sha256."""
+
+    evidence_dir: Path
+    manifest: Mapping[str, Any]
+    files: Mapping[str, str]
+
+    def path(self, rel: str) -> Path:
+        """The file for a manifest path (``evidence/...``), wherever the evidence folder itself lies."""
+        return self.evidence_dir.joinpath(*PurePosixPath(rel).parts[1:])
+
+
+def load_json(path: Path) -> Any:
+    """A bundle JSON file, or a one-line BundleError naming it (and the line of a syntax error)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise BundleError(path, f"cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise BundleError(path, "not UTF-8") from None
+    except json.JSONDecodeError as exc:
+        raise BundleError(f"{path}:{exc.lineno}", f"not valid JSON: {exc.msg}") from None
+
+
+def _evidence_dir(path: Path) -> Path:
+    if (path / _EVIDENCE / _MANIFEST).is_file():
+        return path / _EVIDENCE
+    if (path / _MANIFEST).is_file():
+        return path
+    raise BundleError(path, f"not a site or evidence folder (neither {_EVIDENCE}/{_MANIFEST} nor {_MANIFEST} in it)")
+
+
+def open_bundle(path: Path) -> Bundle:
+    """Find a bundle (a site folder or its ``evidence/`` folder), read its manifest, and check the
+    sha256 of every file it lists; the first missing or mismatching file refuses the bundle."""
+    evidence_dir = _evidence_dir(Path(path))
+    manifest_path = evidence_dir / _MANIFEST
+    manifest = load_json(manifest_path)
+    listed = manifest.get("files") if isinstance(manifest, Mapping) else None
+    if not isinstance(listed, Mapping):
+        raise BundleError(manifest_path, 'no "files" object listing the evidence files')
+    files: dict[str, str] = {}
+    for rel in sorted(listed):
+        entry = listed[rel]
+        parts = PurePosixPath(rel).parts
+        # Manifest paths are relative to the site root; anything else could point outside the bundle.
+        if len(parts) < 2 or parts[0] != _EVIDENCE or ".." in parts or rel.startswith("/"):
+            raise BundleError(manifest_path, f"{rel!r} is not a path under {_EVIDENCE}/")
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("sha256"), str):
+            raise BundleError(manifest_path, f"{rel}: no sha256")
+        files[rel] = entry["sha256"]
+    bundle = Bundle(evidence_dir, manifest, files)
+    for rel, expected in files.items():
+        target = bundle.path(rel)
+        if not target.is_file():
+            raise BundleError(target, f"listed in {manifest_path} but missing; the bundle is refused")
+        try:
+            actual = sha256_file(target)
+        except OSError as exc:
+            raise BundleError(target, f"cannot read: {exc.strerror or exc}") from None
+        if actual != expected:
+            raise BundleError(target, f"sha256 does not match {manifest_path}; the bundle is refused")
+    return bundle
+
+
+def has_manifest(path: Path) -> bool:
+    """Whether ``path`` is a site or evidence folder with a manifest (a bundle to open)."""
+    return (path / _EVIDENCE / _MANIFEST).is_file() or (path / _MANIFEST).is_file()
+
+
+@dataclass(frozen=True)
+class StoredVectors:
+    """Vectors an earlier bundle holds, by text sha256, for one embedding configuration."""
+
+    source: Path
+    vectors: Mapping[str, np.ndarray]
+    #: Rows left out: another configuration, no text hashes (older bundles), or not a finite unit vector.
+    skipped: int
+
+
+def stored_vectors(path: Path, config_sha256: str, dimensions: int) -> StoredVectors:
+    """Every vector in the bundle at ``path`` (a site or its ``evidence`` folder) that was embedded with
+    ``config_sha256``, keyed by its text's sha256.
+
+    A folder without a manifest gives nothing; a bundle whose files do not match its manifest, or whose
+    vector files hold anything but float32 rows of ``dimensions``, is refused, so a corrupted bundle never
+    feeds a build silently.
+    """
+    if not has_manifest(path):
+        return StoredVectors(path, {}, 0)
+    bundle = open_bundle(path)
+    vectors: dict[str, np.ndarray] = {}
+    skipped = 0
+    for rel in bundle.files:
+        name = PurePosixPath(rel).name
+        if PurePosixPath(rel).parent.name != "embeddings" or name not in ("index.json", "sweep-index.json"):
+            continue
+        index = load_json(bundle.path(rel))
+        parts = [("passages", "passages.npy"), ("queries", "queries.npy")]
+        if name == "sweep-index.json":
+            parts = [("passages", "sweep-passages.npy")]
+        for key, npy_name in parts:
+            npy_rel = str(PurePosixPath(rel).parent / npy_name)
+            if npy_rel not in bundle.files:
+                raise BundleError(bundle.path(rel), f"names rows of {npy_name}, which the manifest does not list")
+            matrix = np.load(io.BytesIO(bundle.path(npy_rel).read_bytes()), allow_pickle=False)
+            if matrix.dtype != np.dtype("<f4") or matrix.ndim != 2 or matrix.shape[1] != dimensions:
+                found = f"{matrix.dtype} rows of shape {matrix.shape}"
+                raise BundleError(bundle.path(npy_rel), f"holds {found}; expected float32 x {dimensions}")
+            same_config = isinstance(index, dict) and index.get("config_sha256") == config_sha256
+            hashes = index.get("text_sha256") if isinstance(index, dict) else None
+            hashes = hashes.get(key) if isinstance(hashes, dict) else hashes
+            if not same_config or not isinstance(hashes, list):
+                skipped += int(matrix.shape[0])
+                continue
+            if len(hashes) != matrix.shape[0]:
+                problem = f"{len(hashes)} text hashes for {matrix.shape[0]} rows of {npy_name}"
+                raise BundleError(bundle.path(rel), problem)
+            for text_hash, row in zip(hashes, matrix, strict=True):
+                if usable_vector(row, dimensions):
+                    vectors.setdefault(str(text_hash), row)
+                else:
+                    skipped += 1
+    return StoredVectors(path, vectors, skipped)
