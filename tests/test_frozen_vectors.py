@@ -233,3 +233,32 @@ def _rehash_manifest(site: Path) -> None:
         data = (site / rel).read_bytes()
         manifest["files"][rel] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
     manifest_path.write_text(json.dumps(manifest))
+
+
+def test_a_corrupted_cache_gives_the_same_evidence_as_a_clean_one_plus_a_warning(
+    tmp_path: Path, tiny_corpus: Path
+) -> None:
+    """Swapped rows and an infinity in the cache: both rows are dropped, embedded again, and the build says so."""
+    model = FakeEmbeddingModel()
+    _build(tiny_corpus.parent, tmp_path / "clean", model, tmp_path / "cache")
+    cache = _cache(tmp_path, model)
+    with sqlite3.connect(cache.path) as db:
+        rows = db.execute("select text_sha256, vector from vectors order by text_sha256 limit 3").fetchall()
+        (key_a, blob_a), (key_b, blob_b), (key_c, blob_c) = rows
+        db.execute("update vectors set vector = ? where text_sha256 = ?", (blob_b, key_a))
+        db.execute("update vectors set vector = ? where text_sha256 = ?", (blob_a, key_b))
+    broken = np.frombuffer(blob_c, dtype="<f4").copy()
+    broken[0] = np.inf
+    cache.put_many([(key_c, broken)])  # a valid checksum over an infinite component
+    cache.close()
+    messages: list[str] = []
+    result = build_site(
+        BuildOptions(
+            corpora_dir=tiny_corpus.parent, out_dir=tmp_path / "again", cache_dir=tmp_path / "cache", rankers=RANKERS
+        ),
+        log=messages.append,
+        model=FakeEmbeddingModel(),
+    )
+    assert result.embed_stats.rejected == 3 and result.embed_stats.embedded == 3
+    assert any(m.startswith("warning: tiny: 3 cache rows failed") for m in messages), messages
+    assert file_tree(tmp_path / "clean" / "evidence") == file_tree(tmp_path / "again" / "evidence")
