@@ -54,7 +54,6 @@ keys, no timestamps, no absolute paths: identical bundles give identical bytes).
 from __future__ import annotations
 
 import argparse
-import functools
 import hashlib
 import itertools
 import json
@@ -573,7 +572,7 @@ def _check_trec_contract(check: Check, bundle: Bundle, corpus: str, summary: dic
     ]
     text = bundle.text(f"{base}/qrels.trec")
     got = bundle.lines(f"{base}/qrels.trec")
-    if got != want or not text.endswith("\n"):
+    if got != want or (text and not text.endswith("\n")):
         at = next((i for i, (g, w) in enumerate(zip(got, want, strict=False)) if g != w), min(len(got), len(want)))
         seen, expected = (x[at] if at < len(x) else "nothing" for x in (got, want))
         check.fail(f"{base}/qrels.trec: line {at + 1} is {seen!r}, the inputs give {expected!r}")
@@ -988,7 +987,7 @@ def check_report(check: Check, bundle: Bundle, corpus: str) -> str:
         values = {}
         for r in rankers:
             scores = [question_scores(r, name)[q] for q in qids]
-            values[r] = math.fsum(scores) / len(scores)
+            values[r] = math.fsum(scores) / len(scores) if scores else 0.0  # no question: every ranker 0, as built
         top = max(values.values())
         return [r for r, v in values.items() if top - v <= 1e-12]
 
@@ -1050,12 +1049,55 @@ def _close(got: Any, want: Any, tol: float) -> bool:
     return got == want
 
 
-@functools.lru_cache(maxsize=4)
-def _randomisation_draws(seed: int, rounds: int, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Sign flips (as +-1.0) and bootstrap indices from numpy PCG64 seeded ``seed``, drawn once for all pairs."""
-    flips = (np.random.default_rng(seed).integers(0, 2, size=(rounds, n)) * 2 - 1).astype(np.float64)
-    idx = np.random.default_rng(seed).integers(0, n, size=(rounds, n))
-    return flips, idx
+def _sign_test_p(d: np.ndarray, seed: int, rounds: int) -> tuple[float, int, str]:
+    """The randomisation test as documented in experiments.py, written independently.
+
+    Zero differences are dropped; with n left, 2**n <= rounds enumerates every sign pattern (itertools.product)
+    for the exact p = extreme / 2**n, else PCG64 seeded ``seed`` draws 0/1 signs in blocks of 1,000 rounds and
+    p = (extreme + 1) / (rounds + 1). A pattern is extreme when |sum(s d)| >= |sum(d)| - 1e-12.
+    """
+    d = np.array([x for x in d.tolist() if x != 0], dtype=np.float64)
+    n = len(d)
+    observed = abs(math.fsum(d.tolist()))
+    if 2**n <= rounds:
+        patterns = np.array(list(itertools.product((1.0, -1.0), repeat=n)), dtype=np.float64).reshape(2**n, n)
+        extreme = int(np.count_nonzero(np.abs(patterns @ d) >= observed - 1e-12))
+        return extreme / 2**n, n, f"exact enumeration of 2^{n} = {2**n} sign patterns"
+    rng, extreme, done = np.random.default_rng(seed), 0, 0
+    while done < rounds:
+        block = min(1000, rounds - done)
+        flips = rng.integers(0, 2, size=(block, n)).astype(np.float64) * 2 - 1
+        extreme += int(np.count_nonzero(np.abs(flips @ d) >= observed - 1e-12))
+        done += block
+    return (extreme + 1) / (rounds + 1), n, f"Monte Carlo, {rounds} rounds, seed {seed} (2^{n} patterns)"
+
+
+def _bootstrap_interval(d: np.ndarray, seed: int, rounds: int) -> tuple[float, float]:
+    """95% percentile interval of the mean difference, PCG64 indices drawn in blocks of 1,000 rounds."""
+    rng, means = np.random.default_rng(seed), []
+    while len(means) < rounds:
+        block = min(1000, rounds - len(means))
+        means.extend(d[rng.integers(0, len(d), size=(block, len(d)))].mean(axis=1).tolist())
+    low, high = np.quantile(np.array(means), [0.025, 0.975])
+    return float(low), float(high)
+
+
+def _adjusted(p: list[float], correction: str) -> list[float]:
+    """Holm (step-down, running max) or Benjamini-Hochberg (step-up, running min) adjusted p-values."""
+    m = len(p)
+    ranked = sorted(range(m), key=lambda i: (p[i], i))
+    out = [1.0] * m
+    if correction == "holm":
+        best = 0.0
+        for j, i in enumerate(ranked):
+            best = max(best, min(1.0, (m - j) * p[i]))
+            out[i] = best
+    else:
+        best = 1.0
+        for j in reversed(range(m)):
+            best = min(best, min(1.0, m * p[ranked[j]] / (j + 1)))
+            out[ranked[j]] = best
+    return out
 
 
 def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
@@ -1148,42 +1190,97 @@ def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
                 compare(f"{label}.chosen", fold["chosen"], data["rows"][chosen]["value"])
                 compare(f"{label}.scores", fold["scores"], want_scores)
                 compare(f"{label}.tuned_beats_default", fold["tuned_beats_default"], beats)
+                size, count = len(tune), len(data["rows"])
+                small = size < count
+                compare(f"{label}.tune_size", fold.get("tune_size"), size)
+                compare(f"{label}.too_small", fold.get("too_small"), small)
+                plural = "" if size == 1 else "s"
+                note = f"fold {fold['tune_on']} has {size} question{plural}, fewer than the {count} settings"
+                compare(
+                    f"{label}.note",
+                    fold.get("note"),
+                    f"{note} it chooses among: the choice is not evidence" if small else None,
+                )
             compare(f"heldout.{fusion}.{sweep}.tuned_beats_default_in", result["tuned_beats_default_in"], wins)
 
     sig = stored.get("significance", {})
-    rounds, alpha = sig.get("rounds"), sig.get("alpha")
+    rounds, alpha, minimum = sig.get("rounds"), sig.get("alpha"), sig.get("min_differing")
+    config_rel = f"evidence/{corpus}/inputs/sitegen.json"
+    config = bundle.json(config_rel) if (bundle.site / config_rel).is_file() else {}
+    correction = config.get("significance", {}).get("correction", "holm")
+    names = {"holm": "Holm-Bonferroni", "bh": "Benjamini-Hochberg"}
     pairs = {}
-    for n, pair in enumerate(sig.get("pairs", [])):
+    for pair in sig.get("pairs", []):
         a = np.array(scores_of(pair["a"], pair["metric"]))
         b = np.array(scores_of(pair["b"], pair["metric"]))
         d = a - b
-        flips, idx = _randomisation_draws(sig["seed"], rounds, d.size)
-        extreme = np.count_nonzero(np.abs((flips * d).mean(axis=1)) >= abs(d.mean()) - 1e-12)
-        p = (1 + int(extreme)) / (1 + rounds)
-        low, high = np.quantile(d[idx].mean(axis=1), [0.025, 0.975])
-        want = {
+        p, differing, method = _sign_test_p(d, sig["seed"], rounds)
+        low, high = _bootstrap_interval(d, sig["seed"], rounds)
+        tested = differing >= minimum
+        pairs[(pair["a"], pair["b"], pair["metric"])] = {
             "a": pair["a"],
             "b": pair["b"],
             "metric": pair["metric"],
             "mean_a": mean(list(a)),
             "mean_b": mean(list(b)),
             "difference": mean(list(d)),
-            "p_value": p,
-            "ci_low": float(low),
-            "ci_high": float(high),
-            "significant": p < alpha,
+            "differing": differing,
+            "tested": tested,
+            "method": method if tested else None,
+            "p_value": p if tested else None,
+            "p_adjusted": None,
+            "ci_low": low,
+            "ci_high": high,
+            "significant": None,
+            "note": None,
         }
+    family = [w for w in pairs.values() if w["tested"]]
+    for w, adj in zip(family, _adjusted([w["p_value"] for w in family], correction), strict=True):
+        w["p_adjusted"], w["significant"] = adj, adj < alpha
+    for w in pairs.values():
+        outside = w["ci_low"] > 0 or w["ci_high"] < 0
+        if not w["tested"]:
+            w["note"] = (
+                f"too few questions to test: {w['differing']} of {len(scored)} questions differ (minimum {minimum})"
+            )
+        elif outside and not w["significant"]:
+            w["note"] = (
+                f"the 95% interval excludes 0 but the test, corrected for {len(family)} comparisons "
+                f"({names[correction]}), does not reject at {alpha}: the interval is not corrected for the family"
+            )
+        elif w["significant"] and not outside:
+            w["note"] = (
+                f"the test, corrected for {len(family)} comparisons ({names[correction]}), rejects at {alpha} but "
+                "the 95% interval includes 0: the interval resamples questions, the test flips signs"
+            )
+    for n, pair in enumerate(sig.get("pairs", [])):
+        want = pairs[(pair["a"], pair["b"], pair["metric"])]
         compare(f"significance.pairs[{n}] ({pair['a']} vs {pair['b']}, {pair['metric']})", pair, want)
-        pairs[(pair["a"], pair["b"], pair["metric"])] = want
+    compare("significance.correction", sig.get("correction"), correction)
+    compare("significance.correction_name", sig.get("correction_name"), names.get(correction))
+    tests = len(pairs)
+    compare(
+        "significance.family counts",
+        {k: sig.get("family", {}).get(k) for k in ("tests", "excluded", "size")},
+        {"tests": tests, "excluded": tests - len(family), "size": len(family)},
+    )
+    compare(
+        "significance counts",
+        [sig.get("significant_uncorrected"), sig.get("significant_adjusted")],
+        [sum(w["p_value"] < alpha for w in family), sum(bool(w["significant"]) for w in family)],
+    )
     expected_pairs = {
         (a, b, m) for i, a in enumerate(rankers) for b in rankers[i + 1 :] for m in sig.get("metrics", [])
     }
+    if not scored:
+        expected_pairs = set()
     if set(pairs) != expected_pairs:
         check.fail(f"{rel}: significance.pairs cover {len(pairs)} comparisons, expected every pair x metric")
 
     config_rel = f"evidence/{corpus}/inputs/sitegen.json"
-    steps = bundle.json(config_rel).get("ablation") if (bundle.site / config_rel).is_file() else None
+    steps = config.get("ablation")
     steps = [s for s in steps if s["ranker"] in rankers] if steps else [{"ranker": r, "adds": r} for r in rankers]
+    steps = steps if scored else []
     rows = []
     for n, step in enumerate(steps):
         r = step["ranker"]
@@ -1191,7 +1288,7 @@ def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
             "ranker": r,
             "adds": step["adds"],
             "delta": None,
-            "p_value": None,
+            "p_adjusted": None,
             "significant": None,
             "overall": {m: mean(scores_of(r, m)) for m in sig.get("metrics", [])},
         }
@@ -1203,7 +1300,7 @@ def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
             }
             found = {m: pairs.get((r, prev, m)) or pairs.get((prev, r, m)) for m in sig.get("metrics", [])}
             if all(found.values()):
-                row["p_value"] = {m: f["p_value"] for m, f in found.items()}
+                row["p_adjusted"] = {m: f["p_adjusted"] for m, f in found.items()}
                 row["significant"] = {m: f["significant"] for m, f in found.items()}
         rows.append(row)
     compare("ablation.rows", stored.get("ablation", {}).get("rows"), rows)
@@ -1231,6 +1328,9 @@ def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
         )
     compare("unanswerable", stored.get("unanswerable"), view)
     compare("one_question_points", stored.get("one_question_points"), 100.0 / len(scored) if scored else None)
+    compare("scored_questions", stored.get("scored_questions"), len(scored))
+    if not scored and (stored.get("sweeps") or heldout.get("results")):
+        check.fail(f"{rel}: sweeps or held-out results scored on no questions")
     return f"sweeps, held-out folds, {len(pairs)} paired tests, ablation and unanswerable view recomputed"
 
 

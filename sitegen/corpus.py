@@ -227,14 +227,26 @@ def _load_config(path: Path) -> dict[str, Any]:
     """``sitegen.json``: per-corpus experiment settings::
 
     {"ablation": [{"ranker": "bm25", "adds": "what this row adds to the previous one"}, ...],
-     "packing": {"budgets": [20, 200, 1000]}}
+     "packing": {"budgets": [20, 200, 1000]},
+     "significance": {"correction": "holm" | "bh"}}
     """
-    config = _parse_json(path, None, _read_text(path))
+    text = _read_text(path)
+    config = _parse_json(path, None, text)
     if not isinstance(config, dict):
         raise CorpusError(path, "expected a JSON object")
-    unknown = sorted(set(config) - {"ablation", "packing", "filters", "chunking"})
+    unknown = sorted(set(config) - {"ablation", "packing", "filters", "chunking", "significance"})
     if unknown:
-        raise CorpusError(path, f"unknown setting(s) {', '.join(unknown)}; known: ablation, chunking, filters, packing")
+        raise CorpusError(
+            path, f"unknown setting(s) {', '.join(unknown)}; known: ablation, chunking, filters, packing, significance"
+        )
+    significance = config.get("significance", {})
+    if not isinstance(significance, dict) or set(significance) - {"correction"} or significance.get(
+        "correction", "holm"
+    ) not in ("holm", "bh"):
+        line = next((n for n, row in enumerate(text.splitlines(), 1) if '"significance"' in row), None)
+        raise CorpusError(
+            path, '"significance" must be {"correction": "holm"} (Holm-Bonferroni) or {"correction": "bh"}', line
+        )
     if "chunking" in config:
         from sitegen.chunking import ChunkingError, parse_chunking
 

@@ -8,15 +8,20 @@ the same p-values and intervals in any implementation that uses numpy's PCG64.
 
 ``evidence/<corpus>/experiments.json`` shape::
 
-    {"schema_version": 1, "metrics": [...], "one_question_points": float,
+    {"schema_version": 2, "metrics": [...], "one_question_points": float,
      "sweeps": {rrf_ranker: {sweep: {"parameter", "fixed", "rows": [{"value", "params", "overall"}]}}},
      "heldout": {"seed", "selection_metric", "folds": {"A": [qids], "B": [qids]},
                  "results": {rrf_ranker: {sweep: {"tuned_beats_default_in": n, "folds": [{"tune_on", "test_on",
                               "chosen", "default", "dense_ranker", "scores": {"tuned", "default", "dense"},
+                              "tune_size", "too_small", "note",
                               "tuned_beats_default"}]}}}},
-     "significance": {"seed", "rounds", "alpha", "metrics", "pairs": [{"a", "b", "metric", "mean_a",
-                      "mean_b", "difference", "p_value", "ci_low", "ci_high", "significant"}]},
-     "ablation": {"source", "rows": [{"ranker", "adds", "overall", "delta", "p_value", "significant"}]},
+     "scored_questions": n,
+     "significance": {"seed", "rounds", "alpha", "metrics", "min_differing", "correction", "correction_name",
+                      "family": {"description", "tests", "excluded", "size"}, "significant_uncorrected",
+                      "significant_adjusted", "pairs": [{"a", "b", "metric", "mean_a", "mean_b", "difference",
+                      "differing", "tested", "method", "p_value", "p_adjusted", "ci_low", "ci_high",
+                      "significant", "note"}]},
+     "ablation": {"source", "rows": [{"ranker", "adds", "overall", "delta", "p_adjusted", "significant"}]},
      "unanswerable": {"questions": [qid], "rows": {ranker: {qid: {"hits", "top_score"}}},
                       "answerable_median_top_score": {ranker: float | None}}}
 """
@@ -28,7 +33,6 @@ import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -38,11 +42,15 @@ from sitegen.metrics import evaluate
 from sitegen.rankers.fusion import reciprocal_rank_fusion
 
 __all__ = [
+    "CORRECTIONS",
     "DEFAULT_SEED",
     "ExperimentSettings",
+    "RandomisationResult",
+    "adjust_p_values",
     "experiment_inputs",
     "paired_bootstrap_ci",
     "paired_permutation_test",
+    "paired_randomisation_test",
     "run_experiments",
     "stratified_two_fold_split",
 ]
@@ -69,57 +77,118 @@ class ExperimentSettings:
     seed: int = DEFAULT_SEED
     rounds: int = 10_000
     alpha: float = 0.05
+    min_differing: int = 10
 
 
-@lru_cache(maxsize=8)
-def _sign_flips(seed: int, rounds: int, n: int) -> np.ndarray:
-    """The documented draw, made once per (seed, rounds, n): every pair of rankers reuses it.
+BLOCK_ROUNDS = 1_000
+CORRECTIONS = {"holm": "Holm-Bonferroni", "bh": "Benjamini-Hochberg"}
 
-    Multiplying by +-1.0 as float64 is exact, so the statistics equal those from the integer signs bit for bit.
+
+@dataclass(frozen=True)
+class RandomisationResult:
+    """One paired randomisation test: the p-value and how it was obtained, for the evidence."""
+
+    p_value: float
+    differing: int
+    exact: bool
+    method: str
+
+
+def _differences(a: Sequence[float], b: Sequence[float]) -> np.ndarray:
+    return np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
+
+
+def paired_randomisation_test(a: Sequence[float], b: Sequence[float], seed: int, rounds: int) -> RandomisationResult:
+    """Two-sided paired randomisation (sign-flip) test of mean(a - b) = 0.
+
+    Questions where a and b agree contribute nothing to any sign pattern, so they are dropped: ``d`` holds the
+    n nonzero differences and the statistic of a pattern ``s`` is ``|sum(s * d)|``, observed ``|sum(d)|``; a
+    pattern counts as extreme when its statistic >= observed - 1e-12.
+
+    - If 2**n <= rounds: every one of the 2**n sign patterns is enumerated and p = extreme / 2**n, exactly
+      (n = 0 gives p = 1).
+    - Otherwise Monte Carlo: ``rng = numpy.random.default_rng(seed)``; in blocks of 1,000 rounds (the last one
+      shorter) ``signs = rng.integers(0, 2, size=(block, n)) * 2 - 1``; p = (b + 1) / (rounds + 1), b the
+      extreme rounds.
+
+    Memory is bounded by the block, not by rounds: one block holds a (1,000 x n) int64 draw and its float64
+    signs, 16,000 * n bytes (about 1 MB for 60 questions), whatever ``rounds`` is.
     """
-    signs = (np.random.default_rng(seed).integers(0, 2, size=(rounds, n)) * 2 - 1).astype(np.float64)
-    signs.flags.writeable = False
-    return signs
-
-
-@lru_cache(maxsize=8)
-def _resample_indices(seed: int, rounds: int, n: int) -> np.ndarray:
-    """The documented bootstrap indices, drawn once per (seed, rounds, n)."""
-    idx = np.random.default_rng(seed).integers(0, n, size=(rounds, n))
-    idx.flags.writeable = False
-    return idx
+    d = _differences(a, b)
+    d = d[d != 0]
+    n = int(d.size)
+    observed = abs(math.fsum(d.tolist()))
+    if 2**n <= rounds:
+        extreme = 0
+        bits = np.arange(n, dtype=np.int64)
+        for start in range(0, 2**n, BLOCK_ROUNDS):
+            patterns = np.arange(start, min(start + BLOCK_ROUNDS, 2**n), dtype=np.int64)
+            signs = 1.0 - 2.0 * ((patterns[:, None] >> bits) & 1)
+            extreme += int(np.count_nonzero(np.abs(signs @ d) >= observed - _TIE))
+        return RandomisationResult(extreme / 2**n, n, True, f"exact enumeration of 2^{n} = {2**n} sign patterns")
+    rng = np.random.default_rng(seed)
+    extreme = 0
+    for start in range(0, rounds, BLOCK_ROUNDS):
+        block = min(BLOCK_ROUNDS, rounds - start)
+        signs = (rng.integers(0, 2, size=(block, n)) * 2 - 1).astype(np.float64)
+        extreme += int(np.count_nonzero(np.abs(signs @ d) >= observed - _TIE))
+    return RandomisationResult(
+        (extreme + 1) / (rounds + 1), n, False, f"Monte Carlo, {rounds} rounds, seed {seed} (2^{n} patterns)"
+    )
 
 
 def paired_permutation_test(a: Sequence[float], b: Sequence[float], seed: int, rounds: int) -> float:
-    """Two-sided paired randomisation test of mean(a - b) = 0.
-
-    Exactly: ``rng = numpy.random.default_rng(seed)``; ``signs = rng.integers(0, 2, size=(rounds, n)) * 2 - 1``;
-    each round's statistic is ``|mean(signs_row * d)|``; p = (1 + rounds whose statistic >= |mean(d)| - 1e-12)
-    / (1 + rounds). Identical inputs give p = 1.
-    """
-    d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
-    if d.size == 0:
-        return 1.0
-    observed = abs(float(d.mean()))
-    statistics_ = np.abs((_sign_flips(seed, rounds, d.size) * d).mean(axis=1))
-    extreme = int(np.count_nonzero(statistics_ >= observed - _TIE))
-    return (1 + extreme) / (1 + rounds)
+    """The p-value of :func:`paired_randomisation_test`."""
+    return paired_randomisation_test(a, b, seed, rounds).p_value
 
 
 def paired_bootstrap_ci(
     a: Sequence[float], b: Sequence[float], seed: int, rounds: int, level: float = 0.95
 ) -> tuple[float, float]:
-    """Percentile bootstrap interval of mean(a - b).
+    """Percentile bootstrap interval of mean(a - b) over all N paired questions (ties included: they pull the
+    mean toward 0).
 
-    Exactly: ``rng = numpy.random.default_rng(seed)``; ``idx = rng.integers(0, n, size=(rounds, n))``;
-    means = ``d[idx].mean(axis=1)``; bounds = ``numpy.quantile(means, [(1 - level) / 2, (1 + level) / 2])``
-    (linear interpolation).
+    Exactly: ``rng = numpy.random.default_rng(seed)``; in blocks of 1,000 rounds (the last one shorter)
+    ``idx = rng.integers(0, N, size=(block, N))`` and the block's means ``d[idx].mean(axis=1)``; bounds =
+    ``numpy.quantile(means, [(1 - level) / 2, (1 + level) / 2])`` (linear interpolation). Memory: one block is
+    16,000 * N bytes (indices and gathered differences) plus 8 bytes per round for the means.
     """
-    d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
+    d = _differences(a, b)
     if d.size == 0:
         return (0.0, 0.0)
-    low, high = np.quantile(d[_resample_indices(seed, rounds, d.size)].mean(axis=1), [(1 - level) / 2, (1 + level) / 2])
+    rng = np.random.default_rng(seed)
+    means = np.empty(rounds, dtype=np.float64)
+    for start in range(0, rounds, BLOCK_ROUNDS):
+        block = min(BLOCK_ROUNDS, rounds - start)
+        means[start : start + block] = d[rng.integers(0, d.size, size=(block, d.size))].mean(axis=1)
+    low, high = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
     return (float(low), float(high))
+
+
+def adjust_p_values(p_values: Sequence[float], correction: str) -> list[float]:
+    """Multiplicity-adjusted p-values, in the input order, for one family of m tests.
+
+    ``holm`` (Holm-Bonferroni, controls the family-wise error): sort ascending, adj_i = max_{j<=i} min(1,
+    (m - j + 1) p_j). ``bh`` (Benjamini-Hochberg, controls the false discovery rate): adj_i = min_{j>=i}
+    min(1, m p_j / j). Ties keep input order (stable sort), which does not change the values.
+    """
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    adjusted = [0.0] * m
+    if correction == "holm":
+        running = 0.0
+        for rank, i in enumerate(order, start=1):
+            running = max(running, min(1.0, (m - rank + 1) * p_values[i]))
+            adjusted[i] = running
+    elif correction == "bh":
+        running = 1.0
+        for rank in range(m, 0, -1):
+            i = order[rank - 1]
+            running = min(running, min(1.0, m * p_values[i] / rank))
+            adjusted[i] = running
+    else:
+        raise ValueError(f"unknown correction {correction!r}; known: {', '.join(CORRECTIONS)}")
+    return adjusted
 
 
 def stratified_two_fold_split(ids_by_kind: Mapping[str, Sequence[str]], seed: int) -> dict[str, list[str]]:
@@ -235,7 +304,7 @@ def run_experiments(
 
     sweeps: dict[str, Any] = {}
     heldout: dict[str, Any] = {}
-    for fusion in fusions:
+    for fusion in fusions if scored else ():
         components = list(run_params[fusion]["components"])
         component_rankings = [rankings[c] for c in components]
         # Fusions list the dense ranker first; "dense alone" is that first component.
@@ -268,8 +337,17 @@ def run_experiments(
                 tuned = {m: _mean(per_query[chosen], folds[test_on], m) for m in SWEEP_METRICS}
                 kept = {m: _mean(per_query[default], folds[test_on], m) for m in SWEEP_METRICS}
                 alone = {m: _mean(base_per_query[dense], folds[test_on], m) for m in SWEEP_METRICS}
+                size, settings_count = len(folds[tune_on]), len(grid["values"])
                 results.append(
                     {
+                        "tune_size": size,
+                        "too_small": size < settings_count,
+                        "note": (
+                            f"fold {tune_on} has {size} question{'s' if size != 1 else ''}, fewer than the "
+                            f"{settings_count} settings it chooses among: the choice is not evidence"
+                            if size < settings_count
+                            else None
+                        ),
                         "tune_on": tune_on,
                         "test_on": test_on,
                         "chosen": rows[chosen]["value"],
@@ -285,31 +363,9 @@ def run_experiments(
             }
 
     rankers = list(rankings)
-    pairs = []
-    for i, a in enumerate(rankers):
-        for b in rankers[i + 1 :]:
-            for metric in SIGNIFICANCE_METRICS:
-                xa = [base_per_query[a][q][metric] for q in scored]
-                xb = [base_per_query[b][q][metric] for q in scored]
-                p = paired_permutation_test(xa, xb, settings.seed, settings.rounds)
-                low, high = paired_bootstrap_ci(xa, xb, settings.seed, settings.rounds)
-                pairs.append(
-                    {
-                        "a": a,
-                        "b": b,
-                        "metric": metric,
-                        "mean_a": _mean(base_per_query[a], scored, metric),
-                        "mean_b": _mean(base_per_query[b], scored, metric),
-                        "difference": math.fsum(x - y for x, y in zip(xa, xb, strict=True)) / len(scored),
-                        "p_value": p,
-                        "ci_low": low,
-                        "ci_high": high,
-                        "significant": p < settings.alpha,
-                    }
-                )
-
+    significance = _significance(corpus, rankers, base_per_query, scored, settings)
     return {
-        "schema_version": 1,
+        "schema_version": 2,
         "metrics": list(SWEEP_METRICS),
         "one_question_points": 100.0 / len(scored) if scored else None,
         "sweeps": sweeps,
@@ -319,26 +375,107 @@ def run_experiments(
             "folds": folds,
             "results": heldout,
         },
-        "significance": {
-            "seed": settings.seed,
-            "rounds": settings.rounds,
-            "alpha": settings.alpha,
-            "metrics": list(SIGNIFICANCE_METRICS),
-            "pairs": pairs,
-        },
-        "ablation": _ablation(corpus, rankers, base_per_query, scored, pairs),
+        "scored_questions": len(scored),
+        "significance": significance,
+        "ablation": _ablation(corpus, rankers, base_per_query, scored, significance["pairs"]),
         "unanswerable": _unanswerable(corpus, rankings, run_scores, scored),
+    }
+
+
+def _significance(
+    corpus: Corpus, rankers: Sequence[str], per_query: Mapping, scored: Sequence[str], settings: ExperimentSettings
+) -> dict[str, Any]:
+    """Every pair of rankers on every significance metric, as one family per corpus corrected together.
+
+    The family is all pairwise tests across the metrics shown on the page; a test with fewer than
+    ``settings.min_differing`` questions where the two rankers differ is reported as "too few questions to
+    test" and left out of the family (it is not in m), since it could not reject anyway and would only dilute
+    the others. "significant" is decided on the adjusted p-value alone.
+    """
+    correction = str(corpus.config.get("significance", {}).get("correction", "holm"))
+    alpha, minimum = settings.alpha, settings.min_differing
+    pairs: list[dict[str, Any]] = []
+    for i, a in enumerate(rankers if scored else ()):
+        for b in rankers[i + 1 :]:
+            for metric in SIGNIFICANCE_METRICS:
+                xa = [per_query[a][q][metric] for q in scored]
+                xb = [per_query[b][q][metric] for q in scored]
+                test = paired_randomisation_test(xa, xb, settings.seed, settings.rounds)
+                low, high = paired_bootstrap_ci(xa, xb, settings.seed, settings.rounds)
+                tested = test.differing >= minimum
+                pairs.append(
+                    {
+                        "a": a,
+                        "b": b,
+                        "metric": metric,
+                        "mean_a": _mean(per_query[a], scored, metric),
+                        "mean_b": _mean(per_query[b], scored, metric),
+                        "difference": math.fsum(x - y for x, y in zip(xa, xb, strict=True)) / len(scored),
+                        "differing": test.differing,
+                        "tested": tested,
+                        "method": test.method if tested else None,
+                        "p_value": test.p_value if tested else None,
+                        "p_adjusted": None,
+                        "ci_low": low,
+                        "ci_high": high,
+                        "significant": None,
+                        "note": None,
+                    }
+                )
+    family = [p for p in pairs if p["tested"]]
+    for pair, adjusted in zip(family, adjust_p_values([p["p_value"] for p in family], correction), strict=True):
+        pair["p_adjusted"] = adjusted
+        pair["significant"] = adjusted < alpha
+    m, name = len(family), CORRECTIONS[correction]
+    for pair in pairs:
+        excludes_zero = pair["ci_low"] > 0 or pair["ci_high"] < 0
+        if not pair["tested"]:
+            pair["note"] = (
+                f"too few questions to test: {pair['differing']} of {len(scored)} questions differ "
+                f"(minimum {minimum})"
+            )
+        elif excludes_zero and not pair["significant"]:
+            pair["note"] = (
+                f"the 95% interval excludes 0 but the test, corrected for {m} comparisons ({name}), does not "
+                f"reject at {alpha}: the interval is not corrected for the family"
+            )
+        elif pair["significant"] and not excludes_zero:
+            pair["note"] = (
+                f"the test, corrected for {m} comparisons ({name}), rejects at {alpha} but the 95% interval "
+                "includes 0: the interval resamples questions, the test flips signs"
+            )
+    k, total = len(rankers), len(pairs)
+    description = (
+        f"{corpus.name}, all pairs of {k} rankers x {len(SIGNIFICANCE_METRICS)} metrics = {total} tests"
+        if total
+        else f"{corpus.name}: no tests ({'no question has a relevant passage' if not scored else 'one ranker'})"
+    )
+    if total - m:
+        description += f"; {total - m} with fewer than {minimum} differing questions are left out, so m = {m}"
+    return {
+        "seed": settings.seed,
+        "rounds": settings.rounds,
+        "alpha": alpha,
+        "metrics": list(SIGNIFICANCE_METRICS),
+        "min_differing": minimum,
+        "correction": correction,
+        "correction_name": name,
+        "family": {"description": description, "tests": total, "excluded": total - m, "size": m},
+        "significant_uncorrected": sum(1 for p in family if p["p_value"] < alpha),
+        "significant_adjusted": sum(1 for p in family if p["significant"]),
+        "pairs": pairs,
     }
 
 
 def _ablation(
     corpus: Corpus, rankers: Sequence[str], per_query: Mapping, scored: Sequence[str], pairs: Sequence[dict]
 ) -> dict[str, Any]:
+    """Each row adds one technique to the row above, with the change's adjusted p-value from the family."""
     steps = corpus.config.get("ablation")
     source = "corpus config (sitegen.json)" if steps else "default: the rankers in build order"
     if not steps:
         steps = [{"ranker": r, "adds": r} for r in rankers]
-    steps = [s for s in steps if s["ranker"] in per_query]
+    steps = [s for s in steps if s["ranker"] in per_query] if scored else []
     rows = []
     for n, step in enumerate(steps):
         ranker = step["ranker"]
@@ -348,7 +485,7 @@ def _ablation(
             "adds": step["adds"],
             "overall": overall,
             "delta": None,
-            "p_value": None,
+            "p_adjusted": None,
             "significant": None,
         }
         if n:
@@ -358,7 +495,7 @@ def _ablation(
                 for m in SIGNIFICANCE_METRICS
             }
             found = {p["metric"]: p for p in pairs if {p["a"], p["b"]} == {ranker, previous}}
-            row["p_value"] = {m: found[m]["p_value"] for m in SIGNIFICANCE_METRICS} if found else None
+            row["p_adjusted"] = {m: found[m]["p_adjusted"] for m in SIGNIFICANCE_METRICS} if found else None
             row["significant"] = {m: found[m]["significant"] for m in SIGNIFICANCE_METRICS} if found else None
         rows.append(row)
     return {"source": source, "rows": rows}

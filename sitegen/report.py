@@ -45,8 +45,11 @@ def _best(values: Mapping[str, float]) -> list[str]:
     return [r for r, v in values.items() if top - v <= _EQUAL]
 
 
-def _hit_counts(per_query: Mapping[str, Mapping[str, float]], members: Sequence[str]) -> dict[str, int]:
-    names = [m for m in next(iter(per_query.values()), {}) if m.startswith("hit@")]
+def _hit_counts(
+    per_query: Mapping[str, Mapping[str, float]], members: Sequence[str], metric_list: Sequence[str]
+) -> dict[str, int]:
+    """Questions with a hit at each hit@k; every hit@k is listed, at 0, even when no question is scored."""
+    names = [m for m in metric_list if m.startswith("hit@")]
     return {m: sum(1 for q in members if per_query[q][m] > 0) for m in names}
 
 
@@ -101,8 +104,10 @@ def derive_report(
         "schema_version": 1,
         "questions": {"overall": len(all_ids), "by_kind": {k: len(v) for k, v in members.items()}},
         "hit_counts": {
-            "overall": {r: _hit_counts(metrics[r]["per_query"], all_ids) for r in rankers},
-            "by_kind": {k: {r: _hit_counts(metrics[r]["per_query"], members[k]) for r in rankers} for k in kinds},
+            "overall": {r: _hit_counts(metrics[r]["per_query"], all_ids, metric_list) for r in rankers},
+            "by_kind": {
+                k: {r: _hit_counts(metrics[r]["per_query"], members[k], metric_list) for r in rankers} for k in kinds
+            },
         },
         "best": best,
         "first_relevant_rank": first,

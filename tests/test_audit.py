@@ -334,7 +334,7 @@ def test_a_changed_rank_of_the_right_passage_is_caught(site: Path) -> None:
     ("where", "label"),
     [
         (("sweeps", "rrf-dense-bm25", "k", "rows", 0, "overall", "mrr@10"), "sweeps.rrf-dense-bm25.k.rows[0].overall"),
-        (("significance", "pairs", 0, "p_value"), "significance.pairs[0]"),
+        (("significance", "pairs", 0, "ci_low"), "significance.pairs[0]"),
         (("heldout", "results", "rrf-dense-bm25", "candidates", "folds", 1, "chosen"), "heldout.rrf-dense-bm25."),
         (("ablation", "rows", 1, "overall", "hit@1"), "ablation.rows"),
         (("unanswerable", "rows", "bm25", "q4", "hits"), "unanswerable"),

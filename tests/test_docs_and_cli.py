@@ -76,7 +76,17 @@ def test_core_modules_never_import_click() -> None:
     for path in (REPO / "sitegen").rglob("*.py"):
         if path.name != "cli.py":
             assert "import click" not in path.read_text(), path
-    assert sys.modules.get("sitegen.cli") is not None
+    # Nor through another module: importing every core module in a fresh interpreter leaves click unloaded.
+    modules = sorted(
+        ".".join(p.relative_to(REPO).with_suffix("").parts)
+        for p in (REPO / "sitegen").rglob("*.py")
+        if p.name not in ("cli.py", "__main__.py")
+    )
+    probe = "import importlib, sys\n" + "".join(f"importlib.import_module({m!r})\n" for m in modules)
+    probe += "print(sorted(m for m in sys.modules if m == 'click' or m.startswith('click.')))"
+    result = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]", result.stdout
 
 
 def test_readme_results_tables_match_the_committed_evidence() -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import Counter
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -15,8 +17,10 @@ from sitegen.corpus import load_corpus
 from sitegen.errors import CorpusError
 from sitegen.experiments import (
     ExperimentSettings,
+    adjust_p_values,
     paired_bootstrap_ci,
     paired_permutation_test,
+    paired_randomisation_test,
     run_experiments,
     stratified_two_fold_split,
 )
@@ -118,7 +122,7 @@ def test_ablation_follows_the_corpus_config_and_reports_changes(built: Path) -> 
     assert first["delta"] is None
     for metric, change in second["delta"].items():
         assert change == pytest.approx(second["overall"][metric] - first["overall"][metric], abs=1e-12)
-    assert set(second["p_value"]) == set(second["delta"])
+    assert set(second["p_adjusted"]) == set(second["delta"])
 
 
 def test_unanswerable_questions_are_shown_with_their_candidates(built: Path) -> None:
@@ -165,3 +169,186 @@ def test_experiments_are_a_pure_function_of_runs_and_seed(tmp_path: Path) -> Non
     assert Counter(p["metric"] for p in first["significance"]["pairs"]) == {
         m: 1 for m in first["significance"]["metrics"]
     }
+
+
+# --- issue 16: statistics you can defend ---------------------------------------------------------------------
+
+
+def _brute_force_p(d: list[float]) -> Fraction:
+    """The exact two-sided sign-flip p-value, over every pattern, in exact rational arithmetic."""
+    exact = [Fraction(x) for x in d if x != 0]
+    observed = abs(sum(exact))
+    patterns = list(itertools.product((1, -1), repeat=len(exact)))
+    extreme = sum(1 for s in patterns if abs(sum(si * x for si, x in zip(s, exact, strict=True))) >= observed)
+    return Fraction(extreme, len(patterns))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_small_samples_get_the_exact_p_value_of_full_enumeration(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    a = rng.choice([0.0, 0.25, 0.5, 1.0], size=8)
+    b = rng.choice([0.0, 0.5, 1.0], size=8)
+    a[0], b[0] = 1.0, 1.0  # one tie: it must contribute nothing
+    result = paired_randomisation_test(a, b, seed=9, rounds=10_000)
+    d = (a - b).tolist()
+    assert result.exact and result.differing == sum(1 for x in d if x != 0)
+    assert result.p_value == float(_brute_force_p(d))
+    assert result.method.startswith("exact enumeration of 2^")
+
+
+def test_exact_p_counts_sign_patterns_not_random_rounds() -> None:
+    # Four wins, 56 ties: 2 of 16 patterns are as extreme, p = 1/8 exactly, whatever the seed.
+    a, b = [1.0] * 4 + [0.0] * 56, [0.0] * 60
+    assert {paired_permutation_test(a, b, seed, 10_000) for seed in range(5)} == {0.125}
+
+
+def test_monte_carlo_p_is_b_plus_one_over_r_plus_one_and_never_zero() -> None:
+    result = paired_randomisation_test([1.0] * 60, [0.0] * 60, seed=1, rounds=999)
+    assert not result.exact and result.p_value == 1 / 1000
+    assert result.method == "Monte Carlo, 999 rounds, seed 1 (2^60 patterns)"
+
+
+def test_monte_carlo_with_a_partial_last_block_is_reproducible_from_the_seed() -> None:
+    rng = np.random.default_rng(5)
+    a, b = rng.random(30), rng.random(30)
+    # 2,500 rounds is two full blocks and a half one.
+    first = paired_randomisation_test(a, b, seed=4, rounds=2_500)
+    assert first == paired_randomisation_test(a, b, seed=4, rounds=2_500)
+    assert 0 < first.p_value <= 1
+    assert paired_bootstrap_ci(a, b, 4, 2_500) == paired_bootstrap_ci(a, b, 4, 2_500)
+
+
+def test_holm_matches_a_hand_computed_example() -> None:
+    # sorted: 0.01, 0.02, 0.03, 0.04 with m = 4: 0.04, 0.06, 0.06 (running max of 0.06), 0.06 (0.04 x 1)
+    assert adjust_p_values([0.03, 0.01, 0.04, 0.02], "holm") == pytest.approx([0.06, 0.04, 0.06, 0.06])
+    assert adjust_p_values([0.5, 0.6], "holm") == [1.0, 1.0]
+
+
+def test_benjamini_hochberg_matches_a_hand_computed_example() -> None:
+    # sorted 0.01, 0.02, 0.03, 0.04, m = 4: m p / j = 0.04, 0.04, 0.04, 0.04; running min from the top.
+    assert adjust_p_values([0.03, 0.01, 0.04, 0.02], "bh") == pytest.approx([0.04, 0.04, 0.04, 0.04])
+    # 0.01, 0.04, 0.045 with m = 3: 0.03, 0.06, 0.045 -> step-up minimum gives 0.03, 0.045, 0.045
+    assert adjust_p_values([0.045, 0.01, 0.04], "bh") == pytest.approx([0.045, 0.03, 0.045])
+    with pytest.raises(ValueError, match="unknown correction"):
+        adjust_p_values([0.1], "bonferroni")
+
+
+def _rankings_run(corpus_folder: Path, rankings: dict, settings: ExperimentSettings | None = None) -> dict:
+    corpus = load_corpus(corpus_folder)
+    scores = {r: {q: [1.0] * len(ids) for q, ids in run.items()} for r, run in rankings.items()}
+    params = {r: {"method": "okapi-bm25"} for r in rankings}
+    return run_experiments(corpus, rankings, params, scores, settings or ExperimentSettings(rounds=200))
+
+
+def test_a_corpus_whose_questions_are_all_unanswerable_is_a_result_not_a_crash(tmp_path: Path) -> None:
+    folder = write_corpus(
+        tmp_path / "u", queries=[{"_id": "q1", "text": "weather", "kind": "u", "answerable": False}], qrels=[]
+    )
+    result = _rankings_run(folder, {"x": {"q1": ["d1"]}, "y": {"q1": ["d2"]}})
+    assert result["scored_questions"] == 0
+    assert result["significance"]["pairs"] == [] and result["ablation"]["rows"] == []
+    assert "no question has a relevant passage" in result["significance"]["family"]["description"]
+    assert result["unanswerable"]["questions"] == ["q1"]
+
+
+@pytest.mark.parametrize(
+    ("case", "rankings"),
+    [
+        ("single question", {"x": {"q1": ["d1"]}, "y": {"q1": ["d2"]}}),
+        ("identical runs", {"x": {"q1": ["d1"], "q2": ["d3"]}, "y": {"q1": ["d1"], "q2": ["d3"]}}),
+        ("all-equal scores", {"x": {"q1": ["d4"], "q2": ["d4"]}, "y": {"q1": [], "q2": ["d1"]}}),
+    ],
+)
+def test_too_few_differing_questions_say_so_instead_of_a_p_value(tmp_path: Path, case: str, rankings: dict) -> None:
+    queries = [{"_id": "q1", "text": "refund", "kind": "p"}, {"_id": "q2", "text": "E4012", "kind": "c"}]
+    qrels = [("q1", "d1", 1), ("q2", "d3", 1)]
+    if case == "single question":
+        queries, qrels = queries[:1], qrels[:1]
+    result = _rankings_run(write_corpus(tmp_path / "c", queries=queries, qrels=qrels), rankings)
+    sig = result["significance"]
+    assert sig["family"]["size"] == 0 and sig["family"]["excluded"] == len(sig["pairs"]) == 4
+    for pair in sig["pairs"]:
+        assert pair["p_value"] is None and pair["p_adjusted"] is None and pair["significant"] is None
+        assert pair["note"].startswith("too few questions to test")
+    for row in result["heldout"]["results"].values():
+        for sweep in row.values():
+            assert all(f["too_small"] and "fewer than the 5 settings" in f["note"] for f in sweep["folds"])
+
+
+def _differing_runs(n: int, wins: int) -> tuple[list[dict], list[tuple[str, str, int]], dict]:
+    queries = [{"_id": f"q{i}", "text": f"question {i}", "kind": "k"} for i in range(n)]
+    qrels = [(f"q{i}", "d1", 1) for i in range(n)]
+    x = {f"q{i}": ["d1"] for i in range(n)}
+    y = {f"q{i}": ["d2"] if i < wins else ["d1"] for i in range(n)}  # x wins the first `wins`, the rest tie
+    return queries, qrels, {"x": x, "y": y}
+
+
+def test_significance_is_decided_on_adjusted_p_values_and_names_its_family(tmp_path: Path) -> None:
+    queries, qrels, rankings = _differing_runs(14, 12)
+    folder = write_corpus(tmp_path / "c", queries=queries, qrels=qrels)
+    result = _rankings_run(folder, rankings, ExperimentSettings(rounds=10_000))
+    sig = result["significance"]
+    assert sig["correction"] == "holm" and sig["family"]["size"] == 4
+    assert sig["family"]["description"] == "c, all pairs of 2 rankers x 4 metrics = 4 tests"
+    tested = [p for p in sig["pairs"] if p["tested"]]
+    assert [p["p_adjusted"] for p in tested] == adjust_p_values([p["p_value"] for p in tested], "holm")
+    for pair in tested:
+        assert pair["significant"] == (pair["p_adjusted"] < sig["alpha"])
+        assert pair["method"] == "exact enumeration of 2^12 = 4096 sign patterns"
+
+
+def test_interval_excluding_zero_without_a_corrected_rejection_is_explained(tmp_path: Path) -> None:
+    # 10 of 10 differing questions won: raw p = 2/1024, but the interval is (1, 1); with enough comparisons the
+    # corrected test does not reject, and the page must say why beside the interval.
+    queries, qrels, rankings = _differing_runs(10, 10)
+    for extra in ("z1", "z2", "z3", "z4", "z5", "z6"):
+        rankings[extra] = rankings["y"]
+    folder = write_corpus(tmp_path / "c", queries=queries, qrels=qrels)
+    result = _rankings_run(folder, rankings, ExperimentSettings(rounds=10_000))
+    explained = [
+        p
+        for p in result["significance"]["pairs"]
+        if p["tested"] and (p["ci_low"] > 0 or p["ci_high"] < 0) and not p["significant"]
+    ]
+    assert explained
+    assert all("interval excludes 0 but the test, corrected for" in p["note"] for p in explained)
+
+
+def test_benjamini_hochberg_is_chosen_in_sitegen_json(tmp_path: Path) -> None:
+    queries, qrels, rankings = _differing_runs(12, 12)
+    folder = write_corpus(tmp_path / "c", queries=queries, qrels=qrels)
+    (folder / "sitegen.json").write_text('{"significance": {"correction": "bh"}}')
+    sig = _rankings_run(folder, rankings)["significance"]
+    assert sig["correction"] == "bh" and sig["correction_name"] == "Benjamini-Hochberg"
+
+
+def test_an_unknown_correction_in_sitegen_json_is_a_located_error(tmp_path: Path) -> None:
+    folder = write_corpus(tmp_path / "c")
+    (folder / "sitegen.json").write_text('{\n  "significance": {"correction": "bonferroni"}\n}\n')
+    with pytest.raises(CorpusError, match=r"sitegen\.json:2: \"significance\" must be"):
+        load_corpus(folder)
+
+
+@pytest.mark.parametrize("qrels", [[("q1", "d1", 0)], []], ids=["judged-only-with-grade-0", "not-judged-at-all"])
+def test_a_build_of_a_corpus_whose_questions_are_all_unanswerable_passes_its_audit(
+    tmp_path: Path, qrels: list[tuple[str, str, int]]
+) -> None:
+    """No question has a relevant passage: the build still publishes (counts at 0, an empty qrels.trec) and
+    its own audit agrees, instead of dividing by zero."""
+    queries = [
+        {"_id": "q1", "text": "weather tomorrow", "answerable": False},
+        {"_id": "q2", "text": "football scores", "answerable": False},
+    ]
+    write_corpus(tmp_path / "corpora" / "u", queries=queries, qrels=qrels)
+    build_site(
+        BuildOptions(
+            corpora_dir=tmp_path / "corpora",
+            out_dir=tmp_path / "site",
+            cache_dir=tmp_path / "cache",
+            rankers=("bm25", "dense", "rrf-dense-bm25"),
+        ),
+        model=FakeEmbeddingModel(),
+    )
+    assert json.loads((tmp_path / "site" / "audit.json").read_text())["verdict"] == "pass"
+    report = json.loads((tmp_path / "site" / "evidence" / "u" / "report.json").read_text())
+    assert report["hit_counts"]["overall"]["bm25"]["hit@1"] == 0
