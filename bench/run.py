@@ -64,6 +64,8 @@ TARGETS = {
     "audit_over_warm_build": "<= 1.0 (python site/audit.py seconds over a warm `sitegen build`, both subprocesses)",
     "pg_hybrid_over_in_process_hybrid": ">= 5.0 (p50 of PostgreSQL's hybrid, two queries + fusion, over p50 of the "
     "in-process rrf-dense-bm25 on the same rows; 50,000 rows, 5,000 with --quick)",
+    "significance_peak_memory": "<= 200 MiB (peak RSS growth of all paired tests and the Tukey HSD, 7,000 questions "
+    "x 10 rankers x 4 metrics, 10,000 rounds)",
 }
 
 
@@ -919,6 +921,99 @@ def section_postgres(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
+# --------------------------------------------------------------------------- significance memory
+
+STATS_QUESTIONS, STATS_RANKERS = 7_000, 10
+STATS_MEMORY_BOUND_BYTES = 200 * 2**20  # the bound stated in sitegen/experiments.py and README "Experiments"
+
+
+def stats_child(questions: int, rankers: int) -> dict[str, Any]:
+    """Run in a fresh interpreter: peak RSS growth of the significance machinery on synthetic scores."""
+    from sitegen.experiments import (
+        SIGNIFICANCE_METRICS,
+        ExperimentSettings,
+        paired_bootstrap_ci,
+        paired_effect,
+        paired_randomisation_test,
+        randomised_tukey_hsd,
+    )
+
+    settings = ExperimentSettings()
+    rng = np.random.default_rng(SEED)
+    skill = np.linspace(0.3, 0.7, rankers)
+    # per metric: hit-like 0/1 scores for hit@1 and hit@5, graded scores in [0, 1] for mrr@10 and ndcg@10
+    scores = {
+        m: (rng.random((questions, rankers)) < skill).astype(np.float64)
+        if m.startswith("hit")
+        else np.clip(rng.random((questions, rankers)) * skill * 1.5, 0, 1).round(3)
+        for m in SIGNIFICANCE_METRICS
+    }
+    gc.collect()
+    reset = True
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        reset = False
+    before = rss_status()
+    t0 = time.perf_counter()
+    tests = 0
+    for x in scores.values():
+        for i in range(rankers):
+            for j in range(i + 1, rankers):
+                paired_randomisation_test(x[:, i], x[:, j], settings.seed, settings.rounds)
+                paired_bootstrap_ci(x[:, i], x[:, j], settings.seed, settings.rounds)
+                paired_effect(x[:, i], x[:, j])
+                tests += 1
+    paired_seconds = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    for x in scores.values():
+        randomised_tukey_hsd(x, settings.seed, settings.rounds)
+    tukey_seconds = time.perf_counter() - t1
+    after = rss_status()
+    return {
+        "questions": questions,
+        "rankers": rankers,
+        "metrics": list(SIGNIFICANCE_METRICS),
+        "rounds": settings.rounds,
+        "paired_tests": tests,
+        "rss_before_bytes": before["VmRSS"],
+        "peak_growth_bytes": after["VmHWM"] - before["VmRSS"] if reset else None,
+        "peak_reset": reset,
+        "paired_seconds": paired_seconds,
+        "tukey_seconds": tukey_seconds,
+        "seconds": paired_seconds + tukey_seconds,
+    }
+
+
+def section_stats(args: argparse.Namespace) -> dict[str, Any]:
+    """Paired tests (randomisation, bootstrap, wins/ties/losses) for all pairs x 4 metrics and the Tukey HSD per
+    metric, on synthetic 7,000 questions x 10 rankers (700 with --quick), peak memory in a fresh subprocess."""
+    questions = 700 if args.quick else STATS_QUESTIONS
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--child-stats", str(questions), str(STATS_RANKERS)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=REPO)
+    if proc.returncode != 0:
+        raise RuntimeError(f"stats child failed:\n{proc.stderr[-2000:]}")
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    result["memory_bound_bytes"] = STATS_MEMORY_BOUND_BYTES
+    result["within_bound"] = result["peak_growth_bytes"] is not None and (
+        result["peak_growth_bytes"] <= STATS_MEMORY_BOUND_BYTES
+    )
+    print_table(
+        f"Significance machinery, {questions:,} questions x {STATS_RANKERS} rankers",
+        ["paired tests", "paired s", "tukey s", "peak MiB", "bound MiB"],
+        [
+            [
+                result["paired_tests"],
+                result["paired_seconds"],
+                result["tukey_seconds"],
+                (result["peak_growth_bytes"] or 0) / 2**20,
+                STATS_MEMORY_BOUND_BYTES / 2**20,
+            ]
+        ],
+    )
+    return result
+
+
 # --------------------------------------------------------------------------- main
 
 SECTIONS: dict[str, Callable[[argparse.Namespace], dict[str, Any]]] = {
@@ -927,6 +1022,7 @@ SECTIONS: dict[str, Callable[[argparse.Namespace], dict[str, Any]]] = {
     "embedding": section_embedding,
     "build": section_build,
     "postgres": section_postgres,
+    "stats": section_stats,
 }
 
 
@@ -964,6 +1060,10 @@ def target_summary(sections: dict[str, Any]) -> list[dict[str, Any]]:
         ratio = pg["hybrid_ratio"]["p50_ratio"]
         where = f"{pg['corpus']} + filler, {pg['rows']:,} rows"
         add("pg_hybrid_over_in_process_hybrid", where, ratio, ratio >= pg["hybrid_ratio"]["target"])
+    stats = sections.get("stats", {})
+    if "peak_growth_bytes" in stats:
+        where = f"{stats['questions']:,} questions x {stats['rankers']} rankers"
+        add("significance_peak_memory", where, stats["peak_growth_bytes"], stats["within_bound"])
     return out
 
 
@@ -977,7 +1077,11 @@ def main(argv: list[str] | None = None) -> int:
         "--sections", default=",".join(SECTIONS), help=f"a comma-separated subset of {','.join(SECTIONS)}"
     )
     parser.add_argument("--child-memory", nargs=3, metavar=("SIDE", "DATASET", "QUERIES"), help=argparse.SUPPRESS)
+    parser.add_argument("--child-stats", nargs=2, metavar=("QUESTIONS", "RANKERS"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.child_stats:
+        print(json.dumps(stats_child(*(int(v) for v in args.child_stats))))
+        return 0
     if args.child_memory:
         side, dataset, n_queries = args.child_memory
         print(json.dumps(memory_child(side, dataset, int(n_queries))))

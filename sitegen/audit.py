@@ -1100,6 +1100,104 @@ def _adjusted(p: list[float], correction: str) -> list[float]:
     return out
 
 
+def _tukey_p(x: np.ndarray, seed: int, rounds: int) -> tuple[np.ndarray, str, bool]:
+    """Randomised Tukey HSD as documented in experiments.py, written independently.
+
+    Rows (questions) are permuted across columns (rankers); a round's statistic is max - min of the column means
+    and pair (i, j) counts the rounds with statistic >= |mean_i - mean_j| - 1e-12. (k!)**n <= rounds enumerates
+    every combination (itertools.product of itertools.permutations) for the exact share; otherwise PCG64 seeded
+    ``seed`` draws uniform keys (n, k) per round, consecutively, and each row is ordered by a stable argsort of
+    its keys; p = (extreme + 1) / (rounds + 1). Rounds here are drawn in blocks of another size than the build's.
+    """
+    n, k = x.shape
+    means = x.mean(axis=0)
+    observed = np.abs(means[:, None] - means[None, :]) - 1e-12
+    total = math.factorial(k) ** n
+    if total <= rounds:
+        ranges = []
+        for combo in itertools.product(list(itertools.permutations(range(k))), repeat=n):
+            col = np.zeros(k)
+            for q, perm in enumerate(combo):  # the count does not depend on the enumeration order
+                col += x[q][list(perm)]
+            col /= n
+            ranges.append(col.max() - col.min())
+        r = np.array(ranges)
+        p = (r[None, None, :] >= observed[:, :, None]).sum(axis=2) / total
+        exact = True
+        method = f"exact enumeration of ({k}!)^{n} = {total} row permutations"
+    else:
+        rng, done, extreme = np.random.default_rng(seed), 0, np.zeros((k, k), dtype=np.int64)
+        step = max(1, 400_000 // (n * k))
+        while done < rounds:
+            block = min(step, rounds - done)
+            keys = rng.random((block, n, k))
+            shuffled = np.take_along_axis(np.broadcast_to(x, keys.shape), np.argsort(keys, axis=2, kind="stable"), 2)
+            col = shuffled.mean(axis=1)
+            r = col.max(axis=1) - col.min(axis=1)
+            extreme += (r[None, None, :] >= observed[:, :, None]).sum(axis=2)
+            done += block
+        p = (extreme + 1) / (rounds + 1)
+        exact = False
+        method = f"Monte Carlo, {rounds} rounds, seed {seed} (({k}!)^{n} permutations)"
+    np.fill_diagonal(p, 1.0)
+    return p, method, exact
+
+
+def _wins_ties_losses(d: np.ndarray) -> dict[str, Any]:
+    """Per-question wins, exact ties and losses of the first ranker, and Cohen's d_z = mean(d) / sd(d, n - 1):
+    0 when every difference is 0, None when all are equal but nonzero or there is one question."""
+    out: dict[str, Any] = {
+        "wins": int((d > 0).sum()),
+        "ties": int((d == 0).sum()),
+        "losses": int((d < 0).sum()),
+        "effect_size": None,
+    }
+    values = d.tolist()
+    if values and len(set(values)) == 1:
+        out["effect_size"] = 0.0 if values[0] == 0 else None
+    elif len(values) > 1:
+        mu = math.fsum(values) / len(values)
+        out["effect_size"] = mu / math.sqrt(math.fsum((v - mu) ** 2 for v in values) / (len(values) - 1))
+    return out
+
+
+def _check_tukey(
+    compare: Callable[[str, Any, Any], None],
+    sig: dict[str, Any],
+    pairs: dict[tuple[str, str, str], dict[str, Any]],
+    rankers: list[str],
+    scores_of: Callable[[str, str], list[float]],
+    scored: list[str],
+) -> None:
+    """Adds the recomputed Tukey HSD p-values to ``pairs`` and compares the stored ``significance.tukey``."""
+    tukey = sig.get("tukey")
+    if not isinstance(tukey, dict) or not all(_is_number(tukey.get(k)) for k in ("seed", "rounds", "alpha")):
+        compare("significance.tukey (seed, rounds, alpha)", tukey, "a recorded seed, rounds and alpha")
+        return
+    seed, rounds, alpha = tukey["seed"], tukey["rounds"], tukey["alpha"]
+    by_metric = {}
+    for metric in sig.get("metrics", []) if scored and len(rankers) > 1 else []:
+        x = np.array([scores_of(r, metric) for r in rankers], dtype=np.float64).T
+        p, method, exact = _tukey_p(x, seed, rounds)
+        mine = [w for (_, _, m), w in pairs.items() if m == metric]
+        for w in mine:
+            w["tukey_p"] = float(p[rankers.index(w["a"]), rankers.index(w["b"])])
+            w["tukey_significant"] = w["tukey_p"] < alpha
+        by_metric[metric] = {
+            "method": method,
+            "exact": exact,
+            "pairs": len(mine),
+            "significant": sum(bool(w["tukey_significant"]) for w in mine),
+            "adjusted_significant": sum(bool(w["significant"]) for w in mine),
+        }
+    compare("significance.tukey.by_metric", tukey.get("by_metric"), by_metric)
+    compare(
+        "significance.tukey.rounds/seed/alpha",
+        [rounds, seed, alpha],
+        [sig.get("rounds"), sig.get("seed"), sig.get("alpha")],
+    )
+
+
 def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
     """experiments.json: RRF sweeps, held-out selection, paired tests, ablation and the unanswerable view.
 
@@ -1233,6 +1331,9 @@ def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
             "ci_high": high,
             "significant": None,
             "note": None,
+            **_wins_ties_losses(d),
+            "tukey_p": None,
+            "tukey_significant": None,
         }
     family = [w for w in pairs.values() if w["tested"]]
     for w, adj in zip(family, _adjusted([w["p_value"] for w in family], correction), strict=True):
@@ -1253,6 +1354,7 @@ def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
                 f"the test, corrected for {len(family)} comparisons ({names[correction]}), rejects at {alpha} but "
                 "the 95% interval includes 0: the interval resamples questions, the test flips signs"
             )
+    _check_tukey(compare, sig, pairs, rankers, scores_of, scored)
     for n, pair in enumerate(sig.get("pairs", [])):
         want = pairs[(pair["a"], pair["b"], pair["metric"])]
         compare(f"significance.pairs[{n}] ({pair['a']} vs {pair['b']}, {pair['metric']})", pair, want)
@@ -1574,6 +1676,127 @@ def check_filtering(check: Check, bundle: Bundle, corpus: str) -> str:
     return f"{len(stored.get('rows', {}))} rankers' top {top} checked against {len(questions)} questions' filters"
 
 
+def _score_blocks(hits: list[dict]) -> list[list[str]]:
+    """Doc ids of each run of exactly equal stored scores, in rank order."""
+    blocks: list[list[str]] = []
+    for i, hit in enumerate(hits):
+        if i and hit["score"] == hits[i - 1]["score"]:
+            blocks[-1].append(hit["doc_id"])
+        else:
+            blocks.append([hit["doc_id"]])
+    return blocks
+
+
+def tie_expected(name: str, blocks: list[list[str]], grades: dict[str, int]) -> float:
+    """Mean of a metric over every order within tied blocks, position by position: each position holds
+    its block's mean gain; P(no relevant in the first t) is a product of hypergeometric terms over blocks."""
+    family, _, cut = name.partition("@")
+    k = int(cut)
+    where = [(b, i) for b, block in enumerate(blocks) for i in range(len(block))][:k]
+    share = [sum(1 for d in block if grades.get(d, 0) > 0) for block in blocks]
+
+    def none_in_first(t: int) -> float:
+        p = 1.0
+        for b, block in enumerate(blocks):
+            slots = sum(1 for bb, _ in where[:t] if bb == b)
+            p *= math.comb(len(block) - share[b], slots) / math.comb(len(block), slots)
+        return p
+
+    if family in ("recall", "precision"):
+        found = math.fsum(share[b] / len(blocks[b]) for b, _ in where)
+        total = sum(1 for g in grades.values() if g > 0)
+        return found / k if family == "precision" else found / total
+    if family == "hit":
+        return 1.0 - none_in_first(len(where))
+    if family == "mrr":
+        return math.fsum((none_in_first(t) - none_in_first(t + 1)) / (t + 1) for t in range(len(where)))
+    gain = [math.fsum(max(grades.get(d, 0), 0) for d in block) / len(block) for block in blocks]
+    ideal = sorted((g for g in grades.values() if g > 0), reverse=True)[:k]
+    return math.fsum(gain[b] / math.log2(p + 2) for p, (b, _) in enumerate(where)) / math.fsum(
+        g / math.log2(r + 1) for r, g in enumerate(ideal, start=1)
+    )
+
+
+def check_ties(check: Check, bundle: Bundle, corpus: str) -> str:
+    """ties.json: per ranker and metric, the questions whose value depends on the order of tied scores."""
+    rel = f"evidence/{corpus}/ties.json"
+    stored = bundle.json(rel)
+    inputs = bundle.inputs(corpus)
+    summary = bundle.json(f"evidence/{corpus}/corpus.json")
+    names = [n for n in summary.get("metrics", []) if isinstance(n, str)]
+    rankers = [r for r in summary.get("rankers", []) if isinstance(r, str)]
+    scored = [q for q in inputs.queries if any(g > 0 for g in inputs.qrels.get(q, {}).values())]
+    tol = TOLERANCES["metric_absolute"]
+    if stored.get("metrics") != names:
+        check.fail(f"{rel}: metrics {stored.get('metrics')!r}, expected {names}")
+    got_rankers = stored.get("rankers")
+    if not isinstance(got_rankers, dict) or sorted(got_rankers) != sorted(rankers):
+        raise AuditError(
+            f"{rel}: rankers {sorted(got_rankers) if isinstance(got_rankers, dict) else None}, "
+            f"expected {sorted(rankers)}"
+        )
+    moved = 0
+    for ranker in rankers:
+        queries, got = bundle.run(corpus, ranker)["queries"], got_rankers[ranker]
+        want: dict[str, dict[str, Any]] = {n: {"depending": 0, "largest_move": 0.0, "questions": {}} for n in names}
+        sums = {n: [0.0, 0.0] for n in names}  # reported, expected
+        depending = set()
+        for qid in scored:
+            hits, grades = queries.get(qid, []), inputs.qrels[qid]
+            blocks = _score_blocks(hits)
+            worst = [d for block in blocks for d in sorted(block, key=lambda d: grades.get(d, 0))]
+            best = [d for block in blocks for d in sorted(block, key=lambda d: -grades.get(d, 0))]
+            for n in names:
+                reported = metric(n, [h["doc_id"] for h in hits], grades)
+                low, high = metric(n, worst, grades), metric(n, best, grades)
+                expected = tie_expected(n, blocks, grades) if high - low > 1e-12 else reported
+                sums[n][0] += reported
+                sums[n][1] += expected
+                if high - low > 1e-12:
+                    depending.add(qid)
+                    want[n]["depending"] += 1
+                    want[n]["largest_move"] = max(want[n]["largest_move"], high - low)
+                    want[n]["questions"][qid] = {"reported": reported, "expected": expected, "min": low, "max": high}
+        moved += len(depending)
+        where = f"{rel}: {ranker}"
+        if (got.get("questions"), got.get("depending")) != (len(scored), len(depending)):
+            check.fail(
+                f"{where}: questions/depending {got.get('questions')}/{got.get('depending')}, "
+                f"recomputed {len(scored)}/{len(depending)}"
+            )
+        for n in names:
+            entry = got.get("metrics", {}).get(n)
+            if not isinstance(entry, dict):
+                check.fail(f"{where}: no entry for {n}")
+                continue
+            means = {"reported_mean": sums[n][0], "expected_mean": sums[n][1]}
+            for key, total in means.items():
+                value = total / len(scored) if scored else 0.0
+                if not _is_number(entry.get(key)) or abs(entry[key] - value) > tol:
+                    check.fail(f"{where}: {n} {key} is {entry.get(key)!r}, recomputed {value!r}")
+            if entry.get("depending") != want[n]["depending"]:
+                check.fail(f"{where}: {n} depending is {entry.get('depending')!r}, recomputed {want[n]['depending']}")
+            if not _is_number(entry.get("largest_move")) or abs(entry["largest_move"] - want[n]["largest_move"]) > tol:
+                check.fail(
+                    f"{where}: {n} largest_move is {entry.get('largest_move')!r}, "
+                    f"recomputed {want[n]['largest_move']!r}"
+                )
+            questions = entry.get("questions")
+            if not isinstance(questions, dict) or sorted(questions) != sorted(want[n]["questions"]):
+                check.fail(
+                    f"{where}: {n} questions {sorted(questions) if isinstance(questions, dict) else None}, "
+                    f"recomputed {sorted(want[n]['questions'])}"
+                )
+                continue
+            for qid, values in want[n]["questions"].items():
+                row = questions[qid]
+                for key, value in values.items():
+                    if not isinstance(row, dict) or not _is_number(row.get(key)) or abs(row[key] - value) > tol:
+                        check.fail(f"{where}: {n} query {qid} {key} is {row!r}, recomputed {value!r}")
+                        break
+    return f"{len(rankers)} rankers x {len(names)} metrics; {moved} ranker-questions depend on the tie order"
+
+
 # Checks run per corpus, then per (corpus, ranker); a new derived table gets one function and one line here.
 CORPUS_CHECKS: list[tuple[str, Callable[[Check, Bundle, str], str]]] = [
     ("inputs", check_inputs),
@@ -1585,6 +1808,7 @@ CORPUS_CHECKS: list[tuple[str, Callable[[Check, Bundle, str], str]]] = [
     ("postgres", check_postgres),
     ("chunking", check_chunking),
     ("filtering", check_filtering),
+    ("ties", check_ties),
 ]
 RANKER_CHECKS: list[tuple[str, Callable[[Check, Bundle, str, str], str]]] = [
     ("run", check_run),

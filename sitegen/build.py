@@ -57,6 +57,7 @@ from sitegen.render import render_site
 from sitegen.report import derive_report, filtering_report
 from sitegen.stepcache import StepCache
 from sitegen.swap import TargetLock, fresh_sibling, swap_into_place
+from sitegen.ties import ties_report
 from sitegen.timings import copy_timing_files, load_timing_files
 
 AUDIT_SCRIPT = "audit.py"
@@ -848,6 +849,9 @@ def _build_corpus(
         "experiments",
         experiment_inputs(corpus, rankings, run_params, run_scores),
         lambda: run_experiments(corpus, rankings, run_params, run_scores),
+    )
+    derived["ties.json"] = ties_report(
+        rankings, run_scores, corpus.qrels, [q.query_id for q in corpus.queries], metrics
     )
     derived["packing.json"] = packing_report(
         corpus,

@@ -20,7 +20,11 @@ the same p-values and intervals in any implementation that uses numpy's PCG64.
                       "family": {"description", "tests", "excluded", "size"}, "significant_uncorrected",
                       "significant_adjusted", "pairs": [{"a", "b", "metric", "mean_a", "mean_b", "difference",
                       "differing", "tested", "method", "p_value", "p_adjusted", "ci_low", "ci_high",
-                      "significant", "note"}]},
+                      "significant", "note", "wins", "ties", "losses", "effect_size", "tukey_p",
+                      "tukey_significant"}],
+                      "tukey": {"method", "rounds", "seed", "alpha", "controls", "effect_size",
+                                "by_metric": {metric: {"method", "exact", "pairs", "significant",
+                                                       "adjusted_significant"}}}},
      "ablation": {"source", "rows": [{"ranker", "adds", "overall", "delta", "p_adjusted", "significant"}]},
      "unanswerable": {"questions": [qid], "rows": {ranker: {qid: {"hits", "top_score"}}},
                       "answerable_median_top_score": {ranker: float | None}}}
@@ -29,6 +33,7 @@ the same p-values and intervals in any implementation that uses numpy's PCG64.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import statistics
 from collections.abc import Mapping, Sequence
@@ -46,11 +51,14 @@ __all__ = [
     "DEFAULT_SEED",
     "ExperimentSettings",
     "RandomisationResult",
+    "TukeyResult",
     "adjust_p_values",
     "experiment_inputs",
     "paired_bootstrap_ci",
+    "paired_effect",
     "paired_permutation_test",
     "paired_randomisation_test",
+    "randomised_tukey_hsd",
     "run_experiments",
     "stratified_two_fold_split",
 ]
@@ -189,6 +197,102 @@ def adjust_p_values(p_values: Sequence[float], correction: str) -> list[float]:
     else:
         raise ValueError(f"unknown correction {correction!r}; known: {', '.join(CORRECTIONS)}")
     return adjusted
+
+
+TUKEY_BLOCK_VALUES = 1_000_000
+"""Scores permuted per Monte Carlo block of the Tukey HSD: the block holds this many float64 keys, their int64
+argsort and the permuted float64 scores, about 24 MB whatever the questions, rankers or rounds."""
+
+
+@dataclass(frozen=True)
+class TukeyResult:
+    """All-pairs randomised Tukey HSD for one metric: ``p_values[i, j]`` for rankers i and j (1 on the diagonal)."""
+
+    p_values: np.ndarray
+    exact: bool
+    method: str
+
+
+def _count_at_least(ranges: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
+    """How many of ``ranges`` are >= each threshold (one sort per block instead of a k x k x block comparison)."""
+    ordered = np.sort(ranges)
+    return ordered.size - np.searchsorted(ordered, thresholds, side="left")
+
+
+def randomised_tukey_hsd(scores: Any, seed: int, rounds: int) -> TukeyResult:
+    """Randomised Tukey HSD (Carterette, TOIS 2012) over a questions x rankers score matrix.
+
+    Under the null that the rankers are interchangeable, every question's row may be permuted across the rankers
+    independently; each permutation's statistic is max - min of the column means. The pair (i, j) gets
+    p = share of permutations whose range >= |mean_i - mean_j| - 1e-12. Comparing every pair with the *maximum*
+    difference of the permuted means is what controls the family-wise error over all pairs of the metric.
+
+    - If (k!)**n <= rounds (k rankers, n questions): every combination of row permutations is enumerated
+      (pattern number t gives row q the permutation ``itertools.permutations(range(k))`` number
+      ``(t // (k!)**q) % k!``) and p = extreme / (k!)**n, exactly.
+    - Otherwise Monte Carlo: ``rng = numpy.random.default_rng(seed)``; round r draws ``keys = rng.random((n,
+      k))`` (rounds drawn consecutively in C order, in blocks of rounds, so the block size does not change the
+      stream) and row q is permuted by ``numpy.argsort(keys[q], kind="stable")``; p = (b + 1) / (rounds + 1).
+
+    Memory is bounded by the block: at most :data:`TUKEY_BLOCK_VALUES` permuted scores (about 24 MB), plus the
+    n x k matrix itself; 7,000 questions x 10 rankers stays under the 200 MiB that bench/run.py --sections stats
+    measures for the whole significance machinery.
+    """
+    x = np.asarray(scores, dtype=np.float64)
+    n, k = x.shape
+    p_values = np.ones((k, k))
+    if k < 2 or n == 0:
+        return TukeyResult(p_values, True, "nothing to compare")
+    means = x.mean(axis=0)
+    thresholds = (np.abs(means[:, None] - means[None, :]) - _TIE).ravel()
+    extreme = np.zeros(k * k, dtype=np.int64)
+    per_row = math.factorial(k)
+    if per_row**n <= rounds:
+        perms = np.array(list(itertools.permutations(range(k))), dtype=np.int64)
+        total = per_row**n
+        for start in range(0, total, BLOCK_ROUNDS):
+            patterns = np.arange(start, min(start + BLOCK_ROUNDS, total), dtype=np.int64)
+            sums = np.zeros((patterns.size, k))
+            for q in range(n):
+                sums += x[q][perms[(patterns // per_row**q) % per_row]]
+            block_means = sums / n
+            extreme += _count_at_least(block_means.max(axis=1) - block_means.min(axis=1), thresholds)
+        p_values = (extreme / total).reshape(k, k)
+        np.fill_diagonal(p_values, 1.0)
+        return TukeyResult(p_values, True, f"exact enumeration of ({k}!)^{n} = {total} row permutations")
+    rng = np.random.default_rng(seed)
+    block_rounds = max(1, TUKEY_BLOCK_VALUES // (n * k))
+    for start in range(0, rounds, block_rounds):
+        block = min(block_rounds, rounds - start)
+        order = np.argsort(rng.random((block, n, k)), axis=2, kind="stable")
+        block_means = np.take_along_axis(np.broadcast_to(x, (block, n, k)), order, axis=2).mean(axis=1)
+        extreme += _count_at_least(block_means.max(axis=1) - block_means.min(axis=1), thresholds)
+    p_values = ((extreme + 1) / (rounds + 1)).reshape(k, k)
+    np.fill_diagonal(p_values, 1.0)
+    return TukeyResult(p_values, False, f"Monte Carlo, {rounds} rounds, seed {seed} (({k}!)^{n} permutations)")
+
+
+def paired_effect(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
+    """Wins, ties and losses of a over b per question (ties: equal floats, no tolerance) and Cohen's d_z.
+
+    d_z = mean(a - b) / sd(a - b), sd the sample standard deviation (n - 1): the paired mean difference in units of
+    its own spread, comparable across metrics. It is 0 when every difference is 0, and None (undefined) when all
+    differences are equal but not 0 (sd 0) or there is a single question.
+    """
+    d = _differences(a, b)
+    result: dict[str, Any] = {
+        "wins": int(np.count_nonzero(d > 0)),
+        "ties": int(np.count_nonzero(d == 0)),
+        "losses": int(np.count_nonzero(d < 0)),
+        "effect_size": None,
+    }
+    if d.size and d.min() == d.max():
+        result["effect_size"] = 0.0 if d[0] == 0 else None
+    elif d.size >= 2:
+        mean = math.fsum(d.tolist()) / d.size
+        sd = math.sqrt(math.fsum(((d - mean) ** 2).tolist()) / (d.size - 1))
+        result["effect_size"] = mean / sd
+    return result
 
 
 def stratified_two_fold_split(ids_by_kind: Mapping[str, Sequence[str]], seed: int) -> dict[str, list[str]]:
@@ -420,6 +524,9 @@ def _significance(
                         "ci_high": high,
                         "significant": None,
                         "note": None,
+                        **paired_effect(xa, xb),
+                        "tukey_p": None,
+                        "tukey_significant": None,
                     }
                 )
     family = [p for p in pairs if p["tested"]]
@@ -444,6 +551,7 @@ def _significance(
                 f"the test, corrected for {m} comparisons ({name}), rejects at {alpha} but the 95% interval "
                 "includes 0: the interval resamples questions, the test flips signs"
             )
+    tukey = _tukey(rankers, per_query, scored, settings, pairs)
     k, total = len(rankers), len(pairs)
     description = (
         f"{corpus.name}, all pairs of {k} rankers x {len(SIGNIFICANCE_METRICS)} metrics = {total} tests"
@@ -464,6 +572,54 @@ def _significance(
         "significant_uncorrected": sum(1 for p in family if p["p_value"] < alpha),
         "significant_adjusted": sum(1 for p in family if p["significant"]),
         "pairs": pairs,
+        "tukey": tukey,
+    }
+
+
+TUKEY_CONTROLS = (
+    "the family-wise error over all pairs of rankers on one metric (one family per metric), by construction: "
+    "every pair is compared with the largest difference of means the shuffled scores produce"
+)
+EFFECT_SIZE = (
+    "Cohen's d_z: the mean of the per-question differences (row minus column) over their sample standard "
+    "deviation; 0 when every difference is 0, undefined when all are equal but not 0"
+)
+
+
+def _tukey(
+    rankers: Sequence[str],
+    per_query: Mapping,
+    scored: Sequence[str],
+    settings: ExperimentSettings,
+    pairs: Sequence[dict[str, Any]],
+) -> dict[str, Any]:
+    """The randomised Tukey HSD per metric, written into each pair beside the Holm-adjusted test: a second,
+    all-pairs view whose family is one metric's pairs, not the page's."""
+    by_metric: dict[str, Any] = {}
+    index = {r: i for i, r in enumerate(rankers)}
+    for metric in SIGNIFICANCE_METRICS if scored and len(rankers) > 1 else ():
+        matrix = np.array([[per_query[r][q][metric] for r in rankers] for q in scored], dtype=np.float64)
+        result = randomised_tukey_hsd(matrix, settings.seed, settings.rounds)
+        mine = [p for p in pairs if p["metric"] == metric]
+        for pair in mine:
+            pair["tukey_p"] = float(result.p_values[index[pair["a"]], index[pair["b"]]])
+            pair["tukey_significant"] = pair["tukey_p"] < settings.alpha
+        by_metric[metric] = {
+            "method": result.method,
+            "exact": result.exact,
+            "pairs": len(mine),
+            "significant": sum(1 for p in mine if p["tukey_significant"]),
+            "adjusted_significant": sum(1 for p in mine if p["significant"]),
+        }
+    return {
+        "method": "randomised Tukey HSD (Carterette, TOIS 2012): each question's scores shuffled across the "
+        "rankers; p = share of rounds whose max - min of the ranker means >= the pair's |mean difference|",
+        "rounds": settings.rounds,
+        "seed": settings.seed,
+        "alpha": settings.alpha,
+        "controls": TUKEY_CONTROLS,
+        "effect_size": EFFECT_SIZE,
+        "by_metric": by_metric,
     }
 
 

@@ -207,6 +207,7 @@ def _corpus_context(site_dir: Path, name: str) -> dict[str, Any]:
         "postgres": postgres,
         "chunking": chunking,
         "filtering": _read_json(base / "filtering.json") if (base / "filtering.json").exists() else None,
+        "ties": _read_json(base / "ties.json") if (base / "ties.json").exists() else None,
         # trec_eval commands, measure mapping and averaging policies (sitegen.evidence.write_trec_eval_contract)
         "trec_eval": _read_json(base / "trec_eval.json") if (base / "trec_eval.json").exists() else None,
         "rankers": summary["rankers"],
@@ -244,6 +245,38 @@ def _table(c: dict[str, Any], scope: str, kind: str | None, metrics: tuple[str, 
             )
         rows.append({"ranker": ranker, "cells": cells, "external": ranker in c["external"]})
     return {"metrics": metrics, "rows": rows, "n": n, "kind": kind}
+
+
+def _ties_table(c: dict[str, Any]) -> dict[str, Any] | None:
+    """Ranker x metric: questions whose value depends on the order of tied scores, and the largest move."""
+    ties = c["ties"]
+    if ties is None:
+        return None
+    rows = []
+    for ranker in c["rankers"]:
+        entry = ties["rankers"].get(ranker)
+        if entry is None:
+            continue
+        cells = [
+            {"depending": entry["metrics"][m]["depending"], "move": entry["metrics"][m]["largest_move"]}
+            for m in TABLE_METRICS
+        ]
+        rows.append(
+            {"ranker": ranker, "depending": entry["depending"], "questions": entry["questions"], "cells": cells}
+        )
+    return {"metrics": TABLE_METRICS, "rows": rows, "rule": ties["rule"], "any": any(r["depending"] for r in rows)}
+
+
+def _question_ties(c: dict[str, Any], ranker: str, query_id: str) -> list[dict[str, Any]]:
+    """The metrics of one ranker on one question that depend on the tie order, with their range."""
+    entry = (c["ties"] or {}).get("rankers", {}).get(ranker)
+    if entry is None:
+        return []
+    return [
+        {"metric": m, **values["questions"][query_id]}
+        for m, values in entry["metrics"].items()
+        if query_id in values["questions"]
+    ]
 
 
 def _hits(c: dict[str, Any], ranker: str, query_id: str, top: int) -> list[dict[str, Any]]:
@@ -346,7 +379,8 @@ def _experiments_context(c: dict[str, Any], site: _Site) -> dict[str, Any] | Non
     for metric in significance["metrics"]:
         cells = {(p["a"], p["b"]): p for p in significance["pairs"] if p["metric"] == metric}
         rows = [{"ranker": a, "cells": [cells.get((a, b)) for b in c["rankers"]]} for a in c["rankers"]]
-        matrices.append({"metric": metric, "rows": rows})
+        tukey = significance.get("tukey", {}).get("by_metric", {}).get(metric)
+        matrices.append({"metric": metric, "rows": rows, "tukey": tukey})
     return {
         "data": experiments,
         "sweeps": sweeps,
@@ -492,6 +526,7 @@ def _corpus_pages(c: dict[str, Any], site: _Site) -> list[_Page]:
                 "postgres": c["postgres"],
                 "chunking": c["chunking"],
                 "filtering": c["filtering"],
+                "ties": _ties_table(c),
                 "chunk_plot": _chunk_plot(c, site),
                 "setting_titles": {s: _setting_title(s, c["packing"]["top_n"]) for s in c["packing"]["settings"]}
                 if c["packing"]
@@ -536,6 +571,7 @@ def _corpus_pages(c: dict[str, Any], site: _Site) -> list[_Page]:
                             "run_href": f"{c['evidence']}/runs/{r}.json",
                             "first_rank": (report["first_relevant_rank"].get(qid) or {}).get(r),
                             "per_query": c["metrics"][r]["per_query"].get(qid),
+                            "ties": _question_ties(c, r, qid),
                         }
                         for r in c["rankers"]
                     ],

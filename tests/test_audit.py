@@ -321,6 +321,17 @@ def test_a_changed_hit_count_on_the_pages_is_caught(site: Path) -> None:
     assert message.startswith(f"{rel}: hit_counts.overall: stored") and "dense" in message
 
 
+def test_a_changed_tie_aware_value_is_caught(site: Path) -> None:
+    rel = "evidence/tiny/ties.json"
+    ties = load(site, rel)
+    ties["rankers"]["bm25"]["metrics"]["mrr@10"]["expected_mean"] += 0.01
+    ties["rankers"]["dense"]["metrics"]["ndcg@10"]["depending"] += 1
+    save(site, rel, ties)
+    messages = failures(site)["ties:tiny"]
+    assert any("bm25: mrr@10 expected_mean" in m for m in messages)
+    assert any("dense: ndcg@10 depending" in m for m in messages)
+
+
 def test_a_changed_rank_of_the_right_passage_is_caught(site: Path) -> None:
     rel = "evidence/tiny/report.json"
     report = load(site, rel)
@@ -335,6 +346,9 @@ def test_a_changed_rank_of_the_right_passage_is_caught(site: Path) -> None:
     [
         (("sweeps", "rrf-dense-bm25", "k", "rows", 0, "overall", "mrr@10"), "sweeps.rrf-dense-bm25.k.rows[0].overall"),
         (("significance", "pairs", 0, "ci_low"), "significance.pairs[0]"),
+        (("significance", "pairs", 1, "tukey_p"), "significance.pairs[1]"),
+        (("significance", "pairs", 2, "wins"), "significance.pairs[2]"),
+        (("significance", "tukey", "by_metric", "hit@1", "significant"), "significance.tukey.by_metric"),
         (("heldout", "results", "rrf-dense-bm25", "candidates", "folds", 1, "chosen"), "heldout.rrf-dense-bm25."),
         (("ablation", "rows", 1, "overall", "hit@1"), "ablation.rows"),
         (("unanswerable", "rows", "bm25", "q4", "hits"), "unanswerable"),
@@ -451,6 +465,7 @@ def test_check_registries_name_every_check_family() -> None:
         "postgres",
         "chunking",
         "filtering",
+        "ties",
     ]
     assert [p for p, _ in audit.RANKER_CHECKS] == ["run", "trec", "metrics"]
 

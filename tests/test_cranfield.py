@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from itertools import pairwise
+from itertools import groupby, pairwise, permutations, product
 from pathlib import Path
 
 import pytest
@@ -18,6 +18,7 @@ from conftest import SHARED, FakeEmbeddingModel, assert_metrics_match_trec_eval,
 
 from sitegen.build import BuildOptions, build_site
 from sitegen.cli import cli
+from sitegen.metrics import metric_names, score_query
 
 CRANFIELD = SHARED / "collections" / "cranfield"
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "cranfield-graded"
@@ -122,6 +123,37 @@ def test_fused_graded_cranfield_runs_have_score_ties_within_the_cut_offs(fixture
             if a["score"] == b["score"]
         ]
         assert len(tied) >= 20 and len({qid for qid, _ in tied}) >= 10, (ranker, tied)
+
+
+def _depends_on_tie_order_by_brute_force(hits: list[dict], grades: dict[str, int]) -> bool:
+    """Score every order of the tied groups reaching the top 20 (the deepest cut-off) with every metric;
+    True when some metric takes two values."""
+    names = metric_names()
+    groups = [list(g) for _, g in groupby(hits, key=lambda h: h["score"])]
+    parts, start = [], 0
+    for group in groups:
+        ids = [h["doc_id"] for h in group]
+        parts.append(list(permutations(ids)) if start < 20 else [tuple(ids)])
+        start += len(group)
+    orders = list(product(*parts))
+    assert len(orders) <= 100_000, "tied groups too large to enumerate"
+    seen = {tuple(round(v, 12) for v in score_query([d for p in o for d in p], grades, names).values()) for o in orders}
+    return len(seen) > 1
+
+
+def test_graded_cranfield_ties_json_counts_the_questions_whose_metrics_depend_on_tie_order(fixture_site: Path) -> None:
+    """ties.json names, per fused ranker, the questions where some metric moves with the order of tied
+    RRF scores; the count must be positive and equal a brute-force count over every order of the ties."""
+    evidence = fixture_site / "evidence" / "cranfield"
+    ties = json.loads((evidence / "ties.json").read_text())
+    qrels = read_qrels(evidence / "inputs" / "qrels" / "test.tsv")
+    for ranker in FUSED:
+        run = json.loads((evidence / "runs" / f"{ranker}.json").read_text())["queries"]
+        scored = [q for q, grades in qrels.items() if any(g > 0 for g in grades.values())]
+        brute = {q for q in scored if _depends_on_tie_order_by_brute_force(run.get(q, []), qrels[q])}
+        listed = {q for entry in ties["rankers"][ranker]["metrics"].values() for q in entry["questions"]}
+        assert ties["rankers"][ranker]["depending"] == len(brute) > 0, ranker
+        assert listed == brute, ranker
 
 
 def test_graded_cranfield_audit_passes(fixture_site: Path) -> None:

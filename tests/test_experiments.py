@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from conftest import FakeEmbeddingModel, write_corpus
 
+import sitegen.experiments as experiments_module
 from sitegen.build import BuildOptions, build_site
 from sitegen.corpus import load_corpus
 from sitegen.errors import CorpusError
@@ -19,8 +20,10 @@ from sitegen.experiments import (
     ExperimentSettings,
     adjust_p_values,
     paired_bootstrap_ci,
+    paired_effect,
     paired_permutation_test,
     paired_randomisation_test,
+    randomised_tukey_hsd,
     run_experiments,
     stratified_two_fold_split,
 )
@@ -352,3 +355,94 @@ def test_a_build_of_a_corpus_whose_questions_are_all_unanswerable_passes_its_aud
     assert json.loads((tmp_path / "site" / "audit.json").read_text())["verdict"] == "pass"
     report = json.loads((tmp_path / "site" / "evidence" / "u" / "report.json").read_text())
     assert report["hit_counts"]["overall"]["bm25"]["hit@1"] == 0
+
+
+def _brute_force_tukey(x: list[list[float]]) -> list[list[float]]:
+    """Every combination of per-question permutations, written out: p[i][j] = share with range >= |diff|."""
+    n, k = len(x), len(x[0])
+    means = [sum(row[c] for row in x) / n for c in range(k)]
+    ranges = []
+    for combo in itertools.product(list(itertools.permutations(range(k))), repeat=n):
+        cols = [sum(x[q][perm[c]] for q, perm in enumerate(combo)) / n for c in range(k)]
+        ranges.append(max(cols) - min(cols))
+    return [
+        [1.0 if i == j else sum(r >= abs(means[i] - means[j]) - 1e-12 for r in ranges) / len(ranges) for j in range(k)]
+        for i in range(k)
+    ]
+
+
+def test_tukey_with_two_rankers_equals_the_exact_paired_randomisation_test() -> None:
+    """With two rankers a row permutation is a sign flip and max - min is |mean difference|: same exact p."""
+    rng = np.random.default_rng(5)
+    for _ in range(5):
+        a = rng.integers(0, 3, 11) / 2
+        b = rng.integers(0, 3, 11) / 2
+        tukey = randomised_tukey_hsd(np.column_stack([a, b]), seed=1, rounds=10_000)
+        paired = paired_randomisation_test(a, b, seed=1, rounds=10_000)
+        assert tukey.exact and paired.exact
+        assert tukey.p_values[0, 1] == tukey.p_values[1, 0] == paired.p_value
+
+
+def test_tukey_exact_enumeration_matches_an_independent_brute_force() -> None:
+    x = [[1.0, 0.0, 0.5], [0.25, 1.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.5, 0.5]]
+    result = randomised_tukey_hsd(np.array(x), seed=1, rounds=10_000)  # 6^4 = 1296 combinations
+    assert result.exact
+    np.testing.assert_allclose(result.p_values, _brute_force_tukey(x), rtol=0, atol=1e-15)
+
+
+def test_tukey_of_identical_rankers_is_one_for_every_pair() -> None:
+    column = np.random.default_rng(2).random(50)
+    result = randomised_tukey_hsd(np.column_stack([column] * 4), seed=3, rounds=500)
+    assert not result.exact
+    assert (result.p_values == 1.0).all()
+
+
+def test_tukey_monte_carlo_is_reproducible_from_the_seed_and_independent_of_the_block_size(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rng = np.random.default_rng(4)
+    x = (rng.random((40, 5)) < np.array([0.3, 0.5, 0.5, 0.6, 0.8])).astype(float)
+    first = randomised_tukey_hsd(x, seed=9, rounds=700)
+    assert not first.exact and "seed 9" in first.method
+    assert (first.p_values == randomised_tukey_hsd(x, seed=9, rounds=700).p_values).all()
+    monkeypatch.setattr(experiments_module, "TUKEY_BLOCK_VALUES", 7 * 40 * 5 + 3)  # 7-round blocks, a short last
+    assert (first.p_values == randomised_tukey_hsd(x, seed=9, rounds=700).p_values).all()
+    assert (first.p_values != randomised_tukey_hsd(x, seed=10, rounds=700).p_values).any()
+    assert first.p_values.min() >= 1 / 701  # (b + 1) / (R + 1), never 0
+
+
+def test_tukey_p_is_never_below_the_uncorrected_paired_test_on_the_widest_pair() -> None:
+    """Each pair is compared with the largest shuffled range, so its p is at least the two-ranker p."""
+    rng = np.random.default_rng(8)
+    x = (rng.random((60, 4)) < np.array([0.3, 0.45, 0.55, 0.7])).astype(float)
+    tukey = randomised_tukey_hsd(x, seed=1, rounds=4000)
+    paired = paired_randomisation_test(x[:, 3], x[:, 0], seed=1, rounds=4000)
+    assert tukey.p_values[0, 3] >= paired.p_value - 0.01
+
+
+def test_wins_ties_losses_count_exact_ties_and_d_z_is_mean_over_sd() -> None:
+    a = [1.0, 0.5, 0.3, 0.1 + 0.2, 0.0]
+    b = [0.0, 0.5, 0.3, 0.3, 1.0]  # 0.1 + 0.2 != 0.3: a win by 5.6e-17, not a tie
+    effect = paired_effect(a, b)
+    assert (effect["wins"], effect["ties"], effect["losses"]) == (2, 2, 1)
+    d = np.array(a) - np.array(b)
+    assert effect["effect_size"] == pytest.approx(d.mean() / d.std(ddof=1))
+    assert paired_effect([0.5] * 4, [0.5] * 4) == {"wins": 0, "ties": 4, "losses": 0, "effect_size": 0.0}
+    assert paired_effect([1.0] * 4, [0.0] * 4)["effect_size"] is None  # sd 0, mean not 0: undefined
+
+
+def test_experiments_json_records_tukey_beside_the_corrected_tests_and_the_page_shows_both(built: Path) -> None:
+    significance = json.loads((built / "evidence" / "tiny" / "experiments.json").read_text())["significance"]
+    tukey = significance["tukey"]
+    assert (tukey["rounds"], tukey["seed"]) == (significance["rounds"], significance["seed"])
+    assert set(tukey["by_metric"]) == set(significance["metrics"])
+    for pair in significance["pairs"]:
+        assert 0 < pair["tukey_p"] <= 1 and pair["tukey_significant"] == (pair["tukey_p"] < 0.05)
+        assert pair["wins"] + pair["ties"] + pair["losses"] == significance_questions(built)
+    page = (built / "corpora" / "tiny" / "index.html").read_text()
+    assert "randomised Tukey HSD" in page and "W/T/L" in page and "d_z" in page
+    assert "family-wise error over all pairs of rankers on one metric" in page
+
+
+def significance_questions(built: Path) -> int:
+    return json.loads((built / "evidence" / "tiny" / "experiments.json").read_text())["scored_questions"]
