@@ -50,11 +50,19 @@ def load_json(path: Path) -> Any:
         raise BundleError(f"{path}:{exc.lineno}", f"not valid JSON: {exc.msg}") from None
 
 
-def _evidence_dir(path: Path) -> Path:
+def _find_evidence_dir(path: Path) -> Path | None:
+    """The evidence folder of a site folder, or ``path`` itself when it is one; None without a manifest."""
     if (path / _EVIDENCE / _MANIFEST).is_file():
         return path / _EVIDENCE
     if (path / _MANIFEST).is_file():
         return path
+    return None
+
+
+def _evidence_dir(path: Path) -> Path:
+    found = _find_evidence_dir(path)
+    if found is not None:
+        return found
     raise BundleError(path, f"not a site or evidence folder (neither {_EVIDENCE}/{_MANIFEST} nor {_MANIFEST} in it)")
 
 
@@ -93,7 +101,7 @@ def open_bundle(path: Path) -> Bundle:
 
 def has_manifest(path: Path) -> bool:
     """Whether ``path`` is a site or evidence folder with a manifest (a bundle to open)."""
-    return (path / _EVIDENCE / _MANIFEST).is_file() or (path / _MANIFEST).is_file()
+    return _find_evidence_dir(path) is not None
 
 
 @dataclass(frozen=True)

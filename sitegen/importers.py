@@ -28,7 +28,6 @@ Rules shared by every importer:
 from __future__ import annotations
 
 import gzip
-import hashlib
 import html
 import json
 import re
@@ -52,6 +51,7 @@ from sitegen.corpus import (
     text_lines,
 )
 from sitegen.errors import CorpusError, SitegenError
+from sitegen.hashing import sha256_file
 from sitegen.swap import TargetLock, swap_into_place
 
 __all__ = [
@@ -690,13 +690,7 @@ def _check_id(path: Path, line: int, value: str, what: str) -> None:
 
 
 def _source_file(label: str, path: Path) -> SourceFile:
-    digest = hashlib.sha256()
-    size = 0
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-            size += len(chunk)
-    return SourceFile(label=label, path=path, size=size, sha256=digest.hexdigest())
+    return SourceFile(label=label, path=path, size=path.stat().st_size, sha256=sha256_file(path))
 
 
 def _open_binary(path: Path) -> IO[bytes]:

@@ -24,6 +24,7 @@ from markupsafe import Markup
 
 from sitegen.corpus import Document, json_lines, passage_text, text_lines
 from sitegen.evidence import EVIDENCE_DIR, passages_file
+from sitegen.hashing import sha256_file
 from sitegen.plots import grouped_bar_svg, line_svg
 from sitegen.reembed import REEMBED_TOLERANCE
 from sitegen.stepcache import StepCache
@@ -605,7 +606,7 @@ def render_site(site_dir: Path, steps: StepCache | None = None) -> list[Path]:
                 "corpora": corpora,
                 # the policies are the same text in every corpus's trec_eval.json: shown once
                 "trec_policies": next((c["trec_eval"]["policies"] for c in corpora if c["trec_eval"]), None),
-                "manifest_sha256": hashlib.sha256((evidence / "manifest.json").read_bytes()).hexdigest(),
+                "manifest_sha256": sha256_file(evidence / "manifest.json"),
                 "reembed_tolerance": f"{REEMBED_TOLERANCE:g}",
             },
         ),

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from sitegen.embeddings import EmbeddingConfig
+from sitegen.evidence import canonical_json
 from sitegen.tokenize import tokenize
 
 REPO = Path(__file__).resolve().parent.parent
@@ -158,3 +159,19 @@ def assert_metrics_match_trec_eval(site: Path, corpus: str) -> int:
             mean = sum(theirs.get(q, 0.0) for q in judged) / len(judged)
             assert abs(scored["overall"][name] - mean) <= 1e-9, (ranker, name)
     return compared
+
+
+def rehash_manifest(site: Path) -> None:
+    """Rewrite the manifest's ``files`` from what is on disk, keeping every other field: a consistent edit."""
+    evidence = site / "evidence"
+    manifest_path = evidence / "manifest.json"
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    manifest["files"] = {
+        p.relative_to(site).as_posix(): {
+            "sha256": hashlib.sha256(p.read_bytes()).hexdigest(),
+            "bytes": p.stat().st_size,
+        }
+        for p in sorted(evidence.rglob("*"))
+        if p.is_file() and p != manifest_path
+    }
+    manifest_path.write_bytes(canonical_json(manifest))

@@ -3,7 +3,6 @@ vectors and manifest fields; exit 0 only when the results agree."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 from collections.abc import Mapping
@@ -13,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 from click.testing import CliRunner, Result
-from conftest import REPO
+from conftest import REPO, rehash_manifest
 
 from sitegen.cli import cli
 from sitegen.diff import (
@@ -44,22 +43,6 @@ MANIFEST_FIELDS: dict[str, Any] = {
 
 
 # --------------------------------------------------------------------------------------------- helpers
-
-
-def rehash(site: Path) -> None:
-    """Rewrite the manifest's ``files`` from what is on disk, keeping every other field."""
-    evidence = site / "evidence"
-    manifest_path = evidence / "manifest.json"
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    manifest["files"] = {
-        p.relative_to(site).as_posix(): {
-            "sha256": hashlib.sha256(p.read_bytes()).hexdigest(),
-            "bytes": p.stat().st_size,
-        }
-        for p in sorted(evidence.rglob("*"))
-        if p.is_file() and p != manifest_path
-    }
-    manifest_path.write_bytes(canonical_json(manifest))
 
 
 def write_bundle(site: Path, corpora: Mapping[str, Mapping[str, Any]], **fields: Any) -> Path:
@@ -103,7 +86,7 @@ def write_bundle(site: Path, corpora: Mapping[str, Mapping[str, Any]], **fields:
     evidence.mkdir(parents=True, exist_ok=True)
     manifest = {**MANIFEST_FIELDS, "corpora": sorted(corpora), **fields, "files": {}}
     (evidence / "manifest.json").write_bytes(canonical_json(manifest))
-    rehash(site)
+    rehash_manifest(site)
     return site
 
 
@@ -281,12 +264,12 @@ def test_a_malformed_run_whose_hash_matches_is_a_clean_error_not_a_traceback(tmp
     a, b = small_pair(tmp_path)
     run = b / "evidence" / "tiny" / "runs" / "bm25.json"
     run.write_text('{"queries": {"q1": [{"doc_id": "d1"}]}}')
-    rehash(b)
+    rehash_manifest(b)
     result = invoke(a, b)
     assert result.exit_code == 1 and result.output.count("\n") == 1
     assert f"{run}: query 'q1': a hit lacks a string doc_id, integer rank or finite score" in result.output
     run.write_text("{not json")
-    rehash(b)
+    rehash_manifest(b)
     result = invoke(a, b)
     assert result.exit_code == 1 and f"{run}:1: not valid JSON" in result.output and "Traceback" not in result.output
 
@@ -387,7 +370,7 @@ def test_a_score_moved_by_1e7_passes_with_tolerance_1e6_and_fails_when_exact(sit
         doc["queries"][qid][0]["score"] += 1e-7
 
     _edit_json(run_path, nudge)
-    rehash(edited)
+    rehash_manifest(edited)
     loose = invoke("--tolerance", "1e-6", site_copy, edited)
     assert loose.exit_code == 0, loose.output
     assert f"(dense, payments-support {qid}) within tolerance 1e-06" in loose.output.splitlines()[0]
@@ -418,7 +401,7 @@ def test_two_swapped_hits_are_different_rankings_naming_the_query(site_copy: Pat
         first["doc_id"], second["doc_id"] = second["doc_id"], first["doc_id"]
 
     _edit_json(run_path, swap)
-    rehash(edited)
+    rehash_manifest(edited)
     result = invoke(site_copy, edited)
     assert result.exit_code == 1
     assert result.output.startswith("rankings differ (1 query in 1 run); identical metrics; ")
@@ -436,7 +419,7 @@ def test_a_changed_metric_is_reported_with_both_values(site_copy: Path, edited: 
         doc["bm25"]["overall"]["hit@1"] += 0.1
 
     _edit_json(metrics_path, bump)
-    rehash(edited)
+    rehash_manifest(edited)
     result = invoke(site_copy, edited)
     assert result.exit_code == 1
     assert result.output.startswith("identical rankings; 1 metric value differs; ")
@@ -462,7 +445,7 @@ def test_exact_fails_on_a_vector_difference_that_the_default_lets_pass(site_copy
     vectors[0, 0] = np.nextafter(vectors[0, 0], np.float32(2.0))
     npy.write_bytes(b"")
     np.save(npy, vectors)
-    rehash(edited)
+    rehash_manifest(edited)
     assert invoke(site_copy, edited).exit_code == 0
     exact = invoke("--exact", site_copy, edited)
     assert exact.exit_code == 1, exact.output

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import sqlite3
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import FakeEmbeddingModel, file_tree
+from conftest import FakeEmbeddingModel, file_tree, rehash_manifest
 
 from sitegen import embeddings as embeddings_module
 from sitegen.build import BuildOptions, build_site
@@ -220,19 +218,9 @@ def test_stored_vectors_of_the_wrong_dtype_are_refused_even_with_a_matching_mani
     _build(tiny_corpus.parent, tmp_path / "site", FakeEmbeddingModel(), tmp_path / "cache")
     npy = tmp_path / "site" / "evidence" / "tiny" / "embeddings" / "queries.npy"
     np.save(npy, np.load(npy).astype(np.float64))
-    _rehash_manifest(tmp_path / "site")
+    rehash_manifest(tmp_path / "site")
     with pytest.raises(BundleError, match=r"queries\.npy: holds float64 rows"):
         stored_vectors(tmp_path / "site", FakeEmbeddingModel().config.sha256(), 384)
-
-
-def _rehash_manifest(site: Path) -> None:
-    """Make the manifest agree with the files again: a consistent edit, not a corruption."""
-    manifest_path = site / "evidence" / "manifest.json"
-    manifest = json.loads(manifest_path.read_text())
-    for rel in manifest["files"]:
-        data = (site / rel).read_bytes()
-        manifest["files"][rel] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
-    manifest_path.write_text(json.dumps(manifest))
 
 
 def test_a_corrupted_cache_gives_the_same_evidence_as_a_clean_one_plus_a_warning(
