@@ -34,7 +34,7 @@ if importlib.util.find_spec("sitegen") is None:  # not installed: use the checko
 
 import numpy as np  # noqa: E402
 
-from sitegen.machine import cpu_ticks, machine, other_cpu_share  # noqa: E402
+from sitegen.bench.machine import cpu_ticks, machine, other_cpu_share  # noqa: E402
 from sitegen.rankers.base import top_k  # noqa: E402
 from sitegen.rankers.bm25 import bm25_scores  # noqa: E402
 
@@ -165,8 +165,8 @@ def synthetic_collection(n_docs: int, n_queries: int) -> tuple[list[list[str]], 
 
 
 def cranfield_collection() -> tuple[list[list[str]], list[list[str]], list[str]]:
-    from sitegen.corpus import load_corpus, passage_text
-    from sitegen.tokenize import tokenize
+    from sitegen.inputs.corpus import load_corpus, passage_text
+    from sitegen.rankers.tokenize import tokenize
 
     corpus = load_corpus(CRANFIELD)
     docs = [tokenize(passage_text(d)) for d in corpus.documents]
@@ -645,8 +645,8 @@ def section_dense(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def section_embedding(args: argparse.Namespace) -> dict[str, Any]:
-    from sitegen.corpus import load_corpus, passage_text
-    from sitegen.embeddings import EmbeddingCache, EmbeddingModel, cache_key, embed_texts
+    from sitegen.inputs.corpus import load_corpus, passage_text
+    from sitegen.rankers.embeddings import EmbeddingCache, EmbeddingModel, cache_key, embed_texts
 
     corpus = load_corpus(REPO / "corpora" / "payments-support")
     texts = [passage_text(d) for d in corpus.documents]
@@ -901,9 +901,9 @@ def section_build(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def section_postgres(args: argparse.Namespace) -> dict[str, Any]:
-    """sitegen.pg_cost (the engine of `sitegen bench-pg`) at 50,000 rows with one warm-up and one measured
+    """sitegen.bench.pg_cost (the engine of `sitegen bench-pg`) at 50,000 rows with one warm-up and one measured
     pass, to stay near two minutes; `sitegen bench-pg` (3 measured passes) writes bench/results-pg.json."""
-    from sitegen.pg_cost import format_report, run_pg_cost
+    from sitegen.bench.pg_cost import format_report, run_pg_cost
 
     rows = 5_000 if args.quick else 50_000
     result = run_pg_cost(
@@ -924,12 +924,12 @@ def section_postgres(args: argparse.Namespace) -> dict[str, Any]:
 # --------------------------------------------------------------------------- significance memory
 
 STATS_QUESTIONS, STATS_RANKERS = 7_000, 10
-STATS_MEMORY_BOUND_BYTES = 200 * 2**20  # the bound stated in sitegen/experiments.py and README "Experiments"
+STATS_MEMORY_BOUND_BYTES = 200 * 2**20  # the bound stated in sitegen/scoring/experiments.py and README "Experiments"
 
 
 def stats_child(questions: int, rankers: int) -> dict[str, Any]:
     """Run in a fresh interpreter: peak RSS growth of the significance machinery on synthetic scores."""
-    from sitegen.experiments import (
+    from sitegen.scoring.experiments import (
         SIGNIFICANCE_METRICS,
         ExperimentSettings,
         paired_bootstrap_ci,

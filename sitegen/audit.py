@@ -822,7 +822,7 @@ def _verify_tsvector(check: Check, bundle: Bundle, corpus: str, run: dict[str, A
     return "order checked; ts_rank_cd scores come from PostgreSQL and are not recomputed"
 
 
-METHODS: dict[str, Callable[[Check, Bundle, str, dict[str, Any], str], str]] = {
+VERIFIERS: dict[str, Callable[[Check, Bundle, str, dict[str, Any], str], str]] = {
     "okapi-bm25": _verify_bm25,
     "exact cosine": _verify_dense,
     "reciprocal rank fusion": _verify_rrf,
@@ -831,6 +831,66 @@ METHODS: dict[str, Callable[[Check, Bundle, str, dict[str, Any], str], str]] = {
     "postgres-tsvector": _verify_tsvector,
     "postgres-hybrid-sql": _verify_rrf,  # the one-statement fusion must equal RRF of the two stored pg runs
 }
+
+# The closed world. Each ranker sitegen ships, by name: its family and the verifier that checks it, whatever
+# a bundle says about itself (a test holds this table equal to sitegen's registry). A ranker sitegen does not
+# ship may join only in a family this file recomputes from the inputs alone; an external run only when the
+# inputs carry its TREC file (inputs/runs/<name>.trec).
+SHIPPED_RANKERS: dict[str, tuple[str, str]] = {
+    "bm25": ("lexical", "okapi-bm25"),
+    "bm25-stem": ("lexical", "okapi-bm25"),
+    "dense": ("dense", "exact cosine"),
+    "rrf-dense-bm25": ("fusion", "reciprocal rank fusion"),
+    "rrf-dense-bm25-stem": ("fusion", "reciprocal rank fusion"),
+    "bm25-filtered": ("lexical", "okapi-bm25"),
+    "dense-filtered": ("dense", "exact cosine"),
+    "rrf-dense-bm25-filtered": ("fusion", "reciprocal rank fusion"),
+    "pg-vector": ("postgres", "pgvector-hnsw"),
+    "pg-tsvector": ("postgres", "postgres-tsvector"),
+    "rrf-pgvector-tsvector": ("fusion", "reciprocal rank fusion"),
+    "pg-hybrid-sql": ("postgres", "postgres-hybrid-sql"),
+    "pg-vector-filtered": ("postgres", "pgvector-hnsw"),
+    "pg-tsvector-filtered": ("postgres", "postgres-tsvector"),
+    "rrf-pgvector-tsvector-filtered": ("fusion", "reciprocal rank fusion"),
+    "pg-hybrid-sql-filtered": ("postgres", "postgres-hybrid-sql"),
+}
+RECOMPUTED_FAMILIES: dict[str, str] = {
+    "lexical": "okapi-bm25",
+    "dense": "exact cosine",
+    "fusion": "reciprocal rank fusion",
+}
+EXTERNAL = ("external", "external trec run")
+# Which shipped ranker claims to give which other's list, and over how many ranks (postgres.json's agreement).
+REPRODUCTIONS: dict[str, tuple[str, int]] = {
+    "pg-vector": ("dense", 10),
+    "pg-hybrid-sql": ("rrf-pgvector-tsvector", 5),
+    "pg-vector-filtered": ("dense-filtered", 10),
+    "pg-hybrid-sql-filtered": ("rrf-pgvector-tsvector-filtered", 5),
+}
+
+
+def family_of(bundle: Bundle, corpus: str, ranker: str, run: dict[str, Any]) -> str | None:
+    """The family :func:`expected_contract` gives, or None where the run check reports why there is none."""
+    try:
+        return expected_contract(bundle, corpus, ranker, run)[0]
+    except AuditError:
+        return None
+
+
+def expected_contract(bundle: Bundle, corpus: str, ranker: str, run: dict[str, Any]) -> tuple[str, str]:
+    """(family, verifier) for a run, decided by this file's table and the inputs, never by the run alone."""
+    if ranker in SHIPPED_RANKERS:
+        return SHIPPED_RANKERS[ranker]
+    if (bundle.site / f"evidence/{corpus}/inputs/runs/{ranker}.trec").is_file():
+        return EXTERNAL
+    family = (run.get("contract") or {}).get("family")
+    if family not in RECOMPUTED_FAMILIES:
+        raise AuditError(
+            f"evidence/{corpus}/runs/{ranker}.json: ranker {ranker} is not one sitegen ships and has no run file in "
+            f"the inputs; it declares family {family!r}, but only a lexical, dense or fusion ranker, which this "
+            "audit recomputes, may be added"
+        )
+    return family, RECOMPUTED_FAMILIES[family]
 
 
 def check_run(check: Check, bundle: Bundle, corpus: str, ranker: str) -> str:
@@ -842,6 +902,19 @@ def check_run(check: Check, bundle: Bundle, corpus: str, ranker: str) -> str:
     depth = run.get("depth")
     if type(depth) is not int or depth < 1:
         raise AuditError(f"{rel}: depth {depth!r} is not a positive integer")
+    family, verifier = expected_contract(bundle, corpus, ranker, run)
+    declared = run.get("contract") or {}
+    params = run["params"]
+    stated = {
+        "family": (declared.get("family"), family),
+        "verifier": (declared.get("verifier"), verifier),
+        "params.method": (params.get("method"), verifier),
+        "components": (declared.get("components"), params.get("components", [])),
+        "filtered": (declared.get("filtered"), bool(params.get("filtered"))),
+    }
+    for key, (got, want) in stated.items():
+        if got != want:
+            check.fail(f"{rel}: ranker {ranker}: {key} is {got!r}, expected {want!r}; checked as {family}: {verifier}")
     if sorted(run["queries"]) != sorted(inputs.queries):
         check.fail(f"{rel}: its query ids differ from inputs/queries.jsonl's")
     for qid, hits in run["queries"].items():
@@ -850,14 +923,11 @@ def check_run(check: Check, bundle: Bundle, corpus: str, ranker: str) -> str:
             bad = next(i for i, r in enumerate(ranks, start=1) if r != i)
             check.fail(f"{rel}: query {qid}: rank fields are not 1..{len(hits)}: hit {bad} has rank {ranks[bad - 1]}")
         # Only an external run may name passages the corpus lacks; its own check lists them.
-        foreign = set(ids) - set(inputs.doc_text) if run["params"].get("method") != "external trec run" else set()
+        foreign = set(ids) - set(inputs.doc_text) if (family, verifier) != EXTERNAL else set()
         if len(hits) > depth or len(set(ids)) != len(ids) or foreign:
             check.fail(f"{rel}: query {qid}: more than {depth} hits, a repeated doc id or a doc id not in the inputs")
-    method = run["params"].get("method")
-    if method not in METHODS:
-        raise AuditError(f"{rel}: cannot verify ranker {ranker}: unknown method {method!r}")
-    detail = METHODS[method](check, bundle, corpus, run, rel)
-    return f"{sum(map(len, run['queries'].values()))} hits recomputed ({method}): {detail}"
+    detail = VERIFIERS[verifier](check, bundle, corpus, run, rel)
+    return f"{sum(map(len, run['queries'].values()))} hits recomputed ({family}: {verifier}): {detail}"
 
 
 def check_trec(check: Check, bundle: Bundle, corpus: str, ranker: str) -> str:
@@ -1250,9 +1320,17 @@ def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
     order = {q: n for ids in by_kind.values() for n, q in enumerate(ids)}
     folds = {f: sorted(ids, key=lambda q: (order[q], q)) for f, ids in folds.items()}
     compare("heldout.folds", heldout.get("folds"), folds)
+    two_list_fusions = [
+        r
+        for r in rankers
+        if family_of(bundle, corpus, r, runs[r]) == "fusion" and len(runs[r]["params"]["components"]) == 2
+    ]
+    compare("sweeps: the fusions swept", sorted(stored.get("sweeps", {})), sorted(two_list_fusions) if scored else [])
 
     for fusion, by_sweep in stored.get("sweeps", {}).items():
         comps = runs[fusion]["params"]["components"]
+        # The fusion's dense component on its own, or its first component when none is dense.
+        alone = next((c for c in comps if family_of(bundle, corpus, c, runs[c]) == "dense"), comps[0])
         for sweep, data in by_sweep.items():
             per_setting = []
             for n, row in enumerate(data["rows"]):
@@ -1280,12 +1358,13 @@ def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
                 want_scores = {
                     "tuned": {m: mean([per_setting[chosen][m][q] for q in test]) for m in sweep_metrics},
                     "default": {m: mean([per_setting[default][m][q] for q in test]) for m in sweep_metrics},
-                    "dense": {m: mean(scores(ranking[comps[0]], test, m)) for m in sweep_metrics},
+                    "dense": {m: mean(scores(ranking[alone], test, m)) for m in sweep_metrics},
                 }
                 beats = want_scores["tuned"][selection] - want_scores["default"][selection] > 1e-12
                 wins += beats
                 label = f"heldout.{fusion}.{sweep}.folds[{n}]"
                 compare(f"{label}.chosen", fold["chosen"], data["rows"][chosen]["value"])
+                compare(f"{label}.dense_ranker", fold.get("dense_ranker"), alone)
                 compare(f"{label}.scores", fold["scores"], want_scores)
                 compare(f"{label}.tuned_beats_default", fold["tuned_beats_default"], beats)
                 size, count = len(tune), len(data["rows"])
@@ -1559,17 +1638,27 @@ def check_postgres(check: Check, bundle: Bundle, corpus: str) -> str:
             1 for q in run_a if [h["doc_id"] for h in run_a[q][:n]] == [h["doc_id"] for h in run_b.get(q, [])[:n]]
         )
 
-    figures = {
-        "sql_vs_python_top5_identical": ("rrf-pgvector-tsvector", "pg-hybrid-sql", 5),
-        "hnsw_vs_exact_top10_identical": ("dense", "pg-vector", 10),
-    }
+    present = set(bundle.rankers(corpus))
+    entries = stored.get("agreement", [])
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise AuditError(f"{rel}: agreement must be a list of objects")
+    listed = {(e.get("ranker"), e.get("reproduces"), e.get("top")) for e in entries}
+    if stored.get("plans") is not None:  # the server ran: every claim this file knows of must be counted
+        for ranker, (reference, top) in REPRODUCTIONS.items():
+            if {ranker, reference} <= present and (ranker, reference, top) not in listed:
+                check.fail(f"{rel}: no agreement count for {ranker} against {reference} (top {top})")
     counted = []
-    for key, (a, b, n) in figures.items():
-        if key in stored:
-            want = same_top(a, b, n)
-            if stored[key] != want:
-                check.fail(f"{rel}: {key} is {stored[key]!r}, the runs give {want}")
-            counted.append(f"{key} {want}")
+    for entry in entries:
+        ranker, reference, top = entry.get("ranker"), entry.get("reproduces"), entry.get("top")
+        if REPRODUCTIONS.get(ranker) != (reference, top) or not {ranker, reference} <= present:
+            check.fail(f"{rel}: agreement of {ranker} against {reference} (top {top}) is not a claim sitegen makes")
+            continue
+        want = same_top(reference, ranker, top)
+        if entry.get("identical") != want:
+            check.fail(
+                f"{rel}: {ranker} against {reference}: identical is {entry.get('identical')!r}, the runs give {want}"
+            )
+        counted.append(f"{ranker} = {reference} top {top}: {want}")
     if stored.get("not_run"):
         return f"not run: {', '.join(sorted(stored['not_run']))}"
     return "; ".join(counted) or "no agreement figures"

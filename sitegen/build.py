@@ -21,11 +21,25 @@ from typing import Any
 
 import numpy as np
 
-from sitegen.bundle import StoredVectors, has_manifest, stored_vectors
-from sitegen.chunking import RELEVANCE_RULE as CHUNK_RELEVANCE_RULE
-from sitegen.chunking import ChunkConfig, chunk_corpus, parse_chunking
-from sitegen.corpus import Corpus, discover_corpora, load_corpus, passage_text
-from sitegen.embeddings import (
+from sitegen.errors import BuildError, BundleError, CorpusError, OutputFolderError, SitegenError
+from sitegen.hashing import sha256_file
+from sitegen.inputs.chunk_settings import ChunkConfig, parse_chunking
+from sitegen.inputs.chunking import RELEVANCE_RULE as CHUNK_RELEVANCE_RULE
+from sitegen.inputs.chunking import chunk_corpus
+from sitegen.inputs.corpus import Corpus, discover_corpora, load_corpus, passage_text
+from sitegen.publish.bundle import StoredVectors, has_manifest, stored_vectors
+from sitegen.publish.evidence import (
+    CHUNKS_FILE,
+    EVIDENCE_DIR,
+    TREC_DEPTH,
+    write_corpus_evidence,
+    write_manifest,
+    write_sweep_embeddings,
+)
+from sitegen.publish.render import render_site
+from sitegen.publish.timings import copy_timing_files, load_timing_files
+from sitegen.rankers import DEFAULT_RANKERS, RankInputs, Run, chunking_sweep_rankers, make_rankers, needs_postgres
+from sitegen.rankers.embeddings import (
     MODEL_NAME,
     CorpusEmbeddings,
     EmbeddingCache,
@@ -37,28 +51,15 @@ from sitegen.embeddings import (
     embed_corpus,
     text_sha256,
 )
-from sitegen.errors import BuildError, BundleError, CorpusError, OutputFolderError, SitegenError
-from sitegen.evidence import (
-    CHUNKS_FILE,
-    EVIDENCE_DIR,
-    TREC_DEPTH,
-    write_corpus_evidence,
-    write_manifest,
-    write_sweep_embeddings,
-)
-from sitegen.experiments import experiment_inputs, run_experiments
-from sitegen.hashing import sha256_file
-from sitegen.metrics import evaluate, metric_names
-from sitegen.packing import DEFAULT_BUDGETS, packing_report
-from sitegen.rankers import DEFAULT_RANKERS, RankInputs, Run, make_rankers
 from sitegen.rankers.external import ExternalRunRanker, check_ids, read_trec_run
 from sitegen.rankers.filtering import has_filters
-from sitegen.render import render_site
-from sitegen.report import derive_report, filtering_report
+from sitegen.scoring.experiments import experiment_inputs, run_experiments
+from sitegen.scoring.metrics import evaluate, metric_names
+from sitegen.scoring.packing import DEFAULT_BUDGETS, packing_report
+from sitegen.scoring.report import derive_report, filtering_report
+from sitegen.scoring.ties import ties_report
 from sitegen.stepcache import StepCache
 from sitegen.swap import TargetLock, fresh_sibling, swap_into_place
-from sitegen.ties import ties_report
-from sitegen.timings import copy_timing_files, load_timing_files
 
 AUDIT_SCRIPT = "audit.py"
 STEP_CACHE_FOLDER = "steps"
@@ -355,10 +356,7 @@ def _remove_stale_staging(out_dir: Path) -> None:
 def _published_postgres_rows(out_dir: Path, corpora: Sequence[str], rankers: Sequence[Any]) -> dict[str, list[str]]:
     """Rows that need PostgreSQL among this build's rankers and that the site at ``out_dir`` publishes,
     by corpus: a PostgreSQL failure would make them vanish from the report."""
-    needs_pg: set[str] = set()
-    for ranker in rankers:  # dependency order: a fusion comes after its components
-        if ranker.uses_postgres or needs_pg & set(ranker.requires):
-            needs_pg.add(ranker.name)
+    needs_pg = needs_postgres(rankers)
     if not needs_pg or _site_manifest(out_dir) is None:
         return {}
     published: dict[str, list[str]] = {}
@@ -486,7 +484,7 @@ def _build_into(
     steps: StepCache,
     externals: Mapping[str, list[ExternalRunRanker]],
 ) -> tuple[EmbedStats, dict[str, str] | None, dict[str, str] | None, VectorDrift | None]:
-    needs_embeddings = any(r.uses_embeddings for r in rankers)
+    needs_embeddings = any(r.contract.uses_embeddings for r in rankers)
     for key in ("embed", "rank", "score", "experiments", "write"):
         seconds.setdefault(key, 0.0)
     total = EmbedStats(embedded=0, cached=0)
@@ -589,9 +587,7 @@ def _stored_vectors(options: BuildOptions, model: EmbeddingModel, log: Log) -> S
 
 
 def _log_embed_stats(name: str, stats: EmbedStats, source: Path, log: Log) -> None:
-    log(
-        f"{name}: {stats.frozen} vectors from {source}, {stats.cached} from the cache, {stats.embedded} embedded"
-    )
+    log(f"{name}: {stats.frozen} vectors from {source}, {stats.cached} from the cache, {stats.embedded} embedded")
     if stats.rejected:
         log(f"warning: {name}: {stats.rejected} cache rows failed their checksum or were not unit vectors; re-embedded")
 
@@ -623,9 +619,9 @@ class _Drift:
 
 def _start_postgres(rankers: list[Any], options: BuildOptions, log: Log, stack: ExitStack) -> tuple[Any, str | None]:
     """Start (or connect to) PostgreSQL when a pg ranker is asked for; stopped when ``stack`` closes."""
-    if not any(r.uses_postgres for r in rankers):
+    if not any(r.contract.uses_postgres for r in rankers):
         return None, None
-    from sitegen.postgres import PostgresServer, PostgresUnavailable
+    from sitegen.rankers.pg_server import PostgresServer, PostgresUnavailable
 
     try:
         server = stack.enter_context(PostgresServer(options.pg_dsn))
@@ -656,11 +652,12 @@ def _rank_corpus(
     metric_list = metric_names()
     skipped: set[str] = set()
     for ranker in rankers:
-        if (getattr(ranker, "filtered", False) and not has_filters(corpus)) or set(ranker.requires) & skipped:
+        contract = ranker.contract
+        if (contract.filtered and not has_filters(corpus)) or set(contract.components) & skipped:
             skipped.add(ranker.name)  # a filtered variant says nothing where no question has a filter
             continue
-        missing = [c for c in ranker.requires if c not in runs]
-        if (ranker.uses_postgres and pg_index is None) or missing:
+        missing = [c for c in contract.components if c not in runs]
+        if (contract.uses_postgres and pg_index is None) or missing:
             not_run[ranker.name] = pg_problem or f"needs {', '.join(missing)}, which did not run"
             continue
         clock = time.perf_counter()
@@ -668,7 +665,7 @@ def _rank_corpus(
         try:
             runs[ranker.name] = ranker.rank(inputs, options.depth)
         except SitegenError as exc:
-            if not (ranker.uses_postgres and _is_postgres_unavailable(exc)) or options.require_postgres:
+            if not (contract.uses_postgres and _is_postgres_unavailable(exc)) or options.require_postgres:
                 raise
             not_run[ranker.name] = str(exc)
             continue
@@ -688,17 +685,22 @@ def _rank_corpus(
 
 
 def _is_postgres_unavailable(exc: Exception) -> bool:
-    from sitegen.postgres import PostgresUnavailable
+    from sitegen.rankers.pg_server import PostgresUnavailable
 
     return isinstance(exc, PostgresUnavailable)
 
 
 def _postgres_evidence(
-    corpus: Corpus, runs: dict[str, Run], embeddings: CorpusEmbeddings | None, pg_index: Any, not_run: dict[str, str]
+    corpus: Corpus,
+    rankers: Sequence[Any],
+    runs: dict[str, Run],
+    embeddings: CorpusEmbeddings | None,
+    pg_index: Any,
+    not_run: dict[str, str],
 ) -> dict[str, Any] | None:
-    """Agreement figures and index plans for the PostgreSQL rankers, or why they did not run."""
-    pg_names = ("pg-vector", "pg-tsvector", "rrf-pgvector-tsvector", "pg-hybrid-sql")
-    asked = [n for n in pg_names if n in runs or n in not_run]
+    """Agreement figures and index plans for the rankers that need PostgreSQL, or why they did not run."""
+    pg_names = needs_postgres(rankers)
+    asked = [r.name for r in rankers if r.name in pg_names and (r.name in runs or r.name in not_run)]
     if not asked:
         return None
     evidence: dict[str, Any] = {
@@ -710,12 +712,19 @@ def _postgres_evidence(
     }
     if pg_index is None or embeddings is None:
         return evidence
-    from sitegen.rankers.pg import agreement, overlap_at
+    from sitegen.rankers.pg import same_top
 
-    if "rrf-pgvector-tsvector" in runs and "pg-hybrid-sql" in runs:
-        evidence["sql_vs_python_top5_identical"] = agreement(runs["rrf-pgvector-tsvector"], runs["pg-hybrid-sql"], 5)
-    if "dense" in runs and "pg-vector" in runs:
-        evidence["hnsw_vs_exact_top10_identical"] = overlap_at(runs["dense"], runs["pg-vector"], 10)
+    evidence["agreement"] = [
+        {
+            "ranker": name,
+            "reproduces": claim.ranker,
+            "top": claim.top,
+            "claim": claim.claim,
+            "identical": same_top(runs[claim.ranker], runs[name], claim.top),
+        }
+        for name, run in runs.items()
+        if (claim := run.contract.reproduces) is not None and name in asked and claim.ranker in runs
+    ]
     plans = pg_index.explain_plans(embeddings.query_vectors[0], corpus.queries[0].text)
     evidence["plans"] = {
         "query_id": corpus.queries[0].query_id,
@@ -725,7 +734,6 @@ def _postgres_evidence(
     return evidence
 
 
-SWEEP_RANKERS = ("bm25", "dense", "rrf-dense-bm25")
 SWEEP_METRICS = ("recall@5", "recall@10", "ndcg@10", "mrr@10")
 
 
@@ -746,6 +754,7 @@ def _chunking_sweep(
     vectors: dict[str, Any] = {}
     hashes: dict[str, str] = {}
     stats = EmbedStats(embedded=0, cached=0)
+    sweep_rankers = chunking_sweep_rankers()
     for setting in chunking.sweep:
         chunked = chunk_corpus(corpus, setting)
         # Where the vectors came from is logged, never written: evidence depends on inputs only.
@@ -754,7 +763,7 @@ def _chunking_sweep(
         vectors.update(zip(embeddings.doc_ids, embeddings.doc_vectors, strict=True))
         hashes.update((d.doc_id, text_sha256(passage_text(d))) for d in chunked.documents)
         runs: dict[str, Run] = {}
-        for ranker in make_rankers(SWEEP_RANKERS):
+        for ranker in make_rankers(sweep_rankers):
             runs[ranker.name] = ranker.rank(RankInputs(corpus=chunked, embeddings=embeddings, runs=runs), TREC_DEPTH)
         scores = {
             name: evaluate(
@@ -772,16 +781,16 @@ def _chunking_sweep(
         )
         log(
             f"{corpus.name}: chunking {setting.label}: {len(chunked.documents)} chunks, "
-            f"recall@10 " + ", ".join(f"{r} {scores[r]['recall@10']:.3f}" for r in SWEEP_RANKERS)
+            f"recall@10 " + ", ".join(f"{r} {scores[r]['recall@10']:.3f}" for r in sweep_rankers)
         )
     best = {}
-    for ranker in SWEEP_RANKERS:  # first setting in sweep order wins a tie
+    for ranker in sweep_rankers:  # first setting in sweep order wins a tie
         top = max(row["scores"][ranker]["recall@10"] for row in rows)
         chosen = next(row for row in rows if row["scores"][ranker]["recall@10"] == top)
         best[ranker] = {"label": chosen["setting"]["label"], "recall@10": top}
     ids = sorted(vectors)
     return {
-        "rankers": list(SWEEP_RANKERS),
+        "rankers": list(sweep_rankers),
         "metrics": list(SWEEP_METRICS),
         "rows": rows,
         "best_recall@10": best,
@@ -815,8 +824,12 @@ def _build_corpus(
     with ExitStack() as stack:
         pg_index, pg_problem = None, server_problem
         if server is not None and embeddings is not None:
+            from sitegen.rankers.pg_index import PgCorpusIndex
+
             try:
-                pg_index = stack.enter_context(server.load_corpus(corpus, embeddings))
+                pg_index = stack.enter_context(
+                    PgCorpusIndex.load(server.connect(), corpus, embeddings, owns_connection=True)
+                )
             except SitegenError as exc:
                 if options.require_postgres or not _is_postgres_unavailable(exc):
                     raise
@@ -825,12 +838,13 @@ def _build_corpus(
         runs, metrics, not_run = _rank_corpus(
             corpus, [*rankers, *externals], embeddings, pg_index, pg_problem, options, log, seconds
         )
-        postgres = _postgres_evidence(corpus, runs, embeddings, pg_index, not_run)
+        postgres = _postgres_evidence(corpus, rankers, runs, embeddings, pg_index, not_run)
     clock = time.perf_counter()
     rankings = {r: {q: [h.doc_id for h in hits] for q, hits in run.hits.items()} for r, run in runs.items()}
+    contracts = {r: run.contract for r, run in runs.items()}
     derived: dict[str, Any] = {"report.json": derive_report(corpus, rankings, metrics)}
     if has_filters(corpus):
-        derived["filtering.json"] = filtering_report(corpus, rankings, metrics)
+        derived["filtering.json"] = filtering_report(corpus, rankings, metrics, contracts)
     sweep_vectors = sweep.pop("vectors", None) if sweep else None
     if chunking is not None:
         derived["chunking.json"] = {
@@ -843,12 +857,11 @@ def _build_corpus(
         }
     if postgres is not None:
         derived["postgres.json"] = postgres
-    run_params = {r: run.params for r, run in runs.items()}
     run_scores = {r: {q: [h.score for h in hits] for q, hits in run.hits.items()} for r, run in runs.items()}
     derived["experiments.json"] = steps.json(
         "experiments",
-        experiment_inputs(corpus, rankings, run_params, run_scores),
-        lambda: run_experiments(corpus, rankings, run_params, run_scores),
+        experiment_inputs(corpus, rankings, contracts, run_scores),
+        lambda: run_experiments(corpus, rankings, contracts, run_scores),
     )
     derived["ties.json"] = ties_report(
         rankings, run_scores, corpus.qrels, [q.query_id for q in corpus.queries], metrics

@@ -268,7 +268,8 @@ def audit(site: Path, reembed: bool) -> None:
     report = run_audit(site, echo=click.echo)
     failed = report["verdict"] != "pass"
     if reembed:
-        from sitegen.reembed import REEMBED_TOLERANCE, reembed_bundle
+        from sitegen.publish.bundle import REEMBED_TOLERANCE
+        from sitegen.reembed import reembed_bundle
 
         if any(c["name"] == "manifest" and c["status"] == "fail" for c in report["checks"]):
             raise click.ClickException(
@@ -302,7 +303,7 @@ def validate(folders: tuple[Path, ...]) -> None:
     Example:
         sitegen validate corpora/payments-support
     """
-    from sitegen.corpus import load_corpus
+    from sitegen.inputs.corpus import load_corpus
 
     failed = False
     for folder in folders:
@@ -342,7 +343,9 @@ def rankers() -> None:
 
     for name, factory in RANKERS.items():
         ranker = factory()
-        click.echo(f"{name}: {json.dumps(ranker.params(), sort_keys=True)}")
+        click.echo(
+            f"{name}: {json.dumps({'contract': ranker.contract.as_dict(), 'params': ranker.params()}, sort_keys=True)}"
+        )
 
 
 @cli.command("bench-pg")
@@ -414,7 +417,7 @@ def bench_pg(
         sitegen bench-pg
         sitegen bench-pg --rows 5000 --runs 1 --out /tmp/pg.json
     """
-    from sitegen.pg_cost import format_report, run_pg_cost, write_json_atomic
+    from sitegen.bench.pg_cost import format_report, run_pg_cost, write_json_atomic
 
     def log(message: str) -> None:
         if not quiet:
@@ -602,7 +605,7 @@ def import_beir_command(
     Example:
         sitegen import beir ~/data/cranfield --to /tmp/corpora --license "research use, per the distributor"
     """
-    from sitegen.importers import import_beir
+    from sitegen.inputs.importers import import_beir
 
     try:
         result = import_beir(
@@ -654,7 +657,7 @@ def import_trec_command(
     Example:
         sitegen import trec docs.sgml.gz topics.301-350.txt qrels.301-350.txt --name trec6-mini --license "..."
     """
-    from sitegen.importers import import_trec
+    from sitegen.inputs.importers import import_trec
 
     try:
         result = import_trec(
@@ -715,7 +718,7 @@ def import_smart_command(
         sitegen import smart cran.all.1400 cran.qry cranqrel --name cranfield \\
             --query-ids ordinal --invert-grades --license "..."
     """
-    from sitegen.importers import import_smart
+    from sitegen.inputs.importers import import_smart
 
     try:
         result = import_smart(

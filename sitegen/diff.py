@@ -5,7 +5,7 @@ to know whether the *results* moved (rankings, metrics, scores beyond a toleranc
 their surroundings (library versions, derived pages). This module is the base of
 ``sitegen diff``, of a Changes page and of a CI regression gate, so it is split the usual way:
 
-- readers at the edges (:func:`sitegen.bundle.open_bundle` and the ``_read_*`` helpers) find, verify and load
+- readers at the edges (:func:`sitegen.publish.bundle.open_bundle` and the ``_read_*`` helpers) find, verify and load
   the files a manifest lists, and nothing else: an unlisted file is unverified evidence;
 - pure comparison functions over plain dicts (:func:`compare_files`, :func:`compare_runs`,
   :func:`compare_metrics`, :func:`first_relevant_ranks`, :func:`compare_first_relevant`,
@@ -49,9 +49,9 @@ from typing import Any
 
 import numpy as np
 
-from sitegen.bundle import Bundle, load_json, open_bundle
 from sitegen.errors import BundleError
-from sitegen.report import first_relevant_rank
+from sitegen.publish.bundle import Bundle, load_json, open_bundle
+from sitegen.scoring.report import first_relevant_rank
 
 __all__ = [
     "DIFF_SCHEMA_VERSION",

@@ -13,15 +13,12 @@ from pathlib import Path
 
 import numpy as np
 
-from sitegen.corpus import Document, json_lines, passage_text
-from sitegen.embeddings import EmbeddingModel
-from sitegen.evidence import passages_file
+from sitegen.inputs.corpus import Document, json_lines, passage_text
+from sitegen.publish.bundle import REEMBED_TOLERANCE
+from sitegen.publish.evidence import passages_file
+from sitegen.rankers.embeddings import EmbeddingModel
 
-__all__ = ["REEMBED_TOLERANCE", "ReembedResult", "reembed_bundle"]
-
-#: Largest allowed absolute difference in any vector component. Re-embedding on another CPU
-#: changes the last bits of float32 arithmetic, not the third decimal.
-REEMBED_TOLERANCE = 1e-4
+__all__ = ["ReembedResult", "reembed_bundle"]
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,9 @@ from urllib.parse import unquote
 import numpy as np
 import pytest
 
-from sitegen.embeddings import EmbeddingConfig
-from sitegen.evidence import canonical_json
-from sitegen.tokenize import tokenize
+from sitegen.publish.evidence import canonical_json
+from sitegen.rankers.embeddings import EmbeddingConfig
+from sitegen.rankers.tokenize import tokenize
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"

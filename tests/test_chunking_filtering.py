@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 from conftest import FakeEmbeddingModel, write_corpus
 
-from sitegen.chunking import ChunkSetting, chunk_corpus, chunk_grade, chunk_offsets, parse_chunking
-from sitegen.corpus import Span, load_corpus
 from sitegen.errors import CorpusError
-from sitegen.filters import FilterError, compile_filter, parse_vocabulary, passes
+from sitegen.inputs.chunk_settings import ChunkSetting, parse_chunking
+from sitegen.inputs.chunking import chunk_corpus, chunk_grade, chunk_offsets
+from sitegen.inputs.corpus import Span, load_corpus
+from sitegen.inputs.filters import FilterError, compile_filter, parse_vocabulary, passes
 from sitegen.rankers import RANKERS, RankInputs
 from sitegen.rankers.filtering import allowed_masks
 
@@ -130,8 +131,8 @@ def tenant_corpus(tmp_path: Path):
 
 @pytest.mark.parametrize("name", ["bm25-filtered", "dense-filtered", "rrf-dense-bm25-filtered"])
 def test_filtered_rankers_never_return_a_passage_that_fails_the_filter(tenant_corpus, name: str) -> None:
-    from sitegen.corpus import passage_text
-    from sitegen.embeddings import CorpusEmbeddings
+    from sitegen.inputs.corpus import passage_text
+    from sitegen.rankers.embeddings import CorpusEmbeddings
 
     model = FakeEmbeddingModel()
     embeddings = CorpusEmbeddings(

@@ -13,7 +13,7 @@ import pytest
 from conftest import REPO
 
 from sitegen.build import BuildOptions, build_site
-from sitegen.embeddings import EmbeddingModel
+from sitegen.rankers.embeddings import EmbeddingModel
 
 SITE = REPO / "site"
 

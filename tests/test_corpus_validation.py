@@ -10,8 +10,8 @@ from click.testing import CliRunner
 from conftest import TINY_DOCS, TINY_QRELS, TINY_QUERIES
 
 from sitegen.cli import cli
-from sitegen.corpus import load_corpus
 from sitegen.errors import CorpusError
+from sitegen.inputs.corpus import load_corpus
 
 
 def _error(folder: Path) -> CorpusError:

@@ -18,7 +18,7 @@ from conftest import SHARED, FakeEmbeddingModel, assert_metrics_match_trec_eval,
 
 from sitegen.build import BuildOptions, build_site
 from sitegen.cli import cli
-from sitegen.metrics import metric_names, score_query
+from sitegen.scoring.metrics import metric_names, score_query
 
 CRANFIELD = SHARED / "collections" / "cranfield"
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "cranfield-graded"

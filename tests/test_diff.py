@@ -30,7 +30,7 @@ from sitegen.diff import (
     relevance_grades,
 )
 from sitegen.errors import BundleError
-from sitegen.evidence import canonical_json
+from sitegen.publish.evidence import canonical_json
 
 MANIFEST_FIELDS: dict[str, Any] = {
     "schema_version": 1,
@@ -435,7 +435,6 @@ def test_a_file_not_matching_its_manifest_is_refused_with_one_line_and_exit_1(si
     assert result.output.startswith("Error: cannot compare: ") and result.output.count("\n") == 1
     assert f"{report}: sha256 does not match" in result.output
     assert "Traceback" not in result.output
-
 
 
 def test_exact_fails_on_a_vector_difference_that_the_default_lets_pass(site_copy: Path, edited: Path) -> None:

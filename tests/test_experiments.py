@@ -12,11 +12,12 @@ import numpy as np
 import pytest
 from conftest import FakeEmbeddingModel, write_corpus
 
-import sitegen.experiments as experiments_module
+import sitegen.scoring.experiments as experiments_module
 from sitegen.build import BuildOptions, build_site
-from sitegen.corpus import load_corpus
 from sitegen.errors import CorpusError
-from sitegen.experiments import (
+from sitegen.inputs.corpus import load_corpus
+from sitegen.rankers import RANKERS
+from sitegen.scoring.experiments import (
     ExperimentSettings,
     adjust_p_values,
     paired_bootstrap_ci,
@@ -165,7 +166,7 @@ def test_experiments_are_a_pure_function_of_runs_and_seed(tmp_path: Path) -> Non
         "y": {"q1": ["d2"], "q2": ["d4", "d3"], "q3": []},
     }
     scores = {r: {q: [1.0] * len(ids) for q, ids in run.items()} for r, run in rankings.items()}
-    params = {"x": {"method": "okapi-bm25"}, "y": {"method": "exact cosine"}}
+    params = {"x": RANKERS["bm25"]().contract, "y": RANKERS["dense"]().contract}
     settings = ExperimentSettings(rounds=200)
     first = run_experiments(corpus, rankings, params, scores, settings)
     assert first == run_experiments(corpus, rankings, params, scores, settings)
@@ -239,7 +240,7 @@ def test_benjamini_hochberg_matches_a_hand_computed_example() -> None:
 def _rankings_run(corpus_folder: Path, rankings: dict, settings: ExperimentSettings | None = None) -> dict:
     corpus = load_corpus(corpus_folder)
     scores = {r: {q: [1.0] * len(ids) for q, ids in run.items()} for r, run in rankings.items()}
-    params = {r: {"method": "okapi-bm25"} for r in rankings}
+    params = {r: RANKERS["bm25"]().contract for r in rankings}
     return run_experiments(corpus, rankings, params, scores, settings or ExperimentSettings(rounds=200))
 
 

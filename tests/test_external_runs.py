@@ -16,8 +16,8 @@ from conftest import FakeEmbeddingModel, file_tree, write_corpus
 
 from sitegen.build import BuildOptions, build_site
 from sitegen.cli import cli
-from sitegen.corpus import load_corpus
 from sitegen.errors import SitegenError
+from sitegen.inputs.corpus import load_corpus
 from sitegen.rankers import RankInputs, external
 
 # tiny's queries are q1..q4, its documents d1..d4 (conftest.TINY_*).

@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 from conftest import FakeEmbeddingModel, file_tree, rehash_manifest
 
-from sitegen import embeddings as embeddings_module
 from sitegen.build import BuildOptions, build_site
-from sitegen.bundle import stored_vectors
-from sitegen.embeddings import EmbeddingCache, cache_key, embed_texts, text_sha256
 from sitegen.errors import BundleError, SitegenError
+from sitegen.publish.bundle import stored_vectors
+from sitegen.rankers import embeddings as embeddings_module
 from sitegen.rankers.base import doc_id_order
 from sitegen.rankers.dense import dense_top_k, fixed_order_dot
+from sitegen.rankers.embeddings import EmbeddingCache, cache_key, embed_texts, text_sha256
 
 RANKERS = ("bm25", "dense", "rrf-dense-bm25")
 TEXTS = ["refund a card payment", "payouts reach the bank", "error E4012 card expired"]

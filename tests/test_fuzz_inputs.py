@@ -27,9 +27,9 @@ from conftest import TINY_DOCS, TINY_QRELS, TINY_QUERIES, write_corpus
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sitegen.corpus import load_corpus
 from sitegen.errors import CorpusError, SitegenError
-from sitegen.importers import import_beir, import_smart, import_trec
+from sitegen.inputs.corpus import load_corpus
+from sitegen.inputs.importers import import_beir, import_smart, import_trec
 from sitegen.rankers.external import read_trec_run
 
 FUZZ = settings(

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from sitegen.corpus import load_corpus
 from sitegen.errors import CorpusError
-from sitegen.importers import ImportResult, import_beir, import_smart, import_trec
+from sitegen.inputs.corpus import load_corpus
+from sitegen.inputs.importers import ImportResult, import_beir, import_smart, import_trec
 
 CRANFIELD = Path(__file__).resolve().parents[2] / "shared" / "collections" / "cranfield"
 LICENSE = "CC-BY-4.0 (stated by the test)"

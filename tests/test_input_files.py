@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from conftest import TINY_DOCS, TINY_QRELS, TINY_QUERIES, write_corpus
 
-from sitegen.corpus import CITATIONS_FILE, CONFIG_FILE, MAX_GRADE, json_lines, load_corpus, text_lines
 from sitegen.errors import CorpusError
-from sitegen.evidence import write_corpus_evidence
+from sitegen.inputs.corpus import CITATIONS_FILE, CONFIG_FILE, MAX_GRADE, json_lines, load_corpus, text_lines
+from sitegen.publish.evidence import write_corpus_evidence
 from sitegen.rankers.external import read_trec_run
 
 NAMED_FILES = ["corpus.jsonl", "queries.jsonl", "qrels/test.tsv", "README.md", CONFIG_FILE, CITATIONS_FILE]

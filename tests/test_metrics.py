@@ -10,7 +10,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sitegen.metrics import CUTOFFS, evaluate, metric_names, ndcg, parse_metric, precision, reciprocal_rank, score_query
+from sitegen.scoring.metrics import (
+    CUTOFFS,
+    evaluate,
+    metric_names,
+    ndcg,
+    parse_metric,
+    precision,
+    reciprocal_rank,
+    score_query,
+)
 
 TREC_NAMES = {"hit": "Success", "recall": "R", "precision": "P", "mrr": "RR", "ndcg": "nDCG"}
 

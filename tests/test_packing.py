@@ -9,9 +9,9 @@ import pytest
 from conftest import FakeEmbeddingModel, write_corpus
 
 from sitegen.build import BuildOptions, build_site
-from sitegen.corpus import load_corpus
 from sitegen.errors import CorpusError
-from sitegen.packing import Packed, check_citation, pack, packing_report
+from sitegen.inputs.corpus import load_corpus
+from sitegen.scoring.packing import Packed, check_citation, pack, packing_report
 
 HITS = [("a", "x" * 50), ("b", "y" * 300), ("c", "z" * 30), ("d", "w" * 25)]
 

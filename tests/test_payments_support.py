@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from conftest import REPO, assert_metrics_match_trec_eval
 
 from sitegen.cli import cli
-from sitegen.corpus import load_corpus, passage_text
+from sitegen.inputs.corpus import load_corpus, passage_text
 from sitegen.rankers import DEFAULT_RANKERS
 
 # Filtered variants run only where questions carry a metadata filter; these corpora have none.
@@ -127,8 +127,8 @@ def test_rebuild_embeds_nothing_and_gives_identical_evidence(two_builds) -> None
 
 
 def test_model_weights_sha256_is_recorded(two_builds) -> None:
-    from sitegen.embeddings import model_folder
     from sitegen.hashing import sha256_file
+    from sitegen.rankers.embeddings import model_folder
 
     manifest = json.loads((two_builds[0] / "evidence" / "manifest.json").read_text())
     assert manifest["model"]["weights_sha256"] == sha256_file(model_folder() / "model.safetensors")
@@ -136,7 +136,7 @@ def test_model_weights_sha256_is_recorded(two_builds) -> None:
 
 def test_a_vector_does_not_depend_on_the_texts_embedded_with_it(tmp_path: Path) -> None:
     """An incremental rebuild must give the same bytes as a cold one."""
-    from sitegen.embeddings import EmbeddingCache, EmbeddingModel, cache_key, embed_texts
+    from sitegen.rankers.embeddings import EmbeddingCache, EmbeddingModel, cache_key, embed_texts
 
     corpus = load_corpus(CORPUS)
     texts = [passage_text(d) for d in corpus.documents[:12]]

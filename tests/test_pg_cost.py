@@ -13,11 +13,11 @@ import pytest
 from click.testing import CliRunner
 from conftest import TINY_DOCS, FakeEmbeddingModel, write_corpus
 
+from sitegen.bench.pg_cost import KIND, LABEL, hybrid_by_kind, make_filler, percentile, rows_matched_by_kind
 from sitegen.cli import cli
-from sitegen.corpus import Document, load_corpus, passage_text
 from sitegen.errors import SitegenError
-from sitegen.pg_cost import KIND, LABEL, hybrid_by_kind, make_filler, percentile, rows_matched_by_kind
-from sitegen.tokenize import tokenize
+from sitegen.inputs.corpus import Document, load_corpus, passage_text
+from sitegen.rankers.tokenize import tokenize
 
 RANKERS = ["pg-vector", "pg-tsvector", "rrf-pgvector-tsvector", "pg-hybrid-sql", "bm25", "dense", "rrf-dense-bm25"]
 
@@ -139,7 +139,7 @@ def test_hybrid_latency_per_kind_pairs_each_sample_with_its_question() -> None:
 @pytest.fixture(scope="module")
 def postgres() -> None:
     pytest.importorskip("psycopg")
-    from sitegen.postgres import PostgresServer, PostgresUnavailable
+    from sitegen.rankers.pg_server import PostgresServer, PostgresUnavailable
 
     try:
         with PostgresServer():
@@ -150,7 +150,7 @@ def postgres() -> None:
 
 @pytest.fixture
 def fake_embeddings(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("sitegen.pg_cost.EmbeddingModel", FakeEmbeddingModel)
+    monkeypatch.setattr("sitegen.bench.pg_cost.EmbeddingModel", FakeEmbeddingModel)
 
 
 def _our_postgres() -> tuple[list[int], list[Path]]:

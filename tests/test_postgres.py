@@ -19,14 +19,15 @@ import numpy as np
 import pytest
 from conftest import REPO, FakeEmbeddingModel, write_corpus
 
-from sitegen.corpus import Corpus, load_corpus, passage_text
-from sitegen.embeddings import CorpusEmbeddings
 from sitegen.errors import SitegenError
-from sitegen.postgres import PgCorpusIndex, PostgresServer, PostgresUnavailable
-from sitegen.rankers.base import Hit, RankInputs, Run
+from sitegen.inputs.corpus import Corpus, load_corpus, passage_text
+from sitegen.rankers.base import Contract, Family, Hit, RankInputs, Run
 from sitegen.rankers.dense import DenseRanker
+from sitegen.rankers.embeddings import CorpusEmbeddings
 from sitegen.rankers.fusion import RRFRanker
-from sitegen.rankers.pg import PgHybridRanker, PgTsvectorRanker, PgVectorRanker, agreement, overlap_at
+from sitegen.rankers.pg import PgHybridRanker, PgTsvectorRanker, PgVectorRanker, same_top
+from sitegen.rankers.pg_index import PgCorpusIndex
+from sitegen.rankers.pg_server import PostgresServer, PostgresUnavailable
 
 psycopg = pytest.importorskip("psycopg")
 from psycopg import sql  # noqa: E402
@@ -91,7 +92,7 @@ def hostile(tmp_path_factory: pytest.TempPathFactory, server: PostgresServer) ->
     )
     corpus = load_corpus(folder)
     embeddings = _embeddings(corpus)
-    with server.load_corpus(corpus, embeddings) as index:
+    with PgCorpusIndex.load(server.connect(), corpus, embeddings, owns_connection=True) as index:
         yield corpus, embeddings, index
 
 
@@ -168,7 +169,7 @@ def tied(tmp_path_factory: pytest.TempPathFactory, server: PostgresServer) -> It
     folder = write_corpus(tmp_path_factory.mktemp("tied") / "tied", docs, _unlabelled(queries), qrels=[])
     corpus = load_corpus(folder)
     embeddings = _embeddings(corpus)
-    with server.load_corpus(corpus, embeddings) as index:
+    with PgCorpusIndex.load(server.connect(), corpus, embeddings, owns_connection=True) as index:
         yield RankInputs(corpus=corpus, embeddings=embeddings, postgres=index)
 
 
@@ -188,8 +189,8 @@ def test_pg_hybrid_sql_equals_python_rrf_in_ids_order_and_scores_under_ties(tied
         scores = [h.score for h in ours]
         tied_at += sum(a == b for a, b in itertools.pairwise(scores))
     assert tied_at > 30, "the corpus must produce many fused-score ties for this test to mean anything"
-    assert agreement(python, sql_run, n=5) == len(tied.corpus.queries)
-    assert agreement(python, sql_run, n=40) == len(tied.corpus.queries)
+    assert same_top(python, sql_run, n=5) == len(tied.corpus.queries)
+    assert same_top(python, sql_run, n=40) == len(tied.corpus.queries)
 
 
 def test_pg_hybrid_sql_component_ranks_come_from_the_first_twenty_of_each_list(tied: RankInputs) -> None:
@@ -224,7 +225,7 @@ def small(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
 
 
 def _vector_runs(server: PostgresServer, corpus: Corpus, embeddings: CorpusEmbeddings) -> tuple[Run, Run]:
-    with server.load_corpus(corpus, embeddings) as index:
+    with PgCorpusIndex.load(server.connect(), corpus, embeddings, owns_connection=True) as index:
         inputs = RankInputs(corpus=corpus, embeddings=embeddings, postgres=index)
         pg_run = PgVectorRanker().rank(inputs, depth=100)
     return DenseRanker().rank(inputs, depth=100), pg_run
@@ -259,8 +260,8 @@ def test_pg_vector_equals_exact_cosine_order_when_no_two_scores_tie(small: Corpu
         query_vectors=unit(len(small.queries)),
     )
     dense_run, pg_run = _vector_runs(server, small, embeddings)
-    assert overlap_at(dense_run, pg_run, n=10) == len(small.queries)
-    assert overlap_at(dense_run, pg_run, n=80) == len(small.queries)
+    assert same_top(dense_run, pg_run, n=10) == len(small.queries)
+    assert same_top(dense_run, pg_run, n=80) == len(small.queries)
 
 
 # ----------------------------------------------------------------- plans
@@ -274,7 +275,7 @@ def test_explain_plans_show_the_hnsw_index_for_vectors_and_the_gin_index_for_key
     docs = [{"_id": f"r{i:04d}", "title": "", "text": _words(rng, vocabulary, 5, 15)} for i in range(2000)]
     corpus = load_corpus(write_corpus(tmp_path / "big", docs, _unlabelled([("q", "term1 term2")]), qrels=[]))
     embeddings = _embeddings(corpus)
-    with server.load_corpus(corpus, embeddings) as index:
+    with PgCorpusIndex.load(server.connect(), corpus, embeddings, owns_connection=True) as index:
         plans = index.explain_plans(embeddings.query_vectors[0], "term1 term2")
     assert ("Index Scan", index.table, index.hnsw_index) in [tuple(vars(n).values()) for n in plans["vector"]]
     assert any(n.node_type == "Bitmap Index Scan" and n.index == index.gin_index for n in plans["keyword"])
@@ -292,7 +293,7 @@ def test_a_connection_string_reaches_an_existing_server_and_temporary_tables_do_
     with PostgresServer(server.conninfo) as external:
         assert not external.private and external.folder is None
         assert external.versions()["pgvector"] == server.versions()["pgvector"]
-        with external.load_corpus(corpus, embeddings) as index:
+        with PgCorpusIndex.load(external.connect(), corpus, embeddings, owns_connection=True) as index:
             assert index.table == private_index.table  # same name, another session's temporary schema
             inputs = RankInputs(corpus=corpus, embeddings=embeddings, postgres=index)
             assert PgTsvectorRanker().rank(inputs, depth=5).hits["q-sql"][0].doc_id == "sql"
@@ -373,7 +374,7 @@ def test_no_postgres_process_or_folder_survives_the_context(raised: type[BaseExc
 _CHILD = textwrap.dedent(
     """
     import os, signal, sys
-    from sitegen.postgres import PostgresServer
+    from sitegen.rankers.pg_server import PostgresServer
     server = PostgresServer()
     with server:
         server.connect().execute("SELECT 1")
@@ -419,18 +420,18 @@ def test_a_killed_python_process_takes_its_server_down_and_the_next_start_sweeps
 
 def _run(name: str, lists: dict[str, list[str]]) -> Run:
     hits = {q: tuple(Hit(d, r, 1.0 / r) for r, d in enumerate(ids, start=1)) for q, ids in lists.items()}
-    return Run(ranker=name, params={}, hits=hits)
+    return Run(ranker=name, contract=Contract(Family.FUSION, "reciprocal rank fusion"), params={}, hits=hits)
 
 
 def test_agreement_counts_questions_with_identical_ordered_top_n() -> None:
     python = _run("py", {"a": ["1", "2", "3"], "b": ["1", "2"], "c": ["1"], "d": []})
     sql_run = _run("sql", {"a": ["1", "2", "4"], "b": ["2", "1"], "c": ["1"], "d": []})
-    assert agreement(python, sql_run, n=2) == 3  # a, c and d (two empty lists agree)
-    assert agreement(python, sql_run, n=1) == 3
-    assert agreement(python, sql_run, n=3) == 2
-    assert overlap_at(python, _run("pg", {"a": ["1", "2", "3"]}), n=10) == 2  # a, and d (empty in both)
+    assert same_top(python, sql_run, n=2) == 3  # a, c and d (two empty lists agree)
+    assert same_top(python, sql_run, n=1) == 3
+    assert same_top(python, sql_run, n=3) == 2
+    assert same_top(python, _run("pg", {"a": ["1", "2", "3"]}), n=10) == 2  # a, and d (empty in both)
     with pytest.raises(ValueError):
-        agreement(python, sql_run, n=0)
+        same_top(python, sql_run, n=0)
 
 
 def test_index_refuses_a_corpus_without_embeddings_for_every_passage(tmp_path: Path, server: PostgresServer) -> None:

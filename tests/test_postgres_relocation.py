@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from sitegen import postgres
-from sitegen.postgres import PostgresServer
+from sitegen.rankers import pg_server
+from sitegen.rankers.pg_server import PostgresServer
 
 psycopg = pytest.importorskip("psycopg")
 
@@ -65,7 +65,7 @@ def locked_install(tmp_path: Path) -> Path:
 def test_root_starts_pgvector_server_from_an_install_the_server_user_cannot_reach(
     locked_install: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(postgres, "_pgserver_bin", lambda: locked_install)
+    monkeypatch.setattr(pg_server, "_pgserver_bin", lambda: locked_install)
     locked = locked_install.parents[3]
     with PostgresServer() as server:  # start-up runs CREATE EXTENSION vector (_prepare_database)
         folder, pid = server.folder, server.pid
@@ -117,7 +117,7 @@ def test_server_copy_links_readable_files_copies_private_ones_readable_and_keeps
     source = source_bin.parent
     root = tmp_path / "server" / "install"
     root.parent.mkdir()
-    copy_bin = postgres._private_install(source_bin, root)
+    copy_bin = pg_server._private_install(source_bin, root)
     copy = copy_bin.parent
     assert copy_bin == root / "pgserver" / "pginstall" / "bin"
     # Same filesystem: a file the server user may already read and run is a hard link.
@@ -146,8 +146,8 @@ def test_server_copy_failure_is_one_line_naming_the_server_user(tmp_path: Path) 
     source_bin = _fake_install(tmp_path / "site-packages")
     taken = tmp_path / "install"
     taken.mkdir()
-    with pytest.raises(postgres.PostgresUnavailable) as raised:
-        postgres._private_install(source_bin, taken)
+    with pytest.raises(pg_server.PostgresUnavailable) as raised:
+        pg_server._private_install(source_bin, taken)
     message = str(raised.value)
     assert "\n" not in message
     assert message.startswith("could not give the PostgreSQL server user 'pgserver' its own copy of ")
@@ -163,7 +163,7 @@ def test_server_copy_on_a_noexec_temporary_folder_says_so_in_one_line(
     class NoExec:
         f_flag = os.ST_NOEXEC
 
-    monkeypatch.setattr(postgres.os, "statvfs", lambda path: NoExec())
-    with pytest.raises(postgres.PostgresUnavailable, match=r"mounted noexec.*set TMPDIR") as raised:
-        postgres._private_install(source_bin, tmp_path / "install")
+    monkeypatch.setattr(pg_server.os, "statvfs", lambda path: NoExec())
+    with pytest.raises(pg_server.PostgresUnavailable, match=r"mounted noexec.*set TMPDIR") as raised:
+        pg_server._private_install(source_bin, tmp_path / "install")
     assert "\n" not in str(raised.value)

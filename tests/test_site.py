@@ -23,7 +23,7 @@ import pytest
 from conftest import REPO, FakeEmbeddingModel, write_corpus
 
 from sitegen.build import BuildOptions, build_site
-from sitegen.render import page_name, render_markdown
+from sitegen.publish.render import page_name, render_markdown
 
 HOSTILE_DOCS = [
     {"_id": "a/b", "title": "<script>alert(1)</script>", "text": "Template {{ 7*7 }} and {% raw %} stay text."},
@@ -206,11 +206,15 @@ def test_pages_only_show_numbers_from_the_evidence(site: Path) -> None:
 
 def test_render_and_plots_never_import_rankers_or_metrics() -> None:
     for module in ("render.py", "plots.py"):
-        tree = ast.parse((REPO / "sitegen" / module).read_text())
+        tree = ast.parse((REPO / "sitegen" / "publish" / module).read_text())
         imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module} | {
             alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names
         }
-        assert not {m for m in imported if m.startswith(("sitegen.rankers", "sitegen.metrics", "sitegen.report"))}
+        assert not {
+            m
+            for m in imported
+            if m.startswith(("sitegen.rankers", "sitegen.scoring.metrics", "sitegen.scoring.report"))
+        }
 
 
 def test_plots_are_deterministic_svg_with_titles_and_alt_text(site: Path, tmp_path: Path) -> None:

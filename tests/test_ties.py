@@ -10,8 +10,8 @@ from fractions import Fraction
 
 import pytest
 
-from sitegen.metrics import CUTOFFS, metric_names, score_query
-from sitegen.ties import expected_metric, tie_groups, tie_range, ties_report
+from sitegen.scoring.metrics import CUTOFFS, metric_names, score_query
+from sitegen.scoring.ties import expected_metric, tie_groups, tie_range, ties_report
 
 NAMES = metric_names(CUTOFFS)
 
@@ -23,7 +23,7 @@ def _orderings(ranking: Sequence[str], scores: Sequence[float]) -> list[list[str
 
 
 def _exact(name: str, ranking: Sequence[str], grades: Mapping[str, int]) -> Fraction:
-    """The metric as an exact Fraction (not nDCG), independent of sitegen.metrics' floats."""
+    """The metric as an exact Fraction (not nDCG), independent of sitegen.scoring.metrics' floats."""
     family, k = name.split("@")[0], int(name.split("@")[1])
     rel = [grades.get(d, 0) > 0 for d in ranking[:k]]
     total = sum(1 for g in grades.values() if g > 0)

@@ -14,7 +14,7 @@ from conftest import REPO, FakeEmbeddingModel, file_tree
 from sitegen.build import BuildOptions, build_site
 from sitegen.cli import cli
 from sitegen.errors import SitegenError
-from sitegen.timings import load_timing_files, performance_view
+from sitegen.publish.timings import load_timing_files, performance_view
 
 PG_COST = {
     "kind": "sitegen-pg-cost",

@@ -18,9 +18,9 @@ from conftest import REPO, FakeEmbeddingModel, write_corpus
 
 from sitegen import audit
 from sitegen.build import BuildOptions, build_site
-from sitegen.corpus import load_corpus
-from sitegen.evidence import write_trec_eval_contract
-from sitegen.metrics import metric_names
+from sitegen.inputs.corpus import load_corpus
+from sitegen.publish.evidence import write_trec_eval_contract
+from sitegen.scoring.metrics import metric_names
 
 #: The committed site: its bundle must carry the contract (rebuild site/ after changing the evidence).
 SITE = REPO / "site"

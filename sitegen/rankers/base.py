@@ -4,16 +4,72 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from sitegen.corpus import Corpus
+from sitegen.inputs.corpus import Corpus
 
 if TYPE_CHECKING:
-    from sitegen.embeddings import CorpusEmbeddings
+    from sitegen.rankers.embeddings import CorpusEmbeddings
 
-__all__ = ["Hit", "RankInputs", "Ranker", "Run", "doc_id_order", "top_k"]
+__all__ = ["Contract", "Family", "Hit", "RankInputs", "Ranker", "Reproduction", "Run", "doc_id_order", "top_k"]
+
+
+class Family(str, Enum):
+    """How a ranker ranks, and so how the audit can check it: lexical, dense and fusion runs are
+    recomputed from the inputs alone; PostgreSQL runs are checked as far as a server-less check can;
+    external runs are compared with the file they came from."""
+
+    LEXICAL = "lexical"
+    DENSE = "dense"
+    FUSION = "fusion"
+    POSTGRES = "postgres"
+    EXTERNAL = "external"
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    """A ranker's claim to give the same list as another ranker (an index against an exact search, SQL
+    against Python): the report counts the questions whose top ``top`` ids agree, in order."""
+
+    ranker: str
+    top: int
+    claim: str
+
+
+@dataclass(frozen=True)
+class Contract:
+    """What a ranker declares about itself. The build, experiments, evidence and the audit read these
+    fields, never the ranker's name or its params.
+
+    ``verifier`` names the audit's independent check for this ranker (written as ``params["method"]``);
+    ``components`` are rankers whose runs must exist first: the lists a fusion fuses, or the runs the
+    audit fuses to check a one-statement SQL fusion; ``unfiltered`` names the same ranker without the
+    question's metadata filter, for the filtering table; ``chunking_sweep`` reruns the ranker on every
+    chunking setting of the sweep; ``reproduces`` states which other ranker's list this one should give.
+    """
+
+    family: Family
+    verifier: str
+    components: tuple[str, ...] = ()
+    filtered: bool = False
+    unfiltered: str | None = None
+    uses_embeddings: bool = False
+    uses_postgres: bool = False
+    chunking_sweep: bool = False
+    reproduces: Reproduction | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The evidence form: what a run's JSON records beside its params."""
+        return {
+            "family": self.family.value,
+            "verifier": self.verifier,
+            "components": list(self.components),
+            "filtered": self.filtered,
+            "unfiltered": self.unfiltered,
+        }
 
 
 @dataclass(frozen=True)
@@ -28,9 +84,11 @@ class Hit:
 
 @dataclass(frozen=True)
 class Run:
-    """A ranker's output: for every query id, its hits in rank order (rank 1 first)."""
+    """A ranker's output: for every query id, its hits in rank order (rank 1 first), with the
+    contract of the ranker that made it."""
 
     ranker: str
+    contract: Contract
     params: Mapping[str, Any]
     hits: Mapping[str, tuple[Hit, ...]]
 
@@ -47,17 +105,14 @@ class RankInputs:
 
 
 class Ranker(Protocol):
-    """A named, parameterised ranking method.
+    """A named, parameterised ranking method with a declared :class:`Contract`.
 
-    ``requires`` names rankers whose runs must exist before this one runs (fusion);
-    ``uses_embeddings`` asks the build to embed the corpus and queries first;
-    ``uses_postgres`` asks it to start PostgreSQL and load the corpus into it.
+    ``contract.uses_embeddings`` asks the build to embed the corpus and queries first;
+    ``contract.uses_postgres`` asks it to start PostgreSQL and load the corpus into it.
     """
 
     name: str
-    requires: tuple[str, ...]
-    uses_embeddings: bool
-    uses_postgres: bool
+    contract: Contract
 
     def params(self) -> dict[str, Any]: ...
 

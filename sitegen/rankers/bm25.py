@@ -20,10 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from sitegen.corpus import passage_text
-from sitegen.rankers.base import Hit, RankInputs, Run, doc_id_order, top_k
+from sitegen.inputs.corpus import passage_text
+from sitegen.rankers.base import Contract, Family, Hit, RankInputs, Run, doc_id_order, top_k
 from sitegen.rankers.filtering import FILTER_NOTE, allowed_masks
-from sitegen.tokenize import STOP_WORDS, tokenize, tokenize_stemmed
+from sitegen.rankers.tokenize import STOP_WORDS, tokenize, tokenize_stemmed
 
 __all__ = ["BM25Index", "BM25Ranker", "bm25_scores", "build_bm25_index"]
 
@@ -146,16 +146,23 @@ def bm25_scores(index: BM25Index, query_tokens: Sequence[str]) -> np.ndarray:
 class BM25Ranker:
     """``bm25`` (plain tokens) or ``bm25-stem`` (stop list and plural stripping)."""
 
-    requires: tuple[str, ...] = ()
-    uses_embeddings = False
-    uses_postgres = False
-
-    def __init__(self, name: str, stemmed: bool, k1: float = 1.2, b: float = 0.75, filtered: bool = False) -> None:
+    def __init__(
+        self,
+        name: str,
+        stemmed: bool,
+        k1: float = 1.2,
+        b: float = 0.75,
+        filtered: bool = False,
+        unfiltered: str | None = None,
+        chunking_sweep: bool = False,
+    ) -> None:
         self.name = name
         self.stemmed = stemmed
         self.k1 = k1
         self.b = b
-        self.filtered = filtered
+        self.contract = Contract(
+            Family.LEXICAL, "okapi-bm25", filtered=filtered, unfiltered=unfiltered, chunking_sweep=chunking_sweep
+        )
 
     @property
     def _tokenizer(self) -> Callable[[str], list[str]]:
@@ -163,7 +170,7 @@ class BM25Ranker:
 
     def params(self) -> dict[str, Any]:
         return {
-            "method": "okapi-bm25",
+            "method": self.contract.verifier,
             "idf": "ln(1 + (N - df + 0.5) / (df + 0.5))",
             "k1": self.k1,
             "b": self.b,
@@ -174,7 +181,7 @@ class BM25Ranker:
             "ties": "document id ascending",
             "stemmed": self.stemmed,
             "stop_words": sorted(STOP_WORDS) if self.stemmed else [],
-        } | ({"filtered": True, "filter": FILTER_NOTE} if self.filtered else {})
+        } | ({"filtered": True, "filter": FILTER_NOTE} if self.contract.filtered else {})
 
     def rank(self, inputs: RankInputs, depth: int) -> Run:
         documents = inputs.corpus.documents
@@ -183,7 +190,7 @@ class BM25Ranker:
         doc_ids = [d.doc_id for d in documents]
         id_key = doc_id_order(doc_ids)
         hits: dict[str, tuple[Hit, ...]] = {}
-        masks = allowed_masks(inputs.corpus) if self.filtered else {}
+        masks = allowed_masks(inputs.corpus) if self.contract.filtered else {}
         for query in inputs.corpus.queries:
             scores = bm25_scores(index, tokenizer(query.text))
             mask = masks.get(query.query_id)
@@ -193,4 +200,4 @@ class BM25Ranker:
             hits[query.query_id] = tuple(
                 Hit(doc_id=doc_ids[i], rank=r, score=float(scores[i])) for r, i in enumerate(best, start=1)
             )
-        return Run(ranker=self.name, params=self.params(), hits=hits)
+        return Run(ranker=self.name, contract=self.contract, params=self.params(), hits=hits)

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from sitegen.errors import SitegenError
-from sitegen.rankers.base import Hit, RankInputs, Run, doc_id_order, top_k
+from sitegen.rankers.base import Contract, Family, Hit, RankInputs, Run, doc_id_order, top_k
 from sitegen.rankers.filtering import FILTER_NOTE, allowed_masks
 
 __all__ = ["DenseRanker", "blas_margin", "cosine_scores", "dense_top_k", "fixed_order_dot"]
@@ -77,21 +77,26 @@ def dense_top_k(
 class DenseRanker:
     """``dense``: every passage scored by exact cosine; ties by document id."""
 
-    requires: tuple[str, ...] = ()
-    uses_embeddings = True
-    uses_postgres = False
-
-    def __init__(self, name: str = "dense", filtered: bool = False) -> None:
+    def __init__(
+        self, name: str = "dense", filtered: bool = False, unfiltered: str | None = None, chunking_sweep: bool = False
+    ) -> None:
         self.name = name
-        self.filtered = filtered
+        self.contract = Contract(
+            Family.DENSE,
+            "exact cosine",
+            filtered=filtered,
+            unfiltered=unfiltered,
+            uses_embeddings=True,
+            chunking_sweep=chunking_sweep,
+        )
 
     def params(self) -> dict[str, Any]:
         return {
-            "method": "exact cosine",
+            "method": self.contract.verifier,
             "vectors": "normalised float32",
             "score": "float64 sum of the exact float32 component products in a fixed pairwise order",
             "ties": "document id ascending",
-        } | ({"filtered": True, "filter": FILTER_NOTE} if self.filtered else {})
+        } | ({"filtered": True, "filter": FILTER_NOTE} if self.contract.filtered else {})
 
     def rank(self, inputs: RankInputs, depth: int) -> Run:
         embeddings = inputs.embeddings
@@ -100,7 +105,7 @@ class DenseRanker:
         params = self.params() | {"model": embeddings.model, "weights_sha256": embeddings.weights_sha256}
         id_key = doc_id_order(embeddings.doc_ids)
         hits: dict[str, tuple[Hit, ...]] = {}
-        masks = allowed_masks(inputs.corpus) if self.filtered else {}
+        masks = allowed_masks(inputs.corpus) if self.contract.filtered else {}
         for row, query_id in enumerate(embeddings.query_ids):
             best, scores = dense_top_k(
                 embeddings.doc_vectors, embeddings.query_vectors[row], id_key, depth, masks.get(query_id)
@@ -109,4 +114,4 @@ class DenseRanker:
                 Hit(doc_id=embeddings.doc_ids[i], rank=r, score=float(score))
                 for r, (i, score) in enumerate(zip(best, scores, strict=True), start=1)
             )
-        return Run(ranker=self.name, params=params, hits=hits)
+        return Run(ranker=self.name, contract=self.contract, params=params, hits=hits)

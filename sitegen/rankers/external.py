@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sitegen.corpus import text_lines
 from sitegen.errors import CorpusError
-from sitegen.rankers.base import Hit, RankInputs, Run
+from sitegen.inputs.corpus import text_lines
+from sitegen.rankers.base import Contract, Family, Hit, RankInputs, Run
 
 __all__ = [
     "EXTERNAL_METHOD",
@@ -149,9 +149,7 @@ def check_ids(run: ExternalRun, doc_ids: Set[str], query_ids: Set[str]) -> IdChe
 class ExternalRunRanker:
     """A TREC run file presented as a ranker; the file is parsed once, when the build validates its inputs."""
 
-    requires: tuple[str, ...] = ()
-    uses_embeddings = False
-    uses_postgres = False
+    contract = Contract(Family.EXTERNAL, EXTERNAL_METHOD)
 
     def __init__(self, name: str, path: Path, input_copy: str, run: ExternalRun) -> None:
         self.name = name
@@ -161,7 +159,7 @@ class ExternalRunRanker:
 
     def params(self) -> dict[str, Any]:
         return {
-            "method": EXTERNAL_METHOD,
+            "method": self.contract.verifier,
             "source": self.input_copy,
             "order": "score descending, ties by document id descending (trec_eval's order)",
             "note": "external: metrics verified, ranking not reproducible here",
@@ -186,4 +184,4 @@ class ExternalRunRanker:
             "unknown_documents": list(ids.unknown_documents),
             "queries_without_hits": sorted(q for q in query_ids if q not in external.hits),
         }
-        return Run(ranker=self.name, params=params, hits=hits)
+        return Run(ranker=self.name, contract=self.contract, params=params, hits=hits)

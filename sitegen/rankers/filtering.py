@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from sitegen.corpus import Corpus
-from sitegen.filters import compile_filter, parse_vocabulary, passes
+from sitegen.inputs.corpus import Corpus
+from sitegen.inputs.filters import compile_filter, parse_vocabulary, passes
 
 __all__ = ["FILTER_NOTE", "allowed_masks", "has_filters"]
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sitegen.errors import SitegenError
-from sitegen.rankers.base import Hit, RankInputs, Run
+from sitegen.rankers.base import Contract, Family, Hit, RankInputs, Run
 
 __all__ = ["FusedItem", "RRFRanker", "reciprocal_rank_fusion"]
 
@@ -73,9 +73,6 @@ def reciprocal_rank_fusion(
 class RRFRanker:
     """Fusion of named component rankers' runs."""
 
-    uses_embeddings = False
-    uses_postgres = False
-
     def __init__(
         self,
         name: str,
@@ -83,28 +80,42 @@ class RRFRanker:
         k: float = 60.0,
         candidates: int = 20,
         weights: Sequence[float] | None = None,
+        filtered: bool = False,
+        unfiltered: str | None = None,
+        chunking_sweep: bool = False,
     ) -> None:
         self.name = name
-        self.requires = tuple(components)
+        self.contract = Contract(
+            Family.FUSION,
+            "reciprocal rank fusion",
+            components=tuple(components),
+            filtered=filtered,
+            unfiltered=unfiltered,
+            chunking_sweep=chunking_sweep,
+        )
         self.k = k
         self.candidates = candidates
-        self.weights = tuple(weights) if weights is not None else (1.0,) * len(self.requires)
+        self.weights = tuple(weights) if weights is not None else (1.0,) * len(self.contract.components)
 
     def params(self) -> dict[str, Any]:
         return {
-            "method": "reciprocal rank fusion",
-            "components": list(self.requires),
+            "method": self.contract.verifier,
+            "components": list(self.contract.components),
             "k": self.k,
             "candidates_per_list": self.candidates,
-            "weights": dict(zip(self.requires, self.weights, strict=True)),
+            "weights": dict(zip(self.contract.components, self.weights, strict=True)),
             "ties": TIE_RULE,
-        }
+        } | (
+            {"filtered": True, "filter": "every fused list is filtered by the question's metadata filter"}
+            if self.contract.filtered
+            else {}
+        )
 
     def rank(self, inputs: RankInputs, depth: int) -> Run:
-        missing = [c for c in self.requires if c not in inputs.runs]
+        missing = [c for c in self.contract.components if c not in inputs.runs]
         if missing:
             raise SitegenError(f"ranker {self.name!r} needs the runs of {missing} first")
-        runs = [inputs.runs[c] for c in self.requires]
+        runs = [inputs.runs[c] for c in self.contract.components]
         hits: dict[str, tuple[Hit, ...]] = {}
         for query in inputs.corpus.queries:
             lists = [[h.doc_id for h in run.hits.get(query.query_id, ())] for run in runs]
@@ -114,8 +125,8 @@ class RRFRanker:
                     doc_id=item.doc_id,
                     rank=rank,
                     score=item.score,
-                    components=tuple(zip(self.requires, item.component_ranks, strict=True)),
+                    components=tuple(zip(self.contract.components, item.component_ranks, strict=True)),
                 )
                 for rank, item in enumerate(fused, start=1)
             )
-        return Run(ranker=self.name, params=self.params(), hits=hits)
+        return Run(ranker=self.name, contract=self.contract, params=self.params(), hits=hits)

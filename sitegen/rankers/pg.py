@@ -2,8 +2,8 @@
 Reciprocal Rank Fusion of the two computed in one SQL statement.
 
 Each reads the corpus index the build loaded into the server (``inputs.postgres``, a
-:class:`sitegen.postgres.PgCorpusIndex`) and the query vectors from ``inputs.embeddings``;
-the SQL of each is in :mod:`sitegen.postgres`.
+:class:`sitegen.rankers.pg_index.PgCorpusIndex`) and the query vectors from ``inputs.embeddings``;
+the SQL of each is in :mod:`sitegen.rankers.pg_index`.
 
 - ``pg-vector``: ``ORDER BY embedding <=> q`` through the HNSW index (cosine distance);
   score = 1 - distance, the cosine similarity, comparable with ``dense``. Approximate; exact
@@ -24,11 +24,11 @@ from typing import Any
 import numpy as np
 
 from sitegen.errors import SitegenError
-from sitegen.postgres import EF_SEARCH, EF_SEARCH_MAX, HNSW_EF_CONSTRUCTION, HNSW_M
-from sitegen.rankers.base import Hit, RankInputs, Run
+from sitegen.rankers.base import Contract, Family, Hit, RankInputs, Reproduction, Run
 from sitegen.rankers.fusion import TIE_RULE
+from sitegen.rankers.pg_index import EF_SEARCH, EF_SEARCH_MAX, HNSW_EF_CONSTRUCTION, HNSW_M
 
-__all__ = ["PgHybridRanker", "PgTsvectorRanker", "PgVectorRanker", "agreement", "overlap_at"]
+__all__ = ["PgHybridRanker", "PgTsvectorRanker", "PgVectorRanker", "same_top"]
 
 _HNSW = {"opclass": "vector_cosine_ops", "m": HNSW_M, "ef_construction": HNSW_EF_CONSTRUCTION}
 _SEQSCAN_NOTE = (
@@ -93,9 +93,9 @@ def _filter_params(filtered: bool) -> dict[str, Any]:
 
 def _conditions(ranker: Any, inputs: RankInputs, query: Any) -> tuple[Any, ...]:
     """The question's filter, compiled against the corpus's declared vocabulary (empty when unfiltered)."""
-    if not getattr(ranker, "filtered", False) or not query.filter:
+    if not ranker.contract.filtered or not query.filter:
         return ()
-    from sitegen.filters import compile_filter, parse_vocabulary
+    from sitegen.inputs.filters import compile_filter, parse_vocabulary
 
     return compile_filter(query.filter, parse_vocabulary(inputs.corpus.config.get("filters", {})))
 
@@ -110,23 +110,34 @@ def _run_params(ranker: Any, index: Any) -> dict[str, Any]:
 class PgVectorRanker:
     """``pg-vector``: nearest passages by cosine distance through pgvector's HNSW index."""
 
-    requires: tuple[str, ...] = ()
-    uses_embeddings = True
-    uses_postgres = True
-
-    def __init__(self, name: str = "pg-vector", ef_search: int = EF_SEARCH, filtered: bool = False) -> None:
+    def __init__(
+        self,
+        name: str = "pg-vector",
+        ef_search: int = EF_SEARCH,
+        filtered: bool = False,
+        unfiltered: str | None = None,
+        reproduces: Reproduction | None = None,
+    ) -> None:
         self.name = name
         self.ef_search = ef_search
-        self.filtered = filtered
+        self.contract = Contract(
+            Family.POSTGRES,
+            "pgvector-hnsw",
+            filtered=filtered,
+            unfiltered=unfiltered,
+            uses_embeddings=True,
+            uses_postgres=True,
+            reproduces=reproduces,
+        )
 
     def params(self) -> dict[str, Any]:
         return {
-            "method": "pgvector-hnsw",
+            "method": self.contract.verifier,
             **_vector_params(self.ef_search),
             "score": "1 - cosine distance, the cosine similarity (float8)",
             "planner": _SEQSCAN_NOTE,
             "ties": _VECTOR_TIES,
-        } | _filter_params(self.filtered)
+        } | _filter_params(self.contract.filtered)
 
     def rank(self, inputs: RankInputs, depth: int) -> Run:
         index = _index(inputs, self.name)
@@ -140,27 +151,30 @@ class PgVectorRanker:
                 Hit(doc_id=doc_id, rank=rank, score=1.0 - distance)
                 for rank, (doc_id, distance) in enumerate(rows, start=1)
             )
-        return Run(ranker=self.name, params=_run_params(self, index), hits=hits)
+        return Run(ranker=self.name, contract=self.contract, params=_run_params(self, index), hits=hits)
 
 
 class PgTsvectorRanker:
     """``pg-tsvector``: PostgreSQL full-text search, any query lexeme, ranked by ts_rank_cd."""
 
-    requires: tuple[str, ...] = ()
-    uses_embeddings = True  # not for ranking: the build loads vectors and text into one table
-    uses_postgres = True
-
-    def __init__(self, name: str = "pg-tsvector", filtered: bool = False) -> None:
+    def __init__(self, name: str = "pg-tsvector", filtered: bool = False, unfiltered: str | None = None) -> None:
         self.name = name
-        self.filtered = filtered
+        self.contract = Contract(
+            Family.POSTGRES,
+            "postgres-tsvector",
+            filtered=filtered,
+            unfiltered=unfiltered,
+            uses_embeddings=True,  # not for ranking: the build loads vectors and text into one table
+            uses_postgres=True,
+        )
 
     def params(self) -> dict[str, Any]:
         return {
-            "method": "postgres-tsvector",
+            "method": self.contract.verifier,
             **_keyword_params(),
             "planner": _SEQSCAN_NOTE,
             "ties": _KEYWORD_TIES,
-        } | _filter_params(self.filtered)
+        } | _filter_params(self.contract.filtered)
 
     def rank(self, inputs: RankInputs, depth: int) -> Run:
         index = _index(inputs, self.name)
@@ -170,24 +184,23 @@ class PgTsvectorRanker:
             hits[query.query_id] = tuple(
                 Hit(doc_id=doc_id, rank=rank, score=score) for rank, (doc_id, score) in enumerate(rows, start=1)
             )
-        return Run(ranker=self.name, params=_run_params(self, index), hits=hits)
+        return Run(ranker=self.name, contract=self.contract, params=_run_params(self, index), hits=hits)
 
 
 class PgHybridRanker:
     """``pg-hybrid-sql``: RRF of the pg-vector and pg-tsvector candidate lists in one SQL statement."""
 
-    requires: tuple[str, ...] = ()
-    uses_embeddings = True
-    uses_postgres = True
-
     def __init__(
         self,
         name: str = "pg-hybrid-sql",
+        components: tuple[str, str] = ("pg-vector", "pg-tsvector"),
         k: float = 60.0,
         candidates: int = 20,
         weights: Sequence[float] = (1.0, 1.0),
         ef_search: int = EF_SEARCH,
         filtered: bool = False,
+        unfiltered: str | None = None,
+        reproduces: Reproduction | None = None,
     ) -> None:
         if len(weights) != 2 or any(w <= 0 for w in weights):
             raise ValueError(f"need two positive weights (pg-vector, pg-tsvector), got {list(weights)}")
@@ -196,25 +209,32 @@ class PgHybridRanker:
         self.candidates = candidates
         self.weights = (float(weights[0]), float(weights[1]))
         self.ef_search = ef_search
-        self.filtered = filtered
-        # Named after the runs the audit fuses to check this one.
-        suffix = "-filtered" if filtered else ""
-        self.components = (f"pg-vector{suffix}", f"pg-tsvector{suffix}")
+        # The runs the audit fuses to check this one: they run first and sit beside it in the bundle.
+        self.contract = Contract(
+            Family.POSTGRES,
+            "postgres-hybrid-sql",
+            components=components,
+            filtered=filtered,
+            unfiltered=unfiltered,
+            uses_embeddings=True,
+            uses_postgres=True,
+            reproduces=reproduces,
+        )
 
     def params(self) -> dict[str, Any]:
         return {
-            "method": "postgres-hybrid-sql",
+            "method": self.contract.verifier,
             "fusion": "reciprocal rank fusion: sum over lists of weight / (k + rank), in double precision",
-            "components": list(self.components),
+            "components": list(self.contract.components),
             "k": self.k,
             "candidates_per_list": self.candidates,
-            "weights": dict(zip(self.components, self.weights, strict=True)),
+            "weights": dict(zip(self.contract.components, self.weights, strict=True)),
             "ties": TIE_RULE,
             "sql_order": "ORDER BY score DESC, vector_rank NULLS LAST, keyword_rank",
             "vector_list": {**_vector_params(self.ef_search), "ties": _VECTOR_TIES},
             "keyword_list": {**_keyword_params(), "ties": _KEYWORD_TIES},
             "planner": _SEQSCAN_NOTE,
-        } | _filter_params(self.filtered)
+        } | _filter_params(self.contract.filtered)
 
     def rank(self, inputs: RankInputs, depth: int) -> Run:
         index = _index(inputs, self.name)
@@ -236,30 +256,24 @@ class PgHybridRanker:
                     doc_id=row.doc_id,
                     rank=rank,
                     score=row.score,
-                    components=((self.components[0], row.vector_rank), (self.components[1], row.keyword_rank)),
+                    components=(
+                        (self.contract.components[0], row.vector_rank),
+                        (self.contract.components[1], row.keyword_rank),
+                    ),
                 )
                 for rank, row in enumerate(rows, start=1)
             )
-        return Run(ranker=self.name, params=_run_params(self, index), hits=hits)
+        return Run(ranker=self.name, contract=self.contract, params=_run_params(self, index), hits=hits)
 
 
 def _top_ids(hits: Mapping[str, Sequence[Hit]], query_id: str, n: int) -> list[str]:
     return [h.doc_id for h in hits.get(query_id, ())[:n]]
 
 
-def _same_top(first: Run, second: Run, n: int) -> int:
+def same_top(first: Run, second: Run, n: int) -> int:
+    """Questions whose top ``n`` ids are identical and in the same order in both runs (an index against
+    an exact search, SQL against Python); a question missing from one run has no hits."""
     if n < 1:
         raise ValueError(f"n must be at least 1, got {n}")
     queries = sorted(set(first.hits) | set(second.hits))
     return sum(_top_ids(first.hits, q, n) == _top_ids(second.hits, q, n) for q in queries)
-
-
-def agreement(py_run: Run, sql_run: Run, n: int = 5) -> int:
-    """Questions whose top ``n`` ids are identical and in the same order in both runs
-    (the Python fusion against the SQL fusion); a question missing from one run has no hits."""
-    return _same_top(py_run, sql_run, n)
-
-
-def overlap_at(dense_run: Run, pg_vector_run: Run, n: int = 10) -> int:
-    """Questions whose top ``n`` id lists are identical (exact cosine against HNSW)."""
-    return _same_top(dense_run, pg_vector_run, n)

@@ -31,9 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from sitegen.corpus import Corpus, passage_text
 from sitegen.errors import SitegenError
 from sitegen.hashing import sha256_file
+from sitegen.inputs.corpus import Corpus, passage_text
 
 __all__ = [
     "BATCH_SIZE",

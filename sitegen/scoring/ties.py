@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
-from sitegen.metrics import metric_names, parse_metric, score_query
+from sitegen.scoring.metrics import metric_names, parse_metric, score_query
 
 __all__ = ["TIE_RULE", "expected_metric", "tie_groups", "tie_range", "ties_report"]
 
@@ -136,7 +136,7 @@ def ties_report(
                 "questions": {qid: {"reported", "expected", "min", "max"}}}}}}}
 
     ``query_ids`` lists every question in order; only those with a relevant passage are scored,
-    as in :func:`sitegen.metrics.evaluate`; ``metrics`` is each ranker's ``metrics.json`` entry.
+    as in :func:`sitegen.scoring.metrics.evaluate`; ``metrics`` is each ranker's ``metrics.json`` entry.
     """
     names = list(names) if names is not None else metric_names()
     scored = [q for q in query_ids if any(g > 0 for g in qrels.get(q, {}).values())]

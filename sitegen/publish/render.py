@@ -22,13 +22,13 @@ import markdown
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
 
-from sitegen.corpus import Document, json_lines, passage_text, text_lines
-from sitegen.evidence import EVIDENCE_DIR, passages_file
 from sitegen.hashing import sha256_file
-from sitegen.plots import grouped_bar_svg, line_svg
-from sitegen.reembed import REEMBED_TOLERANCE
+from sitegen.inputs.corpus import Document, json_lines, passage_text, text_lines
+from sitegen.publish.bundle import REEMBED_TOLERANCE
+from sitegen.publish.evidence import EVIDENCE_DIR, passages_file
+from sitegen.publish.plots import grouped_bar_svg, line_svg
+from sitegen.publish.timings import TIMINGS_DIR, load_timing_files, performance_view
 from sitegen.stepcache import StepCache
-from sitegen.timings import TIMINGS_DIR, load_timing_files, performance_view
 
 __all__ = [
     "AUDIT_FILE",
@@ -41,11 +41,10 @@ __all__ = [
     "render_site",
 ]
 
-_PACKAGED_TEMPLATES = Path(__file__).resolve().parent / "templates"
+_PACKAGE = Path(__file__).resolve().parents[1]
+_PACKAGED_TEMPLATES = _PACKAGE / "templates"
 # An installed wheel carries the templates inside the package; a source checkout keeps them at the top.
-TEMPLATES_DIR = (
-    _PACKAGED_TEMPLATES if _PACKAGED_TEMPLATES.is_dir() else Path(__file__).resolve().parent.parent / "templates"
-)
+TEMPLATES_DIR = _PACKAGED_TEMPLATES if _PACKAGED_TEMPLATES.is_dir() else _PACKAGE.parent / "templates"
 HEADLINE_METRICS = ("hit@1", "hit@5", "mrr@10", "ndcg@10")
 TABLE_METRICS = ("hit@1", "hit@3", "hit@5", "hit@10", "recall@10", "precision@5", "mrr@10", "ndcg@10")
 AUDIT_FILE = "audit.json"
@@ -209,7 +208,7 @@ def _corpus_context(site_dir: Path, name: str) -> dict[str, Any]:
         "chunking": chunking,
         "filtering": _read_json(base / "filtering.json") if (base / "filtering.json").exists() else None,
         "ties": _read_json(base / "ties.json") if (base / "ties.json").exists() else None,
-        # trec_eval commands, measure mapping and averaging policies (sitegen.evidence.write_trec_eval_contract)
+        # trec_eval commands, measure mapping and averaging policies (sitegen.publish.evidence.write_trec_eval_contract)
         "trec_eval": _read_json(base / "trec_eval.json") if (base / "trec_eval.json").exists() else None,
         "rankers": summary["rankers"],
         "external": set(summary.get("external_rankers", [])),

@@ -43,8 +43,13 @@ from typing import Any
 
 import numpy as np
 
-from sitegen.corpus import Corpus, Document, load_corpus, passage_text
-from sitegen.embeddings import (
+from sitegen.bench.machine import LIBRARIES, cpu_ticks, machine, other_cpu_share, process_tree_cpu_seconds
+from sitegen.errors import SitegenError
+from sitegen.inputs.corpus import Corpus, Document, load_corpus, passage_text
+from sitegen.rankers.base import doc_id_order, top_k
+from sitegen.rankers.bm25 import bm25_scores, build_bm25_index
+from sitegen.rankers.dense import dense_top_k
+from sitegen.rankers.embeddings import (
     CorpusEmbeddings,
     EmbeddingCache,
     EmbeddingModel,
@@ -52,13 +57,8 @@ from sitegen.embeddings import (
     default_cache_dir,
     embed_corpus,
 )
-from sitegen.errors import SitegenError
-from sitegen.machine import LIBRARIES, cpu_ticks, machine, other_cpu_share, process_tree_cpu_seconds
-from sitegen.rankers.base import doc_id_order, top_k
-from sitegen.rankers.bm25 import bm25_scores, build_bm25_index
-from sitegen.rankers.dense import dense_top_k
 from sitegen.rankers.fusion import reciprocal_rank_fusion
-from sitegen.tokenize import tokenize
+from sitegen.rankers.tokenize import tokenize
 
 __all__ = [
     "FILLER_SEED",
@@ -90,7 +90,7 @@ HNSW_AGREEMENT_DEPTH = 10
 FILLER_TEXT = (
     f"filler row i: {FILLER_SOURCES} passages of the corpus picked with replacement by "
     f"numpy.random.default_rng([seed, i // {_FILLER_BLOCK}]); as many words as the first has, each drawn uniformly "
-    "from the picked passages' tokens (sitegen.tokenize.tokenize of title and text); no title, no metadata"
+    "from the picked passages' tokens (sitegen.rankers.tokenize.tokenize of title and text); no title, no metadata"
 )
 FILLER_VECTORS = (
     "synthetic, not embedded by the model (50,000 texts would take about 15 minutes here): the picked passages' "
@@ -265,7 +265,8 @@ def _load(corpus_dir: Path) -> Corpus:
     """The corpus as the build ranks it: chunked when its sitegen.json asks for chunking."""
     corpus = load_corpus(corpus_dir)
     if "chunking" in corpus.config:
-        from sitegen.chunking import chunk_corpus, parse_chunking
+        from sitegen.inputs.chunk_settings import parse_chunking
+        from sitegen.inputs.chunking import chunk_corpus
 
         corpus = chunk_corpus(corpus, parse_chunking(corpus.config["chunking"]).default)
     return corpus
@@ -303,8 +304,9 @@ def run_pg_cost(
     Raises SitegenError (CorpusError, PostgresUnavailable) with a one-line reason; no PostgreSQL
     server started here outlives the call.
     """
-    from sitegen.postgres import EF_SEARCH, PgCorpusIndex, PostgresServer
     from sitegen.rankers import RANKERS
+    from sitegen.rankers.pg_index import EF_SEARCH, PgCorpusIndex
+    from sitegen.rankers.pg_server import PostgresServer
 
     if runs < 1 or warmups < 0 or depth < 1:
         raise SitegenError(f"need runs >= 1, warmups >= 0 and depth >= 1, got {runs}, {warmups} and {depth}")

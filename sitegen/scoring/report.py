@@ -20,7 +20,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sitegen.corpus import Corpus
+from sitegen.inputs.corpus import Corpus
+from sitegen.rankers.base import Contract
 
 __all__ = ["BEST_RULE", "SAMPLE_RULE", "derive_report", "filtering_report", "first_relevant_rank"]
 
@@ -119,13 +120,11 @@ def derive_report(
     }
 
 
-FILTERED_SUFFIX = "-filtered"
-
-
 def filtering_report(
     corpus: Corpus,
     rankings: Mapping[str, Mapping[str, Sequence[str]]],
     metrics: Mapping[str, Mapping[str, Any]],
+    contracts: Mapping[str, Contract],
     top: int = 5,
 ) -> dict[str, Any]:
     """Filtered next to unfiltered: precision@5 and, in each top 5, passages that fail the
@@ -150,15 +149,11 @@ def filtering_report(
                 failing += doc_id in position and not mask[position[doc_id]]
                 stale += doc_id in superseded
         rows[ranker] = {
-            "filtered": ranker.endswith(FILTERED_SUFFIX),
+            "filtered": contracts[ranker].filtered,
             "precision@5": metrics[ranker]["overall"]["precision@5"],
             "failing_filter": int(failing),
             "superseded": int(stale),
             "slots": slots,
         }
-    pairs = [
-        [r.removesuffix(FILTERED_SUFFIX), r]
-        for r in rankings
-        if r.endswith(FILTERED_SUFFIX) and r.removesuffix(FILTERED_SUFFIX) in rankings
-    ]
+    pairs = [[twin, r] for r in rankings if (twin := contracts[r].unfiltered) is not None and twin in rankings]
     return {"schema_version": 1, "top": top, "questions": len(filtered_questions), "pairs": pairs, "rows": rows}

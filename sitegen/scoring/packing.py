@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sitegen.corpus import Corpus, passage_text
+from sitegen.inputs.corpus import Corpus, passage_text
 
 __all__ = [
     "BUDGET_UNIT",

@@ -15,11 +15,15 @@ from typing import Any
 
 import numpy as np
 
-from sitegen.embeddings import usable_vector
 from sitegen.errors import BundleError
 from sitegen.hashing import sha256_file
+from sitegen.rankers.embeddings import usable_vector
 
-__all__ = ["Bundle", "StoredVectors", "has_manifest", "load_json", "open_bundle", "stored_vectors"]
+__all__ = ["REEMBED_TOLERANCE", "Bundle", "StoredVectors", "has_manifest", "load_json", "open_bundle", "stored_vectors"]
+
+#: Largest allowed absolute difference in any vector component between stored and recomputed
+#: vectors. Re-embedding on another CPU changes the last bits of float32 arithmetic, not the third decimal.
+REEMBED_TOLERANCE = 1e-4
 
 _EVIDENCE = "evidence"
 _MANIFEST = "manifest.json"

@@ -32,6 +32,7 @@ from types import MappingProxyType
 from typing import IO, Any
 
 from sitegen.errors import CorpusError
+from sitegen.inputs.chunk_settings import ChunkingError, parse_chunking
 
 __all__ = [
     "CITATIONS_FILE",
@@ -240,16 +241,16 @@ def _load_config(path: Path) -> dict[str, Any]:
             path, f"unknown setting(s) {', '.join(unknown)}; known: ablation, chunking, filters, packing, significance"
         )
     significance = config.get("significance", {})
-    if not isinstance(significance, dict) or set(significance) - {"correction"} or significance.get(
-        "correction", "holm"
-    ) not in ("holm", "bh"):
+    if (
+        not isinstance(significance, dict)
+        or set(significance) - {"correction"}
+        or significance.get("correction", "holm") not in ("holm", "bh")
+    ):
         line = next((n for n, row in enumerate(text.splitlines(), 1) if '"significance"' in row), None)
         raise CorpusError(
             path, '"significance" must be {"correction": "holm"} (Holm-Bonferroni) or {"correction": "bh"}', line
         )
     if "chunking" in config:
-        from sitegen.chunking import ChunkingError, parse_chunking
-
         try:
             parse_chunking(config["chunking"])
         except ChunkingError as exc:
@@ -528,7 +529,7 @@ def _check_spans_and_filters(
     path: Path, queries: list[Query], lines: Mapping[str, int], documents: list[Document], config: Mapping[str, Any]
 ) -> None:
     """Spans must lie inside their document; filters must use the corpus's declared vocabulary."""
-    from sitegen.filters import FilterError, compile_filter, parse_vocabulary
+    from sitegen.inputs.filters import FilterError, compile_filter, parse_vocabulary
 
     texts = {d.doc_id: d.text for d in documents}
     try:

@@ -42,9 +42,10 @@ from typing import Any
 
 import numpy as np
 
-from sitegen.corpus import Corpus
-from sitegen.metrics import evaluate
+from sitegen.inputs.corpus import Corpus
+from sitegen.rankers.base import Contract, Family
 from sitegen.rankers.fusion import reciprocal_rank_fusion
+from sitegen.scoring.metrics import evaluate
 
 __all__ = [
     "CORRECTIONS",
@@ -368,7 +369,7 @@ def _choose(rows: Sequence[dict[str, Any]], per_query: Sequence[Mapping], qids: 
 def experiment_inputs(
     corpus: Corpus,
     rankings: Mapping[str, Rankings],
-    run_params: Mapping[str, Mapping[str, Any]],
+    contracts: Mapping[str, Contract],
     run_scores: Mapping[str, Mapping[str, Sequence[float]]],
     settings: ExperimentSettings = ExperimentSettings(),
 ) -> dict[str, Any]:
@@ -378,7 +379,7 @@ def experiment_inputs(
         "qrels": {q: dict(grades) for q, grades in corpus.qrels.items()},
         "config": dict(corpus.config),
         "rankings": rankings,
-        "run_params": run_params,
+        "contracts": {r: c.as_dict() for r, c in contracts.items()},
         "run_scores": run_scores,
         "settings": dataclasses.asdict(settings),
     }
@@ -387,18 +388,16 @@ def experiment_inputs(
 def run_experiments(
     corpus: Corpus,
     rankings: Mapping[str, Rankings],
-    run_params: Mapping[str, Mapping[str, Any]],
+    contracts: Mapping[str, Contract],
     run_scores: Mapping[str, Mapping[str, Sequence[float]]],
     settings: ExperimentSettings = ExperimentSettings(),
 ) -> dict[str, Any]:
     """All experiments for one corpus. ``rankings``: {ranker: {qid: [doc ids]}};
-    ``run_params``: each run's params; ``run_scores``: {ranker: {qid: [scores in rank order]}}."""
+    ``contracts``: each run's ranker contract; ``run_scores``: {ranker: {qid: [scores in rank order]}}."""
     scored = [q.query_id for q in corpus.queries if corpus.relevant(q.query_id)]
     metric_names = list(dict.fromkeys(SWEEP_METRICS + SIGNIFICANCE_METRICS))
     base_per_query = {r: _per_query(rankings[r], corpus, metric_names) for r in rankings}
-    fusions = [
-        r for r, p in run_params.items() if p.get("method") == "reciprocal rank fusion" and len(p["components"]) == 2
-    ]
+    fusions = [r for r, c in contracts.items() if c.family is Family.FUSION and len(c.components) == 2]
 
     ids_by_kind: dict[str, list[str]] = {}
     for query in corpus.queries:
@@ -409,10 +408,10 @@ def run_experiments(
     sweeps: dict[str, Any] = {}
     heldout: dict[str, Any] = {}
     for fusion in fusions if scored else ():
-        components = list(run_params[fusion]["components"])
+        components = list(contracts[fusion].components)
         component_rankings = [rankings[c] for c in components]
-        # Fusions list the dense ranker first; "dense alone" is that first component.
-        dense = components[0]
+        # "alone": the fusion's dense component on its own, or its first component when none is dense.
+        dense = next((c for c in components if contracts[c].family is Family.DENSE), components[0])
         sweeps[fusion], heldout[fusion] = {}, {}
         for sweep, grid in _sweep_grid(settings).items():
             per_query = []
@@ -538,8 +537,7 @@ def _significance(
         excludes_zero = pair["ci_low"] > 0 or pair["ci_high"] < 0
         if not pair["tested"]:
             pair["note"] = (
-                f"too few questions to test: {pair['differing']} of {len(scored)} questions differ "
-                f"(minimum {minimum})"
+                f"too few questions to test: {pair['differing']} of {len(scored)} questions differ (minimum {minimum})"
             )
         elif excludes_zero and not pair["significant"]:
             pair["note"] = (

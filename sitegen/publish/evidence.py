@@ -11,7 +11,7 @@ Bundle layout under the site folder::
     evidence/<corpus>/metrics.json               {ranker: {"overall", "by_kind", "per_query"}}
     evidence/<corpus>/qrels.trec                 TREC qrels the metrics came from (see write_trec_eval_contract)
     evidence/<corpus>/trec_eval.json             the trec_eval commands that reproduce metrics.json, and the policies
-    evidence/<corpus>/report.json                derived tables the pages show (sitegen.report)
+    evidence/<corpus>/report.json                derived tables the pages show (sitegen.scoring.report)
     evidence/<corpus>/experiments.json           sweeps, held-out selection, significance, ablation
     evidence/<corpus>/embeddings/passages.npy    float32 rows in ``index.json`` order
     evidence/<corpus>/embeddings/queries.npy
@@ -39,10 +39,10 @@ from urllib.parse import quote
 import numpy as np
 
 from sitegen import __version__
-from sitegen.corpus import Corpus, passage_text
-from sitegen.embeddings import CorpusEmbeddings, text_sha256
 from sitegen.hashing import sha256_file
-from sitegen.rankers.base import Run
+from sitegen.inputs.corpus import Corpus, passage_text
+from sitegen.rankers.base import Family, Run
+from sitegen.rankers.embeddings import CorpusEmbeddings, text_sha256
 
 __all__ = [
     "CHUNKS_FILE",
@@ -91,7 +91,7 @@ def write_json(path: Path, obj: Any) -> None:
 def run_document(run: Run, corpus_name: str, depth: int) -> dict[str, Any]:
     """A run as JSON::
 
-    {"schema_version", "corpus", "ranker", "params", "depth",
+    {"schema_version", "corpus", "ranker", "contract", "params", "depth",
      "queries": {query_id: [{"doc_id", "rank", "score", "components"?: {ranker: rank|null}}]}}
     """
     queries: dict[str, list[dict[str, Any]]] = {}
@@ -107,6 +107,7 @@ def run_document(run: Run, corpus_name: str, depth: int) -> dict[str, Any]:
         "schema_version": SCHEMA_VERSION,
         "corpus": corpus_name,
         "ranker": run.ranker,
+        "contract": run.contract.as_dict(),
         "params": dict(run.params),
         "depth": depth,
         "queries": queries,
@@ -207,7 +208,7 @@ def write_trec_eval_contract(
     """
     import shlex
 
-    from sitegen.metrics import parse_metric
+    from sitegen.scoring.metrics import parse_metric
 
     position = {d.doc_id: i for i, d in enumerate(corpus.documents)}
     lines = [
@@ -324,7 +325,7 @@ def write_corpus_evidence(
             "kinds": {k: sum(1 for q in corpus.queries if q.kind == k and q.answerable) for k in kinds},
             "kind_order": list(kinds),
             "rankers": list(runs),
-            "external_rankers": [r for r, run in runs.items() if run.params.get("method") == "external trec run"],
+            "external_rankers": [r for r, run in runs.items() if run.contract.family is Family.EXTERNAL],
             "metrics": metric_list,
             "depth": depth,
             "inputs": [f"inputs/{n}" for n in corpus.input_files],

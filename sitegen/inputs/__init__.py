@@ -1,0 +1,1 @@
+"""Stage 1, load: frozen corpus folders read and validated, chunked, filtered; foreign collections imported."""

@@ -1,0 +1,111 @@
+"""The BEIR importer: ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/<split>.tsv`` (with a header line)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from sitegen.errors import CorpusError
+from sitegen.inputs.importers.plan import (
+    DEFAULT_TO,
+    QRELS_HEADER,
+    ImportResult,
+    Judgement,
+    Plan,
+    Query,
+    grade_value,
+    json_id,
+    json_lines,
+    json_text,
+    jsonl_documents,
+    read_lines,
+)
+from sitegen.inputs.importers.readme import command_line
+from sitegen.inputs.importers.writer import run
+
+__all__ = ["import_beir"]
+
+
+def import_beir(
+    src_dir: Path | str,
+    name: str,
+    split: str = "test",
+    *,
+    license_text: str,
+    to: Path | str = DEFAULT_TO,
+    command: str | None = None,
+    overwrite: bool = False,
+    skip_unknown: bool = False,
+    keep_unanswerable: bool = False,
+) -> ImportResult:
+    """Import a BEIR folder (``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv`` with a header line).
+
+    Documents keep ``title``, ``text`` and ``metadata`` (when it is a non-empty object). Only queries the split's
+    qrels judge relevant to some document are kept, so the other splits' queries are dropped and counted.
+    """
+    src = Path(src_dir)
+    if not src.is_dir():
+        raise CorpusError(src, "BEIR folder does not exist")
+    corpus_path, queries_path, qrels_path = src / "corpus.jsonl", src / "queries.jsonl", src / "qrels" / f"{split}.tsv"
+    for path in (corpus_path, queries_path, qrels_path):
+        if not path.is_file():
+            raise CorpusError(path, "required file is missing")
+    if command is None:
+        command = command_line(
+            "beir",
+            [src],
+            {
+                "--name": name,
+                "--split": split,
+                "--to": Path(to),
+                "--license": license_text,
+                "--skip-unknown": skip_unknown,
+                "--keep-unanswerable": keep_unanswerable,
+                "--overwrite": overwrite,
+            },
+        )
+    plan = Plan(
+        kind="BEIR",
+        name=name,
+        to=Path(to),
+        sources=[("corpus.jsonl", corpus_path), ("queries.jsonl", queries_path), (f"qrels/{split}.tsv", qrels_path)],
+        documents=lambda: jsonl_documents(corpus_path, ("_id",), ("text",), beir=True),
+        documents_path=corpus_path,
+        queries=lambda: _jsonl_queries(queries_path),
+        queries_path=queries_path,
+        qrels=lambda: _beir_qrels(qrels_path),
+        qrels_path=qrels_path,
+        license_text=license_text,
+        command=command,
+        overwrite=overwrite,
+        skip_unknown=skip_unknown,
+        keep_unanswerable=keep_unanswerable,
+        notes=[f"Split: `{split}` (judgements from `qrels/{split}.tsv`)."],
+    )
+    return run(plan)
+
+
+def _jsonl_queries(path: Path) -> Iterator[Query]:
+    for number, obj in json_lines(path):
+        query_id = json_id(path, number, obj, ("_id",))
+        yield Query(query_id, json_text(path, number, obj, ("text",), required=True), number)
+
+
+def _beir_qrels(path: Path) -> Iterator[Judgement]:
+    header = True
+    for number, line in read_lines(path):
+        if not line.strip():
+            continue
+        columns = [c.strip() for c in line.split("\t")]
+        if len(columns) != 3:
+            raise CorpusError(
+                path, f"malformed qrels line: expected 3 tab-separated columns, found {len(columns)}", number
+            )
+        if header:
+            header = False
+            if any(c.isdigit() for c in columns[2]):  # a grade, however malformed: not a header
+                raise CorpusError(path, f"first line must be a header such as {QRELS_HEADER!r}", number)
+            continue
+        yield Judgement(columns[0], columns[1], grade_value(path, number, columns[2]), number)
+    if header:
+        raise CorpusError(path, "qrels file is empty")

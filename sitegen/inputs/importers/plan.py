@@ -1,0 +1,192 @@
+"""What every importer shares: the plan a format hands to the writer, the record types, and the input readers.
+
+A format module turns its files into a :class:`Plan`: callables yielding :class:`Doc`, :class:`Query` and
+:class:`Judgement` records, plus what the README should say. The readers here are the ones more than one format
+uses: :func:`read_lines` (plain or gzip, detected from the file's first bytes, through the shared
+:func:`sitegen.inputs.corpus.text_lines`), the JSONL document reader, the grade parser and numeric id folding.
+"""
+
+from __future__ import annotations
+
+import gzip
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from sitegen.errors import CorpusError
+from sitegen.inputs.corpus import json_lines as _corpus_json_lines
+from sitegen.inputs.corpus import parse_grade, text_lines
+
+__all__ = [
+    "DEFAULT_TO",
+    "QRELS_HEADER",
+    "Doc",
+    "ImportResult",
+    "Judgement",
+    "Plan",
+    "Query",
+    "SourceFile",
+    "collapse",
+    "grade_value",
+    "json_id",
+    "json_lines",
+    "json_text",
+    "jsonl_documents",
+    "number_id",
+    "read_lines",
+]
+
+DEFAULT_TO = Path("corpora")
+QRELS_HEADER = "query-id\tcorpus-id\tscore"
+
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    """What an import wrote, for the CLI to print."""
+
+    name: str
+    folder: Path
+    documents: int
+    queries: int
+    judged_pairs: int
+    dropped_queries: int
+    dropped_qrels: int
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """One input file as recorded in the corpus README."""
+
+    label: str
+    path: Path
+    size: int
+    sha256: str
+
+
+# --------------------------------------------------------------------------------------------- records
+
+
+@dataclass(frozen=True)
+class Doc:
+    doc_id: str
+    title: str
+    text: str
+    metadata: Mapping[str, Any]
+    line: int
+
+
+@dataclass(frozen=True)
+class Query:
+    query_id: str
+    text: str
+    line: int
+
+
+@dataclass(frozen=True)
+class Judgement:
+    query_id: str
+    doc_id: str
+    grade: int
+    line: int
+
+
+@dataclass
+class Plan:
+    """Everything one importer knows about its inputs; the shared pipeline does the rest."""
+
+    kind: str
+    name: str
+    to: Path
+    sources: list[tuple[str, Path]]
+    documents: Callable[[], Iterable[Doc]]
+    documents_path: Path
+    queries: Callable[[], Iterable[Query]]
+    queries_path: Path
+    qrels: Callable[[], Iterable[Judgement]]
+    qrels_path: Path
+    license_text: str
+    command: str
+    overwrite: bool
+    skip_unknown: bool
+    keep_unanswerable: bool
+    invert_grades: bool = False
+    notes: list[str] = field(default_factory=list)
+    unknown_query_hint: str = ""
+
+
+def _open_binary(path: Path) -> IO[bytes]:
+    with path.open("rb") as probe:
+        magic = probe.read(2)
+    if magic == _GZIP_MAGIC:
+        return gzip.open(path, "rb")
+    return path.open("rb")
+
+
+def read_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """Every line (1-based number, text without its line ending), streamed through the shared reader."""
+    try:
+        handle = _open_binary(path)
+    except OSError as exc:
+        raise CorpusError(path, f"cannot read the file: {exc.strerror or exc}") from None
+    with handle:
+        yield from text_lines(path, handle)
+
+
+def collapse(text: str) -> str:
+    return " ".join(text.split())
+
+
+def json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The shared JSONL reader over this file's lines (gzip too)."""
+    return _corpus_json_lines(path, read_lines(path))
+
+
+def json_id(path: Path, line: int, obj: Mapping[str, Any], keys: Sequence[str]) -> str:
+    for key in keys:
+        if key in obj:
+            value = obj[key]
+            if isinstance(value, bool) or not isinstance(value, (str, int)):
+                raise CorpusError(path, f'field "{key}" must be a string, got {type(value).__name__}', line)
+            return str(value).strip()
+    raise CorpusError(path, f"missing id field ({' or '.join(repr(k) for k in keys)})", line)
+
+
+def json_text(path: Path, line: int, obj: Mapping[str, Any], keys: Sequence[str], required: bool) -> str:
+    for key in keys:
+        if key in obj:
+            value = obj[key]
+            if value is None:
+                return ""
+            if not isinstance(value, str):
+                raise CorpusError(path, f'field "{key}" must be a string, got {type(value).__name__}', line)
+            return collapse(value)
+    if required:
+        raise CorpusError(path, f"missing text field ({' or '.join(repr(k) for k in keys)})", line)
+    return ""
+
+
+def jsonl_documents(path: Path, id_keys: Sequence[str], text_keys: Sequence[str], beir: bool) -> Iterator[Doc]:
+    for number, obj in json_lines(path):
+        doc_id = json_id(path, number, obj, id_keys)
+        title = json_text(path, number, obj, ("title",), required=False)
+        text = json_text(path, number, obj, text_keys, required=True)
+        metadata = obj.get("metadata") or {}
+        if not isinstance(metadata, dict):
+            raise CorpusError(path, f'field "metadata" must be a JSON object, got {type(metadata).__name__}', number)
+        yield Doc(doc_id, title, text, metadata, number)
+
+
+def grade_value(path: Path, line: int, text: str) -> int:
+    """Negative grades parse (they are dropped and counted later); anything but ``-?[0-9]+`` is refused."""
+    return parse_grade(path, line, text, negative_ok=True)
+
+
+def number_id(value: str) -> str:
+    """``"007"`` -> ``"7"``; ids that are not plain ASCII digits are returned as they are.
+
+    Zeros are stripped as text, not through ``int()``, which refuses more than 4,300 digits."""
+    value = value.strip()
+    return (value.lstrip("0") or "0") if value.isascii() and value.isdigit() else value

@@ -1,0 +1,104 @@
+"""The corpus README an import writes: provenance (license, source files with sizes and hashes, the command), counts
+and conversion notes.
+
+The command is shown with each path relative to the current folder, or as its file name alone when it lies outside,
+so an import never publishes a home or workspace path.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from sitegen.inputs.importers.plan import ImportResult, Plan, SourceFile
+
+__all__ = ["command_line", "readme"]
+
+
+def readme(
+    plan: Plan,
+    sources: list[SourceFile],
+    result: ImportResult,
+    *,
+    relevant_pairs: int,
+    unanswerable: int,
+    dropped_judged: int,
+    dropped_unjudged: int,
+    dropped_rows: Mapping[str, int],
+    grade_note: str,
+) -> str:
+    license_line = plan.license_text.strip() or "license: not stated"
+    lines = [
+        f"# {plan.name}",
+        "",
+        f"Imported from a {plan.kind} collection by sitegen's {plan.kind} importer. The text, queries and "
+        "judgements are the source's, not this project's; the license below is the one stated by whoever ran the "
+        "import.",
+        "",
+        "## License",
+        "",
+        license_line,
+        "",
+        "## Source files",
+        "",
+        "| file | bytes | sha256 |",
+        "|---|---:|---|",
+        *(f"| `{s.label}` | {s.size} | `{s.sha256}` |" for s in sources),
+        "",
+        "## Command",
+        "",
+        "```sh",
+        plan.command,
+        "```",
+        "",
+        "## Counts",
+        "",
+        f"- documents: {result.documents}",
+        f"- queries: {result.queries}"
+        + (
+            f' ({unanswerable} judged with no relevant document, kept as `"answerable": false`)' if unanswerable else ""
+        ),
+        f"- judged pairs: {result.judged_pairs} ({relevant_pairs} relevant, grade > 0)",
+        f"- queries dropped: {result.dropped_queries} ({dropped_judged} judged with no relevant document, "
+        f"{dropped_unjudged} never judged)",
+        f"- qrels rows dropped: {result.dropped_qrels}"
+        + (" (" + "; ".join(f"{n} {why}" for why, n in sorted(dropped_rows.items())) + ")" if dropped_rows else ""),
+        "",
+        "## Conversion",
+        "",
+        *(f"- {note}" for note in plan.notes),
+        f"- {grade_note}",
+        "- Ids stripped; whitespace in titles and text collapsed to single spaces.",
+        "- A query is kept only if some document is judged relevant to it (grade > 0).",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def command_line(kind: str, positional: Sequence[Path | str], options: Mapping[str, Any]) -> str:
+    """A ``sitegen import`` command equivalent to this call, options in a fixed order, shell-quoted.
+
+    The README is published, so paths are shown relative to the current folder, or by name alone
+    when they lie outside it: never a home or workspace path."""
+    words = ["sitegen", "import", kind, *(_shown_path(Path(p)) for p in positional)]
+    for option, value in options.items():
+        if value is True:
+            words.append(option)
+        elif isinstance(value, Path):
+            words += [option, _shown_path(value)]
+        elif value is not False and value is not None:
+            words += [option, str(value)]
+    return shlex.join(words)
+
+
+def _shown_path(path: Path) -> str:
+    """``path`` relative to the current folder when it lies inside it, else its last component."""
+    if not path.is_absolute() and ".." not in path.parts:
+        return path.as_posix()
+    here = Path.cwd().resolve()
+    resolved = path.resolve()
+    if resolved.is_relative_to(here) and resolved != here:
+        return resolved.relative_to(here).as_posix()
+    return resolved.name or "."
