@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import html.parser
 import itertools
 import json
 import math
@@ -186,23 +187,40 @@ class Bundle:
         return self._cached(("json", rel), load)
 
     def corpora(self) -> list[str]:
+        """Every corpus the site holds or shows: the manifest's list, then every folder under evidence/ and
+        every corpus page folder under corpora/. A corpus whose pages stay after its evidence is removed is
+        still audited, and fails."""
+        names: list[str] = []
         try:
-            names = self.json("evidence/manifest.json")["corpora"]
-            if isinstance(names, list) and all(isinstance(n, str) and n and "/" not in n for n in names):
-                return names
+            listed = self.json("evidence/manifest.json")["corpora"]
+            if isinstance(listed, list) and all(isinstance(n, str) and n and "/" not in n for n in listed):
+                names = list(listed)
         except (AuditError, KeyError):
             pass
-        evidence = self.site / "evidence"
-        return sorted(p.name for p in evidence.glob("*/corpus.json")) if evidence.is_dir() else []
+        found = {p.name for top in ("evidence", "corpora") for p in (self.site / top).glob("*") if p.is_dir()}
+        return list(dict.fromkeys(names + sorted(found)))
+
+    def pages_naming_runs(self, corpus: str) -> list[str]:
+        """Rankers whose run file a page links to: a ranker the pages show must have an audited run."""
+        pattern = re.compile(rf'evidence/{re.escape(corpus)}/runs/([^"/<>]+)\.json"')
+        names = []
+        for page in sorted(self.site.glob("**/*.html")):
+            names += pattern.findall(page.read_text(encoding="utf-8", errors="replace"))
+        return sorted(set(names))
 
     def rankers(self, corpus: str) -> list[str]:
-        """Rankers named in corpus.json, then any other run file present."""
-        try:
-            named = [r for r in self.json(f"evidence/{corpus}/corpus.json").get("rankers", []) if isinstance(r, str)]
-        except AuditError:
-            named = []
+        """Rankers named in corpus.json, then any other run file present, any ranker metrics.json scores,
+        and any run a page links to: each gets every ranker check, so a missing run fails."""
+        named: list[str] = []
+        for rel in (f"evidence/{corpus}/corpus.json", f"evidence/{corpus}/metrics.json"):
+            try:
+                data = self.json(rel)
+            except AuditError:
+                continue
+            keys = data.get("rankers", []) if rel.endswith("corpus.json") else list(data)
+            named += [r for r in keys if isinstance(r, str)] if isinstance(keys, list) else []
         found = sorted(p.stem for p in (self.site / "evidence" / corpus / "runs").glob("*.json"))
-        return list(dict.fromkeys(named + found))
+        return list(dict.fromkeys(named + found + self.pages_naming_runs(corpus)))
 
     def run(self, corpus: str, ranker: str) -> dict[str, Any]:
         """A run file, its shape checked once and then served from memory."""
@@ -286,9 +304,8 @@ def _read_inputs(bundle: Bundle, corpus: str) -> Inputs:
     config_rel = f"{base}/sitegen.json"
     config = bundle.json(config_rel) if (bundle.site / config_rel).is_file() else {}
     doc_meta = {d: dict(obj.get("metadata") or {}) for d, obj in documents.items()}
-    chunking_rel = f"evidence/{corpus}/chunking.json"
-    if (bundle.site / chunking_rel).is_file():
-        setting = bundle.json(chunking_rel).get("default", {})
+    if isinstance(config.get("chunking"), dict):  # the inputs say how to chunk, not chunking.json
+        setting = chunk_setting(config["chunking"].get("default", {}))
         doc_text, doc_meta, qrels = _chunk_inputs(documents, queries, setting)
         judged = sum(len(grades) for grades in qrels.values())
     for qid, query in queries.items():
@@ -336,6 +353,24 @@ def chunk_ranges(text: str, method: str, size: int, overlap: float) -> list[tupl
     if pending:
         out.append((pending[0][0], pending[-1][1]))
     return out
+
+
+def chunk_setting(raw: dict[str, Any]) -> dict[str, Any]:
+    """A chunking setting as sitegen.json declares it, with its default overlap and its label."""
+    method, size, overlap = raw.get("method"), raw.get("size"), float(raw.get("overlap", 0))
+    return {"method": method, "size": size, "overlap": overlap, "label": f"{method}-{size}w-{round(overlap * 100)}pct"}
+
+
+def sweep_settings(chunking: dict[str, Any]) -> list[dict[str, Any]]:
+    """The sweep grid sitegen.json declares (methods x sizes x overlaps, defaults filled in), repeats dropped."""
+    grid = chunking.get("sweep") or {}
+    settings = [
+        chunk_setting({"method": m, "size": n, "overlap": o})
+        for m in grid.get("methods", ["fixed"])
+        for n in grid.get("sizes", [50, 100, 200, 400])
+        for o in grid.get("overlaps", [0, 0.2])
+    ]
+    return [json.loads(k) for k in dict.fromkeys(json.dumps(x, sort_keys=True) for x in settings)]
 
 
 def _chunk_inputs(documents: dict[str, dict], queries: dict[str, dict], setting: dict) -> tuple[dict, dict, dict]:
@@ -508,9 +543,75 @@ def check_manifest(check: Check, bundle: Bundle) -> str:
     for path in sorted(p.relative_to(bundle.site).as_posix() for p in bundle.site.glob("evidence/**/*") if p.is_file()):
         if path != rel and path not in listed:
             check.fail(f"{path}: file under evidence/ is not listed in {rel}")
-    for corpus in sorted({p.parent.name for p in bundle.site.glob("evidence/*/corpus.json")} - set(bundle.corpora())):
-        check.fail(f"evidence/{corpus}/: a corpus folder that {rel}'s corpora list leaves out")
+    listed_corpora = manifest.get("corpora") if isinstance(manifest.get("corpora"), list) else []
+    for corpus in bundle.corpora():
+        if corpus not in listed_corpora:
+            check.fail(f"evidence/{corpus}/: a corpus the site holds or shows that {rel}'s corpora list leaves out")
+    if not bundle.corpora():
+        check.fail(f"{rel}: the bundle holds no corpus, so there is nothing to audit")
     return f"{len(listed)} files match their sha256 and size; no file is missing or unlisted"
+
+
+POSTGRES_VERIFIERS = ("pgvector-hnsw", "postgres-tsvector", "postgres-hybrid-sql")
+# What sitegen computes, fixed here rather than read from the files that report it.
+RRF_SWEEP_METRICS = ("hit@1", "hit@5", "mrr@10")  # the RRF parameter sweeps and held-out selection
+SELECTION_METRIC = "mrr@10"
+CHUNKING_SWEEP_METRICS = ("recall@5", "recall@10", "ndcg@10", "mrr@10")
+
+
+def required_files(bundle: Bundle, corpus: str) -> dict[str, str]:
+    """Each evidence file this corpus must have, with why: decided by the inputs and the runs this
+    audit's closed world admits, never by the bundle's own list of what it holds."""
+    base = f"evidence/{corpus}"
+    need = {
+        f"{base}/{name}": "every corpus has it"
+        for name in (
+            "corpus.json",
+            "metrics.json",
+            "report.json",
+            "experiments.json",
+            "packing.json",
+            "ties.json",
+            "trec_eval.json",
+            "qrels.trec",
+            "inputs/corpus.jsonl",
+            "inputs/queries.jsonl",
+        )
+    }
+    try:
+        inputs = bundle.inputs(corpus)
+    except AuditError:
+        return need
+    if any(q["filter"] for q in inputs.queries.values()):
+        need[f"{base}/filtering.json"] = "questions in inputs/queries.jsonl carry a metadata filter"
+    config_rel = f"{base}/inputs/sitegen.json"
+    config = bundle.json(config_rel) if (bundle.site / config_rel).is_file() else {}
+    if isinstance(config.get("chunking"), dict):
+        for name in ("chunking.json", "chunks.jsonl"):
+            need[f"{base}/{name}"] = "inputs/sitegen.json asks for chunking"
+    for ranker in bundle.rankers(corpus):
+        need[f"{base}/runs/{ranker}.json"] = "the bundle or its pages name this ranker"
+        need[f"{base}/runs/{ranker}.trec"] = "every run has its TREC twin"
+        try:
+            family, verifier = expected_contract(bundle, corpus, ranker, bundle.run(corpus, ranker))
+        except AuditError:
+            continue
+        if family in ("dense", "postgres"):
+            for name in ("index.json", "passages.npy", "queries.npy"):
+                need[f"{base}/embeddings/{name}"] = f"{ranker} ranks by the stored vectors"
+        if verifier in POSTGRES_VERIFIERS:
+            need[f"{base}/postgres.json"] = f"{ranker} ran in PostgreSQL"
+    return need
+
+
+def check_presence(check: Check, bundle: Bundle, corpus: str) -> str:
+    need = required_files(bundle, corpus)
+    for rel, why in need.items():
+        if not (bundle.site / rel).is_file():
+            check.fail(f"{rel}: missing, and required: {why}")
+    if not any(rel.endswith(".json") and "/runs/" in rel for rel in need):
+        check.fail(f"evidence/{corpus}: no ranker run at all")
+    return f"all {len(need)} files the inputs and runs call for are present"
 
 
 def check_inputs(check: Check, bundle: Bundle, corpus: str) -> str:
@@ -777,21 +878,56 @@ def _verify_external(check: Check, bundle: Bundle, corpus: str, run: dict[str, A
     return "external: metrics verified, ranking not reproducible here"
 
 
+def _filtered_passages(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any], rel: str) -> dict[str, int]:
+    """For a filtered run, every hit must pass its question's filter; returns, per question, how many
+    passages pass it (empty for an unfiltered run)."""
+    if not run["params"].get("filtered"):
+        return {}
+    inputs = bundle.inputs(corpus)
+    passing = {}
+    for qid, hits in run["queries"].items():
+        if qid not in inputs.queries:
+            continue  # the run check names a query the inputs lack
+        passing[qid] = sum(1 for d in inputs.doc_meta if allowed(inputs, qid, d))
+        for rank, hit in enumerate(hits, start=1):
+            if hit["doc_id"] in inputs.doc_meta and not allowed(inputs, qid, hit["doc_id"]):
+                check.fail(f"{rel}: query {qid}: rank {rank}: doc {hit['doc_id']} fails the question's filter")
+    return passing
+
+
 def _verify_pgvector(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any], rel: str) -> str:
     """HNSW is approximate: every stored score must be the true cosine of that passage (recomputed from the
     stored vectors), scores must not increase down the list, and the report counts the ranks where the
-    approximate list holds the exact top score."""
+    approximate list holds the exact top score. When the run's ``ef_search`` is at least the number of
+    passages, the search visits every passage, so each question must get min(depth, passages) hits
+    (filtered: min(depth, passages passing its filter)); below that, completeness cannot be checked."""
     emb = bundle.embeddings(corpus)
     rows = {q: i for i, q in enumerate(emb.index["queries"])}
     position = {d: i for i, d in enumerate(emb.index["passages"])}
     tol = TOLERANCES["dense_score_absolute"]
+    passages, ef_search = len(emb.index["passages"]), run["params"].get("ef_search")
+    filtered = bool(run["params"].get("filtered"))
+    passing = _filtered_passages(check, bundle, corpus, run, rel)
+    complete = type(ef_search) is int and ef_search >= passages
     exact_ranks = total = 0
     for qid, hits in run["queries"].items():
+        if complete and (not filtered or qid in passing):
+            pool = passing[qid] if filtered else passages
+            want = min(run["depth"], pool)
+            if len(hits) != want:
+                among = f"{pool} passages pass its filter" if filtered else f"{pool} passages"
+                check.fail(
+                    f"{rel}: query {qid}: {len(hits)} hits, expected {want} (depth {run['depth']}, {among}; "
+                    f"ef_search {ef_search} >= {passages} rows, so the HNSW search visits every passage)"
+                )
         if qid not in rows:
             check.fail(f"{rel}: query {qid}: no vector in embeddings/queries.npy")
             continue
         values = emb.passages.astype(np.float64) @ emb.queries[rows[qid]].astype(np.float64)
         best = np.sort(values)[::-1]
+        if filtered and qid in passing:  # the exact search runs over the passages passing the filter
+            keep = np.array([allowed(bundle.inputs(corpus), qid, d) for d in emb.index["passages"]], dtype=bool)
+            best = np.sort(values[keep])[::-1]
         for rank, hit in enumerate(hits, start=1):
             if hit["doc_id"] not in position:
                 check.fail(f"{rel}: query {qid}: rank {rank}: doc {hit['doc_id']} has no stored vector")
@@ -801,25 +937,63 @@ def _verify_pgvector(check: Check, bundle: Bundle, corpus: str, run: dict[str, A
                 check.fail(f"{rel}: query {qid}: doc {hit['doc_id']}: score {hit['score']!r}, its cosine is {true!r}")
             if rank > 1 and hit["score"] > hits[rank - 2]["score"] + tol:
                 check.fail(f"{rel}: query {qid}: rank {rank} scores higher than rank {rank - 1}")
-            exact_ranks += abs(hit["score"] - float(best[rank - 1])) <= tol
+            exact_ranks += rank <= len(best) and abs(hit["score"] - float(best[rank - 1])) <= tol
             total += 1
+    if complete:
+        completeness = (
+            f"ef_search {ef_search} >= {passages} passages, so the search is exhaustive: every question has "
+            f"min(depth, {'passages passing its filter' if filtered else 'passages'}) hits"
+        )
+    else:
+        completeness = (
+            f"ef_search {ef_search!r} < {passages} passages: the search is approximate, "
+            "so the hit counts cannot be checked"
+        )
     return (
-        f"scores are true cosines; {exact_ranks} of {total} ranks hold the exact search's score (HNSW is approximate)"
+        f"scores are true cosines; {exact_ranks} of {total} ranks hold the exact search's score "
+        f"(HNSW is approximate); {completeness}"
     )
 
 
+# PostgreSQL's text-search parser makes no lexeme of ASCII punctuation, symbols or spaces; a non-ASCII
+# character may be a letter to it (in the C locale every one is), so only an all-ASCII text counts.
+_NO_LEXEME = re.compile(r"[\x00-\x7f]*")
+
+
 def _verify_tsvector(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any], rel: str) -> str:
-    """ts_rank_cd is computed by PostgreSQL and not reimplemented here: the order is checked
-    (score descending, then doc id ascending, positive scores only); metrics are verified separately."""
+    """ts_rank_cd and the english stemmer are PostgreSQL's and not reimplemented here. Checked without
+    them: positive scores, (score descending, doc id ascending) order, at most depth hits, ids in the
+    corpus, for a filtered run every hit passing its question's filter, and no hits for a question
+    whose text has no letters or digits at all (ASCII only: an empty tsquery matches nothing)."""
+    inputs = bundle.inputs(corpus)
+    _filtered_passages(check, bundle, corpus, run, rel)
+    empty = 0
     for qid, hits in run["queries"].items():
+        if len(hits) > run["depth"]:
+            check.fail(f"{rel}: query {qid}: {len(hits)} hits, more than the depth {run['depth']}")
+        text = inputs.queries.get(qid, {}).get("text")
+        if isinstance(text, str) and not _WORD.search(text) and _NO_LEXEME.fullmatch(text):
+            empty += 1
+            if hits:
+                check.fail(
+                    f"{rel}: query {qid}: {len(hits)} hits, expected 0: its text {text!r} has no letters or digits, "
+                    "so its tsquery is empty and matches nothing"
+                )
         for rank, hit in enumerate(hits, start=1):
+            if hit["doc_id"] not in inputs.doc_text:
+                check.fail(f"{rel}: query {qid}: rank {rank}: doc {hit['doc_id']} is not a passage of the corpus")
             if hit["score"] <= 0:
                 check.fail(f"{rel}: query {qid}: rank {rank}: score {hit['score']!r} is not positive")
             if rank > 1:
                 previous = hits[rank - 2]
                 if (-previous["score"], previous["doc_id"]) >= (-hit["score"], hit["doc_id"]):
                     check.fail(f"{rel}: query {qid}: ranks {rank - 1} and {rank} are out of (score, id) order")
-    return "order checked; ts_rank_cd scores come from PostgreSQL and are not recomputed"
+    filtered = "every hit passes its question's filter; " if run["params"].get("filtered") else ""
+    return (
+        f"checked without PostgreSQL: positive scores, (score, id) order, at most {run['depth']} hits, ids in "
+        f"the corpus; {filtered}no hits for the {empty} questions without letters or digits. Which passages "
+        "match and their ts_rank_cd scores need PostgreSQL: `sitegen audit --postgres` reruns them"
+    )
 
 
 VERIFIERS: dict[str, Callable[[Check, Bundle, str, dict[str, Any], str], str]] = {
@@ -1303,9 +1477,11 @@ def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
         if not _close(got, want, tol):
             check.fail(f"{rel}: {label}: stored {got!r}, recomputed {want!r}")
 
-    sweep_metrics = stored.get("metrics", [])
+    sweep_metrics = list(RRF_SWEEP_METRICS)  # what sitegen sweeps and selects on, whatever the file says
+    compare("metrics", stored.get("metrics"), sweep_metrics)
     heldout = stored.get("heldout", {})
-    seed, selection = heldout.get("seed"), heldout.get("selection_metric")
+    seed, selection = heldout.get("seed"), SELECTION_METRIC
+    compare("heldout.selection_metric", heldout.get("selection_metric"), SELECTION_METRIC)
     # the split: within each kind, numpy PCG64 seeded [seed, position of the kind] permutes the ids
     by_kind: dict[str, list[str]] = {}
     for q in scored:
@@ -1684,7 +1860,15 @@ def check_chunking(check: Check, bundle: Bundle, corpus: str) -> str:
         check.fail(f"{rel}: qrels differ from the labels derived from the answer spans")
     if stored.get("passages") != len(inputs.doc_text):
         check.fail(f"{rel}: passages is {stored.get('passages')}, a fresh chunking gives {len(inputs.doc_text)}")
+    config_rel = f"evidence/{corpus}/inputs/sitegen.json"
+    config = bundle.json(config_rel) if (bundle.site / config_rel).is_file() else {}
+    declared = config.get("chunking") if isinstance(config.get("chunking"), dict) else {}
+    if stored.get("default") != chunk_setting(declared.get("default", {})):
+        check.fail(f"{rel}: default {stored.get('default')!r} is not the setting inputs/sitegen.json declares")
     sweep = stored.get("sweep") or {"rows": []}
+    grid = sweep_settings(declared) if declared else []
+    if [row.get("setting") for row in sweep["rows"]] != grid:
+        check.fail(f"{rel}: the sweep rows' settings (labels included) are not the grid inputs/sitegen.json declares")
     sweep_vectors = query_vectors = None
     index_rel = f"evidence/{corpus}/embeddings/sweep-index.json"
     if (bundle.site / index_rel).is_file():
@@ -1698,13 +1882,24 @@ def check_chunking(check: Check, bundle: Bundle, corpus: str) -> str:
         if line.strip():
             obj = json.loads(line)
             documents[obj["_id"]] = obj
-    for n, row in enumerate(sweep["rows"]):
-        setting = row["setting"]
+    has_vectors = (bundle.site / f"evidence/{corpus}/embeddings/index.json").is_file()
+    sweep_rankers = ["bm25", "dense", "rrf-dense-bm25"] if has_vectors else ["bm25"]
+    for n, (row, setting) in enumerate(zip(sweep["rows"], grid, strict=False)):
         texts, _, qrels = _chunk_inputs(documents, inputs.queries, setting)
+        label = f"{rel}: sweep row {n} ({setting['label']})"
         if row["passages"] != len(texts):
-            check.fail(
-                f"{rel}: sweep row {n} ({setting['label']}): {row['passages']} passages, recomputed {len(texts)}"
-            )
+            check.fail(f"{label}: {row['passages']} passages, recomputed {len(texts)}")
+        characters = sum(len(t) for t in texts.values())
+        if row.get("characters_embedded") != characters:
+            check.fail(f"{label}: characters_embedded {row.get('characters_embedded')!r}, recomputed {characters}")
+        if sorted(row["scores"]) != sorted(sweep_rankers):
+            check.fail(f"{label}: scores for {sorted(row['scores'])}, the sweep ranks with {sweep_rankers}")
+        if has_vectors and sweep_vectors is None:
+            check.fail(f"{label}: dense and RRF columns cannot be recomputed: {index_rel} is missing")
+        for ranker in row["scores"]:
+            if sorted(row["scores"][ranker]) != sorted(CHUNKING_SWEEP_METRICS):
+                reported = sorted(row["scores"][ranker])
+                check.fail(f"{label}: {ranker} reports {reported}, the sweep scores {list(CHUNKING_SWEEP_METRICS)}")
         docs = {d: tokens(t) for d, t in texts.items()}
         queries = {q: tokens(v["text"]) for q, v in inputs.queries.items()}
         bm25_lists = {
@@ -1737,7 +1932,10 @@ def check_chunking(check: Check, bundle: Bundle, corpus: str) -> str:
         first = next(row for row in sweep["rows"] if row["scores"][ranker]["recall@10"] == max(values))
         if best != {"label": first["setting"]["label"], "recall@10": max(values)}:
             check.fail(f"{rel}: best_recall@10 for {ranker} is {best!r}, the rows give {first['setting']['label']}")
-    return f"{len(chunks)} chunks and their labels re-derived; {len(sweep['rows'])} sweep rows recomputed"
+    return (
+        f"{len(chunks)} chunks and their labels re-derived; {len(sweep['rows'])} sweep rows recomputed "
+        f"({', '.join(sweep_rankers)}; settings and characters embedded from inputs/sitegen.json)"
+    )
 
 
 def check_filtering(check: Check, bundle: Bundle, corpus: str) -> str:
@@ -1749,8 +1947,25 @@ def check_filtering(check: Check, bundle: Bundle, corpus: str) -> str:
     inputs = bundle.inputs(corpus)
     top = stored.get("top", 5)
     questions = [q for q, v in inputs.queries.items() if v["filter"]]
+    rankers = bundle.rankers(corpus)
+    metrics = bundle.json(f"evidence/{corpus}/metrics.json")
+    if sorted(stored.get("rows", {})) != sorted(rankers):
+        check.fail(f"{rel}: rows for {sorted(stored.get('rows', {}))}, the bundle's rankers are {sorted(rankers)}")
+    twins = [[(bundle.run(corpus, r).get("contract") or {}).get("unfiltered"), r] for r in rankers]
+    pairs = [[u, r] for u, r in twins if u in rankers]
+    if stored.get("pairs") != pairs:
+        check.fail(f"{rel}: pairs {stored.get('pairs')!r}, the runs' contracts give {pairs!r}")
+    if stored.get("questions") != len(questions) or stored.get("top") != 5:
+        check.fail(
+            f"{rel}: questions {stored.get('questions')!r} (top {top}); the inputs give {len(questions)} (top 5)"
+        )
     for ranker, row in stored.get("rows", {}).items():
         hits = bundle.run(corpus, ranker)["queries"]
+        precision = metrics.get(ranker, {}).get("overall", {}).get("precision@5")
+        if row.get("precision@5") != precision:
+            check.fail(f"{rel}: {ranker}: precision@5 is {row.get('precision@5')!r}, metrics.json gives {precision!r}")
+        if row.get("filtered") != bool(bundle.run(corpus, ranker)["params"].get("filtered")):
+            check.fail(f"{rel}: {ranker}: filtered is {row.get('filtered')!r}, its run says otherwise")
         ids = [(q, h["doc_id"]) for q in questions for h in hits.get(q, [])[:top]]
         want = {
             "failing_filter": sum(1 for q, d in ids if d in inputs.doc_meta and not allowed(inputs, q, d)),
@@ -1889,6 +2104,7 @@ def check_ties(check: Check, bundle: Bundle, corpus: str) -> str:
 # Checks run per corpus, then per (corpus, ranker); a new derived table gets one function and one line here.
 CORPUS_CHECKS: list[tuple[str, Callable[[Check, Bundle, str], str]]] = [
     ("inputs", check_inputs),
+    ("presence", check_presence),
     ("corpus", check_summary),
     ("embeddings", check_embeddings),
     ("report", check_report),
@@ -1920,27 +2136,220 @@ def _run_check(name: str, body: Callable[..., str], *args: Any) -> Check:
     return check
 
 
-def run_audit(site_dir: Path, echo: Callable[[str], None] = print) -> dict[str, Any]:
-    """Run every check on a site folder, print one line per check, write ``audit.json``, return the report."""
-    site = Path(site_dir)
-    bundle = Bundle(site)
+PAGES_FILE = "pages.json"
+# The pages check's own line, fixed so that a build can render the verdict table before it runs.
+PAGES_DETAIL = (
+    "pages.json lists every page, plot and served file with its sha256; every number a page shows with its "
+    "source equals that evidence value; the audit badge on every page and the verdict table are this audit's own result"
+)
+_BADGE = re.compile(r"Audit: (?:passed \((\d+)/(\d+) checks\)|FAILED \((\d+) of (\d+) checks\)|not run)")
+
+
+def served_files(site: Path) -> list[str]:
+    """Every file the site serves outside the evidence bundle, except what the audit itself writes."""
+    skip = {"audit.json", PAGES_FILE}
+    return sorted(
+        rel
+        for p in site.rglob("*")
+        if p.is_file() and (rel := p.relative_to(site).as_posix()) not in skip and not rel.startswith("evidence/")
+    )
+
+
+class _VerdictTable(html.parser.HTMLParser):
+    """The rows of the table that follows the "Audit verdict" heading: (check, result, detail)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.rows: list[list[str]] = []
+        self._heading = self._in_table = self._in_cell = False
+        self._seen = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "h2":
+            self._heading = True
+        elif tag == "table" and self._seen and not self.rows:
+            self._in_table = True
+        elif self._in_table and tag == "tr":
+            self.rows.append([])
+        elif self._in_table and tag == "td":
+            self._in_cell = True
+            self.rows[-1].append("")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "h2":
+            self._heading = False
+        elif tag == "table" and self._in_table:
+            self._in_table, self._seen = False, False
+        elif tag == "td":
+            self._in_cell = False
+
+    def handle_data(self, data: str) -> None:
+        if self._heading and data.strip() == "Audit verdict":
+            self._seen = True
+        elif self._in_cell:
+            self.rows[-1][-1] += data
+
+
+class _SourcedNumbers(html.parser.HTMLParser):
+    """Every ``<span data-ev="FILE#POINTER" data-fmt="FORMAT">TEXT</span>`` of a page: a number with its source."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.numbers: list[tuple[str, str, str]] = []
+        self._open: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        if tag == "span" and found.get("data-ev"):
+            self._open = [found["data-ev"] or "", found.get("data-fmt") or "raw", ""]
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "span" and self._open is not None:
+            self.numbers.append((self._open[0], self._open[1], self._open[2]))
+            self._open = None
+
+    def handle_data(self, data: str) -> None:
+        if self._open is not None:
+            self._open[2] += data
+
+
+def _p_value_text(value: float) -> str:
+    return "< 0.01" if value < 0.005 else f"{value:.2f}"
+
+
+# How a page prints a number (sitegen.publish.render's filters), written again here.
+SHOWN_FORMATS: dict[str, Callable[[Any], str]] = {
+    "raw": str,
+    "score": lambda v: f"{v:.3f}",
+    "signed": lambda v: f"{v:+.3f}",
+    "pvalue": _p_value_text,
+    "setting": lambda v: f"{v:g}",
+}
+
+
+def _pointed(data: Any, pointer: str) -> Any:
+    """The value a JSON pointer (RFC 6901) names."""
+    if pointer == "":
+        return data
+    if not pointer.startswith("/"):
+        raise KeyError(pointer)
+    for part in pointer[1:].split("/"):
+        key = part.replace("~1", "/").replace("~0", "~")
+        data = data[int(key)] if isinstance(data, list) else data[key]
+    return data
+
+
+def check_page_numbers(check: Check, bundle: Bundle, page: str) -> int:
+    """Each number the page carries with its source must be that evidence value, printed the stated way."""
+    parser = _SourcedNumbers()
+    parser.feed((bundle.site / page).read_text(encoding="utf-8", errors="replace"))
+    for src, fmt, text in parser.numbers:
+        path, _, pointer = src.partition("#")
+        if not path.startswith("evidence/") or ".." in path.split("/") or fmt not in SHOWN_FORMATS:
+            check.fail(f"{page}: a number cites {src!r} ({fmt!r}), not a value of the evidence bundle")
+            continue
+        try:
+            value = _pointed(bundle.json(path), pointer)
+        except (AuditError, KeyError, IndexError, ValueError, TypeError):
+            check.fail(f"{page}: shows {text!r} from {src}, which the evidence does not have")
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float) or SHOWN_FORMATS[fmt](value) != text:
+            want = SHOWN_FORMATS[fmt](value) if type(value) in (int, float) else repr(value)
+            check.fail(f"{page}: shows {text!r} for {src}, the evidence gives {want!r}")
+    return len(parser.numbers)
+
+
+def check_pages(check: Check, bundle: Bundle, earlier: list[Check]) -> str:
+    """The pages: each is the file pages.json names (sha256 and size), every corpus has its page, and the badge
+    and verdict table state this audit's own result (the checks before this one, and this one passing)."""
+    site, rel = bundle.site, PAGES_FILE
+    listing = bundle.json(rel)
+    files = listing.get("files")
+    if not isinstance(files, dict):
+        raise AuditError(f"{rel}: expected a 'files' object")
+    manifest = site / "evidence" / "manifest.json"
+    if manifest.is_file() and listing.get("manifest_sha256") != _sha256(manifest):
+        check.fail(f"{rel}: manifest_sha256 is not the sha256 of evidence/manifest.json: pages of another bundle")
+    served = served_files(site)
+    for path in served:
+        entry = files.get(path)
+        if not isinstance(entry, dict):
+            check.fail(f"{path}: served by the site but not listed in {rel}")
+        elif (size := (site / path).stat().st_size) != entry.get("bytes"):
+            check.fail(f"{path}: {size} bytes, {rel} says {entry.get('bytes')}")
+        elif (digest := _sha256(site / path)) != entry.get("sha256"):
+            check.fail(f"{path}: sha256 {digest}, {rel} says {entry.get('sha256')}")
+    for path in sorted(set(files) - set(served)):
+        check.fail(f"{path}: listed in {rel} but missing")
+    for corpus in bundle.corpora():
+        if f"corpora/{corpus}/index.html" not in served:
+            check.fail(f"corpora/{corpus}/index.html: the corpus has evidence but no page")
+    total = len(earlier) + 1
+    passed = sum(1 for c in earlier if not c.mismatches) + 1
+    badge = (
+        f"Audit: passed ({total}/{total} checks)"
+        if passed == total
+        else f"Audit: FAILED ({total - passed} of {total} checks)"
+    )
+    pages = [p for p in served if p.endswith(".html")]
+    for path in pages:
+        check_page_numbers(check, bundle, path)
+        shown = [m.group(0) for m in _BADGE.finditer((site / path).read_text(encoding="utf-8", errors="replace"))]
+        if shown != [badge]:
+            check.fail(f"{path}: the audit badge reads {shown!r}, this audit: {badge!r}")
+    reproducibility = site / "reproducibility.html"
+    if reproducibility.is_file():
+        text = reproducibility.read_text(encoding="utf-8")
+        table = _VerdictTable()
+        table.feed(text)
+        rows = [row for row in table.rows if row]  # the header row has no td cells
+        want = [[c.name, "fail" if c.mismatches else "pass", c.detail] for c in earlier]
+        want.append(["pages", "pass", PAGES_DETAIL])
+        if rows != want:
+            differ = next(
+                (n for n, (a, b) in enumerate(zip(rows, want, strict=False)) if a != b),
+                min(len(want), len(rows)),
+            )
+            shown_row = rows[differ] if differ < len(rows) else None
+            want_row = want[differ] if differ < len(want) else None
+            check.fail(
+                f"reproducibility.html: verdict table row {differ + 1} is {shown_row!r}, this audit: {want_row!r}"
+            )
+        if manifest.is_file() and _sha256(manifest) not in text:
+            check.fail("reproducibility.html: does not state the sha256 of evidence/manifest.json")
+        if (site / "audit.py").is_file() and _sha256(site / "audit.py") not in text:
+            check.fail("reproducibility.html: does not state the sha256 of the audit.py it ships")
+    else:
+        check.fail("reproducibility.html: missing")
+    return PAGES_DETAIL
+
+
+def evidence_checks(bundle: Bundle) -> list[Check]:
+    """Every check of the evidence bundle, in report order; the pages check comes after these."""
     checks = [_run_check("manifest", check_manifest, bundle)]
     for corpus in bundle.corpora():
         checks += [_run_check(f"{prefix}:{corpus}", fn, bundle, corpus) for prefix, fn in CORPUS_CHECKS]
         for prefix, fn in RANKER_CHECKS:
             checks += [_run_check(f"{prefix}:{corpus}/{r}", fn, bundle, corpus, r) for r in bundle.rankers(corpus)]
+    return checks
+
+
+def pages_check(bundle: Bundle, earlier: list[Check]) -> Check:
+    return _run_check("pages", check_pages, bundle, earlier)
+
+
+def expected_pages_check() -> Check:
+    """The pages check as a build expects it to end: passing, with its fixed detail."""
+    return Check("pages", [], PAGES_DETAIL)
+
+
+def audit_report(site: Path, checks: list[Check]) -> dict[str, Any]:
+    """audit.json's content for these checks: no timestamps and no absolute paths."""
     failed = sum(1 for c in checks if c.mismatches)
-    for check in checks:
-        echo(f"{'FAIL' if check.mismatches else 'PASS'} {check.name}: {check.detail}")
-        for message in check.mismatches[1:MAX_PRINTED]:
-            echo(f"    {message}")
-        if len(check.mismatches) > MAX_PRINTED:
-            echo(f"    ... and {len(check.mismatches) - MAX_PRINTED} more (see audit.json)")
-    verdict = "pass" if checks and not failed else "fail"
     manifest = site / "evidence" / "manifest.json"
-    report = {
+    return {
         "schema_version": SCHEMA_VERSION,
-        "verdict": verdict,
+        "verdict": "pass" if checks and not failed else "fail",
         "manifest_sha256": _sha256(manifest) if manifest.is_file() else None,
         "checks": [
             {
@@ -1955,12 +2364,33 @@ def run_audit(site_dir: Path, echo: Callable[[str], None] = print) -> dict[str, 
         "counts": {"checks": len(checks), "passed": len(checks) - failed, "failed": failed},
         "tolerances": dict(TOLERANCES),
     }
+
+
+def write_report(site: Path, report: dict[str, Any]) -> None:
+    text = json.dumps(report, sort_keys=True, indent=2, ensure_ascii=False)
+    (site / "audit.json").write_text(text + "\n", encoding="utf-8")
+
+
+def run_audit(site_dir: Path, echo: Callable[[str], None] = print) -> dict[str, Any]:
+    """Run every check on a site folder, print one line per check, write ``audit.json``, return the report."""
+    site = Path(site_dir)
+    echo(f"audit.py sha256 {_sha256(Path(__file__))} ({Path(__file__).name}); compare it with a copy you trust")
+    bundle = Bundle(site)
+    checks = evidence_checks(bundle)
+    checks.append(pages_check(bundle, checks))
+    for check in checks:
+        echo(f"{'FAIL' if check.mismatches else 'PASS'} {check.name}: {check.detail}")
+        for message in check.mismatches[1:MAX_PRINTED]:
+            echo(f"    {message}")
+        if len(check.mismatches) > MAX_PRINTED:
+            echo(f"    ... and {len(check.mismatches) - MAX_PRINTED} more (see audit.json)")
+    report = audit_report(site, checks)
     try:
-        text = json.dumps(report, sort_keys=True, indent=2, ensure_ascii=False)
-        (site / "audit.json").write_text(text + "\n", encoding="utf-8")
+        write_report(site, report)
     except OSError as exc:
         echo(f"could not write audit.json: {exc}")
-    echo(f"AUDIT {verdict.upper()}: {len(checks) - failed} of {len(checks)} checks passed")
+    counts = report["counts"]
+    echo(f"AUDIT {report['verdict'].upper()}: {counts['passed']} of {counts['checks']} checks passed")
     return report
 
 

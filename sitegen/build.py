@@ -36,7 +36,7 @@ from sitegen.publish.evidence import (
     write_manifest,
     write_sweep_embeddings,
 )
-from sitegen.publish.render import render_site
+from sitegen.publish.render import AUDIT_SCRIPT, render_site, write_page_listing
 from sitegen.publish.timings import copy_timing_files, load_timing_files
 from sitegen.rankers import DEFAULT_RANKERS, RankInputs, Run, chunking_sweep_rankers, make_rankers, needs_postgres
 from sitegen.rankers.embeddings import (
@@ -61,7 +61,6 @@ from sitegen.scoring.ties import ties_report
 from sitegen.stepcache import StepCache
 from sitegen.swap import TargetLock, fresh_sibling, swap_into_place
 
-AUDIT_SCRIPT = "audit.py"
 STEP_CACHE_FOLDER = "steps"
 
 __all__ = [
@@ -261,23 +260,44 @@ def inputs_date(folder: Path) -> str | None:
     return result.stdout.strip() or None if result.returncode == 0 else None
 
 
-def _audit(staging: Path, log: Log) -> dict[str, Any]:
-    """Copy the standalone verifier into the site and run it; a failed audit fails the build."""
+def _audit_failed(checks: Sequence[Any], log: Log) -> BuildError:
+    failures = [f"FAIL {c.name}: {c.mismatches[0]}" for c in checks if c.mismatches]
+    for line in failures:
+        log(line)
+    return BuildError(
+        f"the audit of the new build failed ({len(failures)} checks); the previous site was kept. "
+        f"First failure: {failures[0]}"
+    )
+
+
+def _audit_and_render(staging: Path, steps: StepCache, log: Log, seconds: dict[str, float]) -> dict[str, Any]:
+    """Audit the evidence, render the pages with the verdict the full audit must reach, list the pages, then
+    run the pages check; the build fails unless the audit, pages check included, ends as the pages say."""
     from sitegen import audit
 
+    clock = time.perf_counter()
     shutil.copyfile(audit.__file__, staging / AUDIT_SCRIPT)
-    lines: list[str] = []
-    report = audit.run_audit(staging, echo=lines.append)
-    if report["verdict"] != "pass":
-        failures = [line for line in lines if line.startswith("FAIL")]
-        for line in failures:
-            log(line)
-        raise BuildError(
-            f"the audit of the new build failed ({len(failures)} checks); the previous site was kept. "
-            f"First failure: {failures[0] if failures else lines[-1]}"
-        )
-    log(f"audit: {lines[-1]}")
-    return report
+    bundle = audit.Bundle(staging)
+    checks = audit.evidence_checks(bundle)
+    if any(c.mismatches for c in checks):
+        raise _audit_failed(checks, log)
+    expected = audit.audit_report(staging, [*checks, audit.expected_pages_check()])
+    audit.write_report(staging, expected)  # the badge and verdict table are rendered from it
+    seconds["audit"] = time.perf_counter() - clock
+    clock = time.perf_counter()
+    render_site(staging, steps)
+    write_page_listing(staging)
+    seconds["render"] = time.perf_counter() - clock
+    clock = time.perf_counter()
+    pages = audit.pages_check(bundle, checks)
+    if pages.mismatches:
+        raise _audit_failed([pages], log)
+    if audit.audit_report(staging, [*checks, pages]) != expected:
+        raise BuildError("the pages check ended otherwise than the pages say; the previous site was kept")
+    seconds["audit"] += time.perf_counter() - clock
+    counts = expected["counts"]
+    log(f"audit: AUDIT PASS: {counts['passed']} of {counts['checks']} checks passed")
+    return expected
 
 
 def _checked_out_dir(options: BuildOptions) -> Path:
@@ -445,14 +465,9 @@ def _build_locked(
         seconds["write"] += time.perf_counter() - clock
         if drift is not None:
             drift = _compare_with_source(drift, options, staging)
-        clock = time.perf_counter()
-        audit_report = _audit(staging, log)
-        seconds["audit"] = time.perf_counter() - clock
-        clock = time.perf_counter()
         if timing_files:
             copy_timing_files(options.timings_folder, staging)
-        render_site(staging, steps)
-        seconds["render"] = time.perf_counter() - clock
+        audit_report = _audit_and_render(staging, steps, log, seconds)
         log(
             "step cache (experiments, plots): "
             + "; ".join(f"{name} {n['computed']} computed, {n['reused']} reused" for name, n in steps.counts.items())
@@ -734,7 +749,7 @@ def _postgres_evidence(
     return evidence
 
 
-SWEEP_METRICS = ("recall@5", "recall@10", "ndcg@10", "mrr@10")
+CHUNKING_SWEEP_METRICS = ("recall@5", "recall@10", "ndcg@10", "mrr@10")
 
 
 def _chunking_sweep(
@@ -767,7 +782,10 @@ def _chunking_sweep(
             runs[ranker.name] = ranker.rank(RankInputs(corpus=chunked, embeddings=embeddings, runs=runs), TREC_DEPTH)
         scores = {
             name: evaluate(
-                {q: [h.doc_id for h in hits] for q, hits in run.hits.items()}, chunked.qrels, kinds, SWEEP_METRICS
+                {q: [h.doc_id for h in hits] for q, hits in run.hits.items()},
+                chunked.qrels,
+                kinds,
+                CHUNKING_SWEEP_METRICS,
             )["overall"]
             for name, run in runs.items()
         }
@@ -791,7 +809,7 @@ def _chunking_sweep(
     ids = sorted(vectors)
     return {
         "rankers": list(sweep_rankers),
-        "metrics": list(SWEEP_METRICS),
+        "metrics": list(CHUNKING_SWEEP_METRICS),
         "rows": rows,
         "best_recall@10": best,
         "vectors": {

@@ -252,7 +252,26 @@ def build(
     is_flag=True,
     help="Also re-embed the bundled inputs with the packaged model and compare with the stored vectors.",
 )
-def audit(site: Path, reembed: bool) -> None:
+@click.option(
+    "--pages",
+    is_flag=True,
+    help="Also re-render the pages and plots from the evidence with this sitegen's templates and compare "
+    "them byte for byte with the site's.",
+)
+@click.option(
+    "--postgres",
+    is_flag=True,
+    help="Also rerun the pg-* rankers on PostgreSQL from the bundled inputs and vectors and compare with "
+    "the stored runs (same ids in the same order, scores within 1e-6).",
+)
+@click.option(
+    "--pg-dsn",
+    envvar="SITEGEN_PG_DSN",
+    default=None,
+    help="Connection string of a PostgreSQL server with pgvector for --postgres "
+    "[default: $SITEGEN_PG_DSN, else a private server started from the pgserver package].",
+)
+def audit(site: Path, reembed: bool, pages: bool, postgres: bool, pg_dsn: str | None) -> None:
     """Verify a built site independently: checksums, rankings, fusion, metrics, derived tables.
 
     Runs the same standalone verifier that ships as SITE/audit.py, writes SITE/audit.json,
@@ -262,6 +281,9 @@ def audit(site: Path, reembed: bool) -> None:
     Example:
         sitegen audit site
         sitegen audit --reembed site
+        sitegen audit --pages site
+        sitegen audit --postgres site
+        sitegen audit --postgres --pg-dsn postgresql://localhost/scratch site
     """
     from sitegen.audit import run_audit
 
@@ -269,7 +291,7 @@ def audit(site: Path, reembed: bool) -> None:
     failed = report["verdict"] != "pass"
     if reembed:
         from sitegen.publish.bundle import REEMBED_TOLERANCE
-        from sitegen.reembed import reembed_bundle
+        from sitegen.verify.reembed import reembed_bundle
 
         if any(c["name"] == "manifest" and c["status"] == "fail" for c in report["checks"]):
             raise click.ClickException(
@@ -290,6 +312,49 @@ def audit(site: Path, reembed: bool) -> None:
                 f"tolerance {REEMBED_TOLERANCE:.0e}{weights}"
             )
             failed = failed or not result.ok
+    if pages:
+        from sitegen.verify.pages import compare_pages
+
+        if any(c["name"] == "manifest" and c["status"] == "fail" for c in report["checks"]):
+            raise click.ClickException(
+                "cannot compare pages: the bundle failed its manifest check, so its evidence is not trusted"
+            )
+        try:
+            comparison = compare_pages(site)
+        except SitegenError as exc:
+            raise click.ClickException(f"cannot compare pages: {exc}") from exc
+        except OSError as exc:
+            raise click.ClickException(f"cannot compare pages: {_os_problem(exc)}") from exc
+        if comparison.ok:
+            click.echo(f"PASS re-render: {comparison.identical} files identical to a re-render from the evidence")
+        else:
+            click.echo(f"FAIL re-render: {comparison.summary()}")
+            for line in comparison.details():
+                click.echo(f"    {line}")
+            failed = True
+    if postgres:
+        from sitegen.verify.postgres import SCORE_TOLERANCE, rerun_postgres
+
+        if any(c["name"] == "manifest" and c["status"] == "fail" for c in report["checks"]):
+            raise click.ClickException(
+                "cannot rerun PostgreSQL: the bundle failed its manifest check, so its runs are not trusted"
+            )
+        try:
+            reruns = rerun_postgres(site, pg_dsn or None)
+        except SitegenError as exc:
+            raise click.ClickException(f"cannot rerun PostgreSQL: {exc}") from exc
+        except OSError as exc:
+            raise click.ClickException(f"cannot rerun PostgreSQL: {_os_problem(exc)}") from exc
+        if not reruns:
+            click.echo("PASS postgres: no PostgreSQL runs in this bundle")
+        for rerun in reruns:
+            click.echo(
+                f"{'PASS' if rerun.ok else 'FAIL'} postgres:{rerun.corpus}/{rerun.ranker}: {rerun.questions} "
+                f"questions rerun, {rerun.ids_differ} with other ids or order, largest score difference "
+                f"{rerun.max_score_diff:.1e} (tolerance {SCORE_TOLERANCE:.0e})"
+                + (f"; first: {rerun.first_difference}" if rerun.first_difference else "")
+            )
+            failed = failed or not rerun.ok
     if failed:
         raise SystemExit(1)
 

@@ -310,7 +310,7 @@ def test_reembed_matches_the_stored_vectors_and_catches_a_changed_one(built: Pat
     import numpy as np
 
     from sitegen.publish.bundle import REEMBED_TOLERANCE
-    from sitegen.reembed import reembed_bundle
+    from sitegen.verify.reembed import reembed_bundle
 
     (result,) = reembed_bundle(built, model=FakeEmbeddingModel())
     assert result.ok and result.vectors == 8 and result.max_abs_diff == 0.0

@@ -198,9 +198,13 @@ def test_pages_only_show_numbers_from_the_evidence(site: Path) -> None:
     report = json.loads((site / "evidence" / "tiny" / "report.json").read_text())
     metrics = json.loads((site / "evidence" / "tiny" / "metrics.json").read_text())
     page = (site / "corpora" / "tiny" / "index.html").read_text()
+    # every number read from the evidence is printed inside a span that names its source
+    shown = re.sub(r'<span data-ev="[^"]*"(?: data-fmt="[^"]*")?>([^<]*)</span>', r"\1", page)
     n = report["questions"]["overall"]
     for ranker, counts in report["hit_counts"]["overall"].items():
-        assert f'{counts["hit@1"]}/{n} <span class="count">({metrics[ranker]["overall"]["hit@1"]:.3f})' in page
+        assert f'{counts["hit@1"]}/{n} <span class="count">({metrics[ranker]["overall"]["hit@1"]:.3f})' in shown
+        source = f"evidence/tiny/report.json#/hit_counts/overall/{ranker}/hit@1"
+        assert f'<span data-ev="{source}">{counts["hit@1"]}</span>' in page
     assert report["sample_rule"] in page
 
 

@@ -215,8 +215,9 @@ def test_a_fresh_build_with_every_edge_case_reproduces_with_trec_eval(edge_site:
 
 
 def _audit_failures(site: Path) -> dict[str, list[str]]:
+    """Failed checks of the evidence; the pages, rendered from the bundle before the change, are left out."""
     report = audit.run_audit(site, echo=lambda _: None)
-    return {c["name"]: c["mismatches"] for c in report["checks"] if c["status"] == "fail"}
+    return {c["name"]: c["mismatches"] for c in report["checks"] if c["status"] == "fail" and c["name"] != "pages"}
 
 
 def _rewrite(site: Path, rel: str, old: str, new: str) -> None:

@@ -25,7 +25,7 @@ from markupsafe import Markup
 from sitegen.hashing import sha256_file
 from sitegen.inputs.corpus import Document, json_lines, passage_text, text_lines
 from sitegen.publish.bundle import REEMBED_TOLERANCE
-from sitegen.publish.evidence import EVIDENCE_DIR, passages_file
+from sitegen.publish.evidence import EVIDENCE_DIR, passages_file, write_json
 from sitegen.publish.plots import grouped_bar_svg, line_svg
 from sitegen.publish.timings import TIMINGS_DIR, load_timing_files, performance_view
 from sitegen.stepcache import StepCache
@@ -39,6 +39,7 @@ __all__ = [
     "page_name",
     "render_markdown",
     "render_site",
+    "write_page_listing",
 ]
 
 _PACKAGE = Path(__file__).resolve().parents[1]
@@ -48,6 +49,8 @@ TEMPLATES_DIR = _PACKAGED_TEMPLATES if _PACKAGED_TEMPLATES.is_dir() else _PACKAG
 HEADLINE_METRICS = ("hit@1", "hit@5", "mrr@10", "ndcg@10")
 TABLE_METRICS = ("hit@1", "hit@3", "hit@5", "hit@10", "recall@10", "precision@5", "mrr@10", "ndcg@10")
 AUDIT_FILE = "audit.json"
+PAGE_LISTING = "pages.json"
+AUDIT_SCRIPT = "audit.py"
 PERFORMANCE_PAGE = "performance.html"
 TOP_N = 10
 QUESTIONS_PER_PAGE = 100
@@ -94,6 +97,69 @@ def render_markdown(text: str) -> Markup:
 
 def _read_json(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _shown(src: str, text: str, fmt: str) -> Markup:
+    """A number on a page with its source: the audit reads ``data-ev`` (file and JSON pointer) and ``data-fmt``,
+    formats the evidence's value the same way and compares it with the text."""
+    if fmt == "raw":  # the default: str() of the value
+        return Markup('<span data-ev="{}">{}</span>').format(src, text)
+    return Markup('<span data-ev="{}" data-fmt="{}">{}</span>').format(src, fmt, text)
+
+
+class SourcedFloat(float):
+    """A float read from the evidence that remembers its file and JSON pointer; printed on a page it carries them."""
+
+    src: str
+
+    def __new__(cls, value: float, src: str) -> SourcedFloat:
+        number = super().__new__(cls, value)
+        number.src = src
+        return number
+
+    def __html__(self) -> Markup:
+        return _shown(self.src, str(float(self)), "raw")
+
+
+class SourcedInt(int):
+    """An int read from the evidence that remembers its file and JSON pointer; printed on a page it carries them."""
+
+    src: str
+
+    def __new__(cls, value: int, src: str) -> SourcedInt:
+        number = super().__new__(cls, value)
+        number.src = src
+        return number
+
+    def __html__(self) -> Markup:
+        return _shown(self.src, str(int(self)), "raw")
+
+
+def _with_sources(obj: Any, src: str) -> Any:
+    """``obj`` with every number replaced by its sourced twin; ``src`` is ``file#json-pointer``."""
+    if isinstance(obj, dict):
+        return {k: _with_sources(v, f"{src}/{k.replace('~', '~0').replace('/', '~1')}") for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_with_sources(v, f"{src}/{i}") for i, v in enumerate(obj)]
+    if type(obj) is float:
+        return SourcedFloat(obj, src)
+    if type(obj) is int:
+        return SourcedInt(obj, src)
+    return obj
+
+
+def _read_evidence(site_dir: Path, path: Path) -> Any:
+    """An evidence file whose numbers carry their source onto the pages."""
+    return _with_sources(_read_json(path), f"{path.relative_to(site_dir).as_posix()}#")
+
+
+def _sourced_filter(fmt: Callable[[Any], str], name: str) -> Callable[[Any], Any]:
+    def shown(value: Any) -> Any:
+        text = fmt(value)
+        src = getattr(value, "src", None)
+        return _shown(src, text, name) if src else text
+
+    return shown
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -153,10 +219,10 @@ def _environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters["score"] = format_score
-    env.filters["signed"] = format_signed
-    env.filters["pvalue"] = format_p
-    env.filters["setting"] = _setting_label
+    env.filters["score"] = _sourced_filter(format_score, "score")
+    env.filters["signed"] = _sourced_filter(format_signed, "signed")
+    env.filters["pvalue"] = _sourced_filter(format_p, "pvalue")
+    env.filters["setting"] = _sourced_filter(_setting_label, "setting")
     return env
 
 
@@ -175,9 +241,9 @@ def _passage_title(doc: dict[str, Any]) -> str:
 def _corpus_context(site_dir: Path, name: str) -> dict[str, Any]:
     """Everything the corpus pages show, read from the bundle."""
     base = site_dir / EVIDENCE_DIR / name
-    summary = _read_json(base / "corpus.json")
-    metrics = _read_json(base / "metrics.json")
-    report = _read_json(base / "report.json")
+    summary = _read_evidence(site_dir, base / "corpus.json")
+    metrics = _read_evidence(site_dir, base / "metrics.json")
+    report = _read_evidence(site_dir, base / "report.json")
     # A chunked corpus is ranked as its chunks: pages show those passages.
     docs = {d["_id"]: d for d in _read_jsonl(passages_file(base))}
     queries = _read_jsonl(base / "inputs" / "queries.jsonl")
@@ -186,13 +252,13 @@ def _corpus_context(site_dir: Path, name: str) -> dict[str, Any]:
         if number > 1 and line.strip():
             qid, doc_id, grade = (c.strip() for c in line.split("\t"))
             qrels.setdefault(qid, {})[doc_id] = int(grade)
-    runs = {r: _read_json(base / "runs" / f"{r}.json") for r in summary["rankers"]}
-    chunking = _read_json(base / "chunking.json") if (base / "chunking.json").exists() else None
+    runs = {r: _read_evidence(site_dir, base / "runs" / f"{r}.json") for r in summary["rankers"]}
+    chunking = _read_evidence(site_dir, base / "chunking.json") if (base / "chunking.json").exists() else None
     if chunking is not None:  # labels of a chunked corpus are the chunks derived from the answer spans
         qrels = {q: dict(g) for q, g in chunking["qrels"].items()}
-    experiments = _read_json(base / "experiments.json") if (base / "experiments.json").exists() else None
-    packing = _read_json(base / "packing.json") if (base / "packing.json").exists() else None
-    postgres = _read_json(base / "postgres.json") if (base / "postgres.json").exists() else None
+    experiments = _read_evidence(site_dir, base / "experiments.json") if (base / "experiments.json").exists() else None
+    packing = _read_evidence(site_dir, base / "packing.json") if (base / "packing.json").exists() else None
+    postgres = _read_evidence(site_dir, base / "postgres.json") if (base / "postgres.json").exists() else None
     return {
         "name": name,
         "summary": summary,
@@ -206,10 +272,10 @@ def _corpus_context(site_dir: Path, name: str) -> dict[str, Any]:
         "packing": packing,
         "postgres": postgres,
         "chunking": chunking,
-        "filtering": _read_json(base / "filtering.json") if (base / "filtering.json").exists() else None,
-        "ties": _read_json(base / "ties.json") if (base / "ties.json").exists() else None,
+        "filtering": _read_evidence(site_dir, base / "filtering.json") if (base / "filtering.json").exists() else None,
+        "ties": _read_evidence(site_dir, base / "ties.json") if (base / "ties.json").exists() else None,
         # trec_eval commands, measure mapping and averaging policies (sitegen.publish.evidence.write_trec_eval_contract)
-        "trec_eval": _read_json(base / "trec_eval.json") if (base / "trec_eval.json").exists() else None,
+        "trec_eval": _read_evidence(site_dir, base / "trec_eval.json") if (base / "trec_eval.json").exists() else None,
         "rankers": summary["rankers"],
         "external": set(summary.get("external_rankers", [])),
         "evidence": f"{EVIDENCE_DIR}/{name}",
@@ -239,7 +305,7 @@ def _table(c: dict[str, Any], scope: str, kind: str | None, metrics: tuple[str, 
             cells.append(
                 {
                     "value": values[m],
-                    "count": f"{count}/{n}" if count is not None else None,
+                    "count": Markup("{}/{}").format(count, n) if count is not None else None,
                     "best": ranker in best[m],
                 }
             )
@@ -587,7 +653,7 @@ def render_site(site_dir: Path, steps: StepCache | None = None) -> list[Path]:
     ``steps`` may hold plots drawn before from the same data (see :mod:`sitegen.stepcache`).
     """
     evidence = site_dir / EVIDENCE_DIR
-    manifest = _read_json(evidence / "manifest.json")
+    manifest = _read_evidence(site_dir, evidence / "manifest.json")
     audit_path = site_dir / AUDIT_FILE
     audit = _read_json(audit_path) if audit_path.exists() else None
     site = _Site(site_dir, steps or StepCache(None))
@@ -606,6 +672,7 @@ def render_site(site_dir: Path, steps: StepCache | None = None) -> list[Path]:
                 # the policies are the same text in every corpus's trec_eval.json: shown once
                 "trec_policies": next((c["trec_eval"]["policies"] for c in corpora if c["trec_eval"]), None),
                 "manifest_sha256": sha256_file(evidence / "manifest.json"),
+                "audit_sha256": sha256_file(site_dir / AUDIT_SCRIPT) if (site_dir / AUDIT_SCRIPT).is_file() else None,
                 "reembed_tolerance": f"{REEMBED_TOLERANCE:g}",
             },
         ),
@@ -634,3 +701,21 @@ def render_site(site_dir: Path, steps: StepCache | None = None) -> list[Path]:
         written.append(target)
     site.claim(".nojekyll").write_bytes(b"")
     return written
+
+
+def write_page_listing(site_dir: Path) -> None:
+    """``pages.json``: every file the site serves outside ``evidence/`` (pages, plots, timings, audit.py)
+    with its sha256 and size, and the manifest the pages were rendered from. The audit checks each page
+    against it; audit.json and this file, which come after, are left out."""
+    skip = {AUDIT_FILE, PAGE_LISTING}
+    files = {}
+    for path in sorted(site_dir.rglob("*")):
+        rel = path.relative_to(site_dir).as_posix()
+        if path.is_file() and rel not in skip and not rel.startswith(f"{EVIDENCE_DIR}/"):
+            files[rel] = {"sha256": sha256_file(path), "bytes": path.stat().st_size}
+    listing = {
+        "schema_version": 1,
+        "manifest_sha256": sha256_file(site_dir / EVIDENCE_DIR / "manifest.json"),
+        "files": files,
+    }
+    write_json(site_dir / PAGE_LISTING, listing)

@@ -65,7 +65,7 @@ __all__ = [
 ]
 
 DEFAULT_SEED = 20261129
-SWEEP_METRICS = ("hit@1", "hit@5", "mrr@10")
+RRF_SWEEP_METRICS = ("hit@1", "hit@5", "mrr@10")
 SIGNIFICANCE_METRICS = ("hit@1", "hit@5", "mrr@10", "ndcg@10")
 SELECTION_METRIC = "mrr@10"
 _TIE = 1e-12
@@ -395,7 +395,7 @@ def run_experiments(
     """All experiments for one corpus. ``rankings``: {ranker: {qid: [doc ids]}};
     ``contracts``: each run's ranker contract; ``run_scores``: {ranker: {qid: [scores in rank order]}}."""
     scored = [q.query_id for q in corpus.queries if corpus.relevant(q.query_id)]
-    metric_names = list(dict.fromkeys(SWEEP_METRICS + SIGNIFICANCE_METRICS))
+    metric_names = list(dict.fromkeys(RRF_SWEEP_METRICS + SIGNIFICANCE_METRICS))
     base_per_query = {r: _per_query(rankings[r], corpus, metric_names) for r in rankings}
     fusions = [r for r, c in contracts.items() if c.family is Family.FUSION and len(c.components) == 2]
 
@@ -418,13 +418,13 @@ def run_experiments(
             rows = []
             for params in grid["values"]:
                 fused = _fuse(component_rankings, scored, params["k"], params["candidates"], params["weights"])
-                pq = _per_query(fused, corpus, SWEEP_METRICS)
+                pq = _per_query(fused, corpus, RRF_SWEEP_METRICS)
                 per_query.append(pq)
                 rows.append(
                     {
                         "value": params[grid["parameter"]],
                         "params": params,
-                        "overall": {m: _mean(pq, scored, m) for m in SWEEP_METRICS},
+                        "overall": {m: _mean(pq, scored, m) for m in RRF_SWEEP_METRICS},
                     }
                 )
             sweeps[fusion][sweep] = {"parameter": grid["parameter"], "fixed": grid["fixed"], "rows": rows}
@@ -437,9 +437,9 @@ def run_experiments(
             results = []
             for tune_on, test_on in (("A", "B"), ("B", "A")):
                 chosen = _choose(rows, per_query, folds[tune_on], default)
-                tuned = {m: _mean(per_query[chosen], folds[test_on], m) for m in SWEEP_METRICS}
-                kept = {m: _mean(per_query[default], folds[test_on], m) for m in SWEEP_METRICS}
-                alone = {m: _mean(base_per_query[dense], folds[test_on], m) for m in SWEEP_METRICS}
+                tuned = {m: _mean(per_query[chosen], folds[test_on], m) for m in RRF_SWEEP_METRICS}
+                kept = {m: _mean(per_query[default], folds[test_on], m) for m in RRF_SWEEP_METRICS}
+                alone = {m: _mean(base_per_query[dense], folds[test_on], m) for m in RRF_SWEEP_METRICS}
                 size, settings_count = len(folds[tune_on]), len(grid["values"])
                 results.append(
                     {
@@ -469,7 +469,7 @@ def run_experiments(
     significance = _significance(corpus, rankers, base_per_query, scored, settings)
     return {
         "schema_version": 2,
-        "metrics": list(SWEEP_METRICS),
+        "metrics": list(RRF_SWEEP_METRICS),
         "one_question_points": 100.0 / len(scored) if scored else None,
         "sweeps": sweeps,
         "heldout": {
