@@ -640,6 +640,17 @@ def check_summary(check: Check, bundle: Bundle, corpus: str) -> str:
     for key, want in expected.items():
         if summary.get(key) != want:
             check.fail(f"{rel}: {key} is {summary.get(key)!r}, the inputs give {want!r}")
+    # "frozen" ({"date", "edited_files"}) is informational: it comes from the corpus folder's FROZEN.json,
+    # which is not in the bundle, so only its shape can be checked here, never its content.
+    frozen = summary.get("frozen")
+    if frozen is not None and not (
+        isinstance(frozen, dict)
+        and set(frozen) == {"date", "edited_files"}
+        and isinstance(frozen["date"], str)
+        and isinstance(frozen["edited_files"], list)
+        and all(isinstance(name, str) for name in frozen["edited_files"])
+    ):
+        check.fail(f'{rel}: frozen is {frozen!r}, expected {{"date": DATE, "edited_files": [FILE, ...]}}')
     run_files = sorted(p.stem for p in (bundle.site / "evidence" / corpus / "runs").glob("*.json"))
     for what, names in (("runs/*.json files", run_files), ("metrics.json rankers", sorted(metrics))):
         if sorted(summary.get("rankers", [])) != names:
@@ -2221,6 +2232,7 @@ def _p_value_text(value: float) -> str:
 SHOWN_FORMATS: dict[str, Callable[[Any], str]] = {
     "raw": str,
     "score": lambda v: f"{v:.3f}",
+    "score6": lambda v: f"{v:.6f}",
     "signed": lambda v: f"{v:+.3f}",
     "pvalue": _p_value_text,
     "setting": lambda v: f"{v:g}",

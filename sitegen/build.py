@@ -9,24 +9,24 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
-import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from sitegen.compare.vector_drift import DriftTracker, VectorDrift, compare_with_source
 from sitegen.errors import BuildError, BundleError, CorpusError, OutputFolderError, SitegenError
-from sitegen.hashing import sha256_file
 from sitegen.inputs.chunk_settings import ChunkConfig, parse_chunking
 from sitegen.inputs.chunking import RELEVANCE_RULE as CHUNK_RELEVANCE_RULE
 from sitegen.inputs.chunking import chunk_corpus
-from sitegen.inputs.corpus import Corpus, discover_corpora, load_corpus, passage_text
+from sitegen.inputs.corpus import Corpus, discover_corpora, load_corpus
+from sitegen.inputs.dates import inputs_date, source_date_epoch
+from sitegen.inputs.freeze import check_frozen, frozen_summary
+from sitegen.publish.audit_stage import audit_and_render
 from sitegen.publish.bundle import StoredVectors, has_manifest, stored_vectors
 from sitegen.publish.evidence import (
     CHUNKS_FILE,
@@ -36,9 +36,8 @@ from sitegen.publish.evidence import (
     write_manifest,
     write_sweep_embeddings,
 )
-from sitegen.publish.render import AUDIT_SCRIPT, render_site, write_page_listing
-from sitegen.publish.timings import copy_timing_files, load_timing_files
-from sitegen.rankers import DEFAULT_RANKERS, RankInputs, Run, chunking_sweep_rankers, make_rankers, needs_postgres
+from sitegen.publish.timings import TIMINGS_DIR, copy_timing_files, load_timing_files
+from sitegen.rankers import DEFAULT_RANKERS, RankInputs, Run, make_rankers, needs_postgres
 from sitegen.rankers.embeddings import (
     MODEL_NAME,
     CorpusEmbeddings,
@@ -49,10 +48,12 @@ from sitegen.rankers.embeddings import (
     cache_key,
     default_cache_dir,
     embed_corpus,
-    text_sha256,
 )
 from sitegen.rankers.external import ExternalRunRanker, check_ids, read_trec_run
 from sitegen.rankers.filtering import has_filters
+from sitegen.rankers.pg_evidence import postgres_evidence
+from sitegen.rankers.retriever import RetrieverRanker, load_retriever, retriever_ranker, write_latency_file
+from sitegen.scoring.chunking_sweep import chunking_sweep
 from sitegen.scoring.experiments import experiment_inputs, run_experiments
 from sitegen.scoring.metrics import evaluate, metric_names
 from sitegen.scoring.packing import DEFAULT_BUDGETS, packing_report
@@ -70,6 +71,7 @@ __all__ = [
     "check_run_corpora",
     "external_rankers",
     "inputs_date",
+    "retriever_rankers",
     "select_corpora",
     "source_date_epoch",
 ]
@@ -86,6 +88,9 @@ class BuildOptions:
     depth: int = TREC_DEPTH
     cache_dir: Path | None = None
     external_runs: tuple[tuple[str, str, Path], ...] = ()
+    #: ``--retriever NAME=module:callable`` (or a callable): run on every question while loading, scored as
+    #: external runs; see :mod:`sitegen.rankers.retriever`.
+    retrievers: tuple[tuple[str, str | Callable[..., Any]], ...] = ()
     pg_dsn: str | None = None
     require_postgres: bool = False
     #: Publish pg-* rows as "not run" when PostgreSQL fails, even where the site at ``out_dir`` had them.
@@ -97,6 +102,8 @@ class BuildOptions:
     vectors_from: Path | None = None
     #: Embed every text again instead of reusing stored vectors, and measure how far they moved.
     reembed: bool = False
+    #: Build a frozen corpus whose inputs changed since it was frozen (``corpus.json`` then names the files).
+    allow_edited: bool = False
 
     @property
     def vectors_source(self) -> Path:
@@ -108,18 +115,31 @@ class BuildOptions:
         return self.timings_dir if self.timings_dir is not None else self.corpora_dir.resolve().parent / "bench"
 
 
-@dataclass(frozen=True)
-class VectorDrift:
-    """How far re-embedded vectors moved from the stored ones (``--reembed``)."""
+def _shown_path(path: Path) -> str:
+    """A path as the command line would give it from the current folder: relative, so the command holds no
+    machine's own folders and reads the same on every clone."""
+    return os.path.relpath(path.resolve(), Path.cwd().resolve()) if path.is_absolute() else path.as_posix()
 
-    source: str
-    compared: int
-    max_abs_diff: float
-    worst: str
-    #: From ``sitegen diff`` of the source bundle against the new one; None when there was no bundle.
-    rankings_identical: bool | None = None
-    metrics_identical: bool | None = None
-    comparison: str = ""
+
+def build_command(options: BuildOptions) -> str:
+    """The ``sitegen build`` command that makes this report, with only the options that change what it shows:
+    where it is written, caches and logging are left out, so the command and the manifest are the same on
+    every machine."""
+    words = ["sitegen", "build"]
+    if options.corpora_dir != Path("corpora"):
+        words += ["--corpora", _shown_path(options.corpora_dir)]
+    for name in options.only:
+        words += ["--only", name]
+    if options.rankers != DEFAULT_RANKERS:
+        for name in options.rankers:
+            words += ["--ranker", name]
+    for name, corpus, path in options.external_runs:
+        words += ["--run", f"{name}={corpus}:{_shown_path(Path(path))}"]
+    for name, spec in options.retrievers:
+        words += ["--retriever", f"{name}={spec}" if isinstance(spec, str) else f"{name}=<a Python object>"]
+    if options.allow_edited:
+        words.append("--allow-edited")
+    return shlex.join(words)
 
 
 @dataclass(frozen=True)
@@ -225,79 +245,38 @@ def external_rankers(
     return rankers
 
 
-def source_date_epoch() -> int | None:
-    """``SOURCE_DATE_EPOCH`` as whole seconds, or None when unset; a value that is not one is an error
-    (the build checks it while loading, rather than dying with a traceback after ranking)."""
-    text = os.environ.get("SOURCE_DATE_EPOCH")
-    if not text:
-        return None
-    try:
-        epoch = int(text)
-        datetime.fromtimestamp(epoch, tz=timezone.utc)
-    except (ValueError, OverflowError, OSError):
-        raise BuildError(
-            f"SOURCE_DATE_EPOCH={text!r} is not a date in whole seconds since 1970 (e.g. 1735689600)"
-        ) from None
-    return epoch
-
-
-def inputs_date(folder: Path) -> str | None:
-    """The date the inputs were frozen, never the wall clock: ``SOURCE_DATE_EPOCH`` if set,
-    else the date of the last git commit touching the corpus folder, else None."""
-    if (epoch := source_date_epoch()) is not None:
-        return datetime.fromtimestamp(epoch, tz=timezone.utc).date().isoformat()
-    try:
-        result = subprocess.run(
-            ["git", "log", "-1", "--format=%cs", "--", "."],
-            cwd=folder,
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=30,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return result.stdout.strip() or None if result.returncode == 0 else None
-
-
-def _audit_failed(checks: Sequence[Any], log: Log) -> BuildError:
-    failures = [f"FAIL {c.name}: {c.mismatches[0]}" for c in checks if c.mismatches]
-    for line in failures:
-        log(line)
-    return BuildError(
-        f"the audit of the new build failed ({len(failures)} checks); the previous site was kept. "
-        f"First failure: {failures[0]}"
-    )
-
-
-def _audit_and_render(staging: Path, steps: StepCache, log: Log, seconds: dict[str, float]) -> dict[str, Any]:
-    """Audit the evidence, render the pages with the verdict the full audit must reach, list the pages, then
-    run the pages check; the build fails unless the audit, pages check included, ends as the pages say."""
-    from sitegen import audit
-
-    clock = time.perf_counter()
-    shutil.copyfile(audit.__file__, staging / AUDIT_SCRIPT)
-    bundle = audit.Bundle(staging)
-    checks = audit.evidence_checks(bundle)
-    if any(c.mismatches for c in checks):
-        raise _audit_failed(checks, log)
-    expected = audit.audit_report(staging, [*checks, audit.expected_pages_check()])
-    audit.write_report(staging, expected)  # the badge and verdict table are rendered from it
-    seconds["audit"] = time.perf_counter() - clock
-    clock = time.perf_counter()
-    render_site(staging, steps)
-    write_page_listing(staging)
-    seconds["render"] = time.perf_counter() - clock
-    clock = time.perf_counter()
-    pages = audit.pages_check(bundle, checks)
-    if pages.mismatches:
-        raise _audit_failed([pages], log)
-    if audit.audit_report(staging, [*checks, pages]) != expected:
-        raise BuildError("the pages check ended otherwise than the pages say; the previous site was kept")
-    seconds["audit"] += time.perf_counter() - clock
-    counts = expected["counts"]
-    log(f"audit: AUDIT PASS: {counts['passed']} of {counts['checks']} checks passed")
-    return expected
+def retriever_rankers(
+    corpora: Sequence[Corpus],
+    options: BuildOptions,
+    builtin: Sequence[str],
+    externals: Mapping[str, Sequence[ExternalRunRanker]],
+    log: Log = _quiet,
+) -> dict[str, list[RetrieverRanker]]:
+    """Every ``--retriever`` imported once and asked every question of every corpus, in the load phase, so a
+    retriever that fails or answers wrongly stops the build before any ranker runs."""
+    names = [name for name, _ in options.retrievers]
+    for name in names:
+        if not _RUN_NAME.fullmatch(name):
+            raise BuildError(f"retriever name {name!r} must be lowercase letters, digits, '.', '_' or '-'")
+        if names.count(name) > 1:
+            raise BuildError(f"retriever name {name!r} is given twice")
+        if name in builtin:
+            raise BuildError(f"retriever name {name!r} is already a ranker of this build; rename it")
+        for corpus, runs in externals.items():
+            if any(run.name == name for run in runs):
+                raise BuildError(f"retriever name {name!r} is already an external run of corpus {corpus}; rename it")
+    retrievers = [load_retriever(name, target) for name, target in options.retrievers]
+    found: dict[str, list[RetrieverRanker]] = {c.name: [] for c in corpora}
+    for corpus in corpora:
+        doc_ids = _ranked_doc_ids(corpus) if retrievers else set()
+        for retriever in retrievers:
+            ranker = retriever_ranker(retriever, corpus, doc_ids, options.depth, time.perf_counter)
+            log(
+                f"{corpus.name}: retriever {retriever.name} ({retriever.target}): {len(ranker.seconds)} questions "
+                f"in {sum(ranker.seconds):.2f}s"
+            )
+            found[corpus.name].append(ranker)
+    return found
 
 
 def _checked_out_dir(options: BuildOptions) -> Path:
@@ -424,6 +403,10 @@ def _build_locked(
     check_run_corpora(options, folders)
     source_date_epoch()
     corpora = [load_corpus(f) for f in folders]
+    # A frozen corpus whose inputs changed is refused here, before any work, unless allow_edited.
+    for name, state in check_frozen(corpora, options.allow_edited).items():
+        if state.edited_files:
+            log(f"warning: {name}: inputs edited after freezing on {state.date}: {state.describe()} (--allow-edited)")
     for corpus in corpora:
         log(
             f"{corpus.name}: {len(corpus.documents)} passages, {len(corpus.queries)} questions, "
@@ -432,6 +415,8 @@ def _build_locked(
     rankers = make_rankers(options.rankers)
     # Every input is validated before any ranker runs: run files are parsed here, once, and kept.
     externals = {c.name: external_rankers(c, options, [r.name for r in rankers], log) for c in corpora}
+    retrieved = retriever_rankers(corpora, options, [r.name for r in rankers], externals, log)
+    externals = {name: [*runs, *retrieved[name]] for name, runs in externals.items()}
     published_pg = (
         {}
         if options.require_postgres or options.allow_missing_postgres
@@ -461,13 +446,14 @@ def _build_locked(
                 ) from exc
             raise
         clock = time.perf_counter()
-        write_manifest(staging, [c.name for c in corpora], model_info, pg_versions)
+        write_manifest(staging, [c.name for c in corpora], model_info, pg_versions, build_command(options))
         seconds["write"] += time.perf_counter() - clock
         if drift is not None:
-            drift = _compare_with_source(drift, options, staging)
+            drift = compare_with_source(drift, options.vectors_source, staging)
         if timing_files:
             copy_timing_files(options.timings_folder, staging)
-        audit_report = _audit_and_render(staging, steps, log, seconds)
+        _write_retriever_timings(staging, options, retrieved)
+        audit_report = audit_and_render(staging, steps, log, seconds)
         log(
             "step cache (experiments, plots): "
             + "; ".join(f"{name} {n['computed']} computed, {n['reused']} reused" for name, n in steps.counts.items())
@@ -487,6 +473,18 @@ def _build_locked(
     )
 
 
+def _write_retriever_timings(
+    staging: Path, options: BuildOptions, retrieved: Mapping[str, Sequence[RetrieverRanker]]
+) -> None:
+    """Each retriever's call times, in ``timings/`` beside the benchmark files: timing, never evidence."""
+    by_name: dict[str, dict[str, RetrieverRanker]] = {}
+    for corpus, runs in retrieved.items():
+        for run in runs:
+            by_name.setdefault(run.name, {})[corpus] = run
+    for runs in by_name.values():
+        write_latency_file(staging / TIMINGS_DIR, next(iter(runs.values())).retriever, options.depth, runs)
+
+
 def _build_into(
     staging: Path,
     corpora: list[Corpus],
@@ -504,7 +502,7 @@ def _build_into(
         seconds.setdefault(key, 0.0)
     total = EmbedStats(embedded=0, cached=0)
     stored = StoredVectors(options.vectors_source, {}, 0)
-    drift = _Drift()
+    drift = DriftTracker()
     with ExitStack() as stack:
         cache = None
         if needs_embeddings:
@@ -536,7 +534,9 @@ def _build_into(
             sweep = None
             if chunking is not None and model is not None and cache is not None:
                 clock = time.perf_counter()
-                sweep = _chunking_sweep(source, chunking, model, cache, progress, log, frozen, options.reembed)
+                sweep = chunking_sweep(
+                    source, chunking, model, cache, progress, log, frozen, options.reembed, TREC_DEPTH
+                )
                 total += sweep.pop("stats")
                 seconds["experiments"] += time.perf_counter() - clock
             _build_corpus(
@@ -566,22 +566,6 @@ def _build_into(
     return total, model_info, pg_versions, result_drift
 
 
-def _compare_with_source(drift: VectorDrift, options: BuildOptions, staging: Path) -> VectorDrift:
-    """After ``--reembed``: did any ranking or metric change against the bundle the old vectors came from?"""
-    source = options.vectors_source
-    if not has_manifest(source):
-        return drift
-    from sitegen.diff import diff_bundles, format_diff
-
-    comparison = diff_bundles(source, staging)
-    return replace(
-        drift,
-        rankings_identical=comparison.rankings_identical,
-        metrics_identical=comparison.metrics_identical,
-        comparison=format_diff(comparison).splitlines()[0],
-    )
-
-
 def _stored_vectors(options: BuildOptions, model: EmbeddingModel, log: Log) -> StoredVectors:
     """The vectors of the earlier bundle (``--vectors-from``, else the output site), as frozen inputs."""
     source = options.vectors_source
@@ -605,31 +589,6 @@ def _log_embed_stats(name: str, stats: EmbedStats, source: Path, log: Log) -> No
     log(f"{name}: {stats.frozen} vectors from {source}, {stats.cached} from the cache, {stats.embedded} embedded")
     if stats.rejected:
         log(f"warning: {name}: {stats.rejected} cache rows failed their checksum or were not unit vectors; re-embedded")
-
-
-class _Drift:
-    """Accumulates the largest difference between re-embedded and stored vectors."""
-
-    def __init__(self) -> None:
-        self.compared = 0
-        self.max_abs_diff = 0.0
-        self.worst = ""
-
-    def add(self, corpus: Corpus, embeddings: CorpusEmbeddings, stored: Mapping[str, np.ndarray]) -> None:
-        rows = [(f"passage {d.doc_id}", passage_text(d)) for d in corpus.documents]
-        rows += [(f"question {q.query_id}", q.text) for q in corpus.queries]
-        fresh = np.concatenate([embeddings.doc_vectors, embeddings.query_vectors])
-        for (label, text), vector in zip(rows, fresh, strict=True):
-            old = stored.get(text_sha256(text))
-            if old is None:
-                continue
-            self.compared += 1
-            diff = float(np.max(np.abs(vector.astype(np.float64) - old.astype(np.float64))))
-            if diff > self.max_abs_diff or not self.worst:
-                self.max_abs_diff, self.worst = diff, f"{corpus.name} {label}"
-
-    def result(self, source: Path) -> VectorDrift:
-        return VectorDrift(str(source), self.compared, self.max_abs_diff, self.worst)
 
 
 def _start_postgres(rankers: list[Any], options: BuildOptions, log: Log, stack: ExitStack) -> tuple[Any, str | None]:
@@ -705,123 +664,6 @@ def _is_postgres_unavailable(exc: Exception) -> bool:
     return isinstance(exc, PostgresUnavailable)
 
 
-def _postgres_evidence(
-    corpus: Corpus,
-    rankers: Sequence[Any],
-    runs: dict[str, Run],
-    embeddings: CorpusEmbeddings | None,
-    pg_index: Any,
-    not_run: dict[str, str],
-) -> dict[str, Any] | None:
-    """Agreement figures and index plans for the rankers that need PostgreSQL, or why they did not run."""
-    pg_names = needs_postgres(rankers)
-    asked = [r.name for r in rankers if r.name in pg_names and (r.name in runs or r.name in not_run)]
-    if not asked:
-        return None
-    evidence: dict[str, Any] = {
-        "schema_version": 1,
-        "rankers": asked,
-        "not_run": {n: not_run[n] for n in asked if n in not_run},
-        "questions": len(corpus.queries),
-        "note": "ts_rank_cd is not BM25: it has no idf, so a common word counts as much as a rare one",
-    }
-    if pg_index is None or embeddings is None:
-        return evidence
-    from sitegen.rankers.pg import same_top
-
-    evidence["agreement"] = [
-        {
-            "ranker": name,
-            "reproduces": claim.ranker,
-            "top": claim.top,
-            "claim": claim.claim,
-            "identical": same_top(runs[claim.ranker], runs[name], claim.top),
-        }
-        for name, run in runs.items()
-        if (claim := run.contract.reproduces) is not None and name in asked and claim.ranker in runs
-    ]
-    plans = pg_index.explain_plans(embeddings.query_vectors[0], corpus.queries[0].text)
-    evidence["plans"] = {
-        "query_id": corpus.queries[0].query_id,
-        "scans": {kind: [dict(vars(node)) for node in nodes] for kind, nodes in plans.items()},
-    }
-    evidence["index"] = pg_index.index_params()
-    return evidence
-
-
-CHUNKING_SWEEP_METRICS = ("recall@5", "recall@10", "ndcg@10", "mrr@10")
-
-
-def _chunking_sweep(
-    corpus: Corpus,
-    chunking: ChunkConfig,
-    model: EmbeddingModel,
-    cache: EmbeddingCache,
-    progress: ProgressFactory | None,
-    log: Log,
-    frozen: Mapping[str, np.ndarray] | None,
-    reembed: bool,
-) -> dict[str, Any]:
-    """Each sweep setting: chunk the source documents, embed (frozen, cached or fresh), rank with
-    bm25, dense and their RRF, and score."""
-    kinds = {q.query_id: q.kind for q in corpus.queries}
-    rows = []
-    vectors: dict[str, Any] = {}
-    hashes: dict[str, str] = {}
-    stats = EmbedStats(embedded=0, cached=0)
-    sweep_rankers = chunking_sweep_rankers()
-    for setting in chunking.sweep:
-        chunked = chunk_corpus(corpus, setting)
-        # Where the vectors came from is logged, never written: evidence depends on inputs only.
-        embeddings, setting_stats = embed_corpus(chunked, model, cache, progress, frozen, reembed)
-        stats += setting_stats
-        vectors.update(zip(embeddings.doc_ids, embeddings.doc_vectors, strict=True))
-        hashes.update((d.doc_id, text_sha256(passage_text(d))) for d in chunked.documents)
-        runs: dict[str, Run] = {}
-        for ranker in make_rankers(sweep_rankers):
-            runs[ranker.name] = ranker.rank(RankInputs(corpus=chunked, embeddings=embeddings, runs=runs), TREC_DEPTH)
-        scores = {
-            name: evaluate(
-                {q: [h.doc_id for h in hits] for q, hits in run.hits.items()},
-                chunked.qrels,
-                kinds,
-                CHUNKING_SWEEP_METRICS,
-            )["overall"]
-            for name, run in runs.items()
-        }
-        rows.append(
-            {
-                "setting": setting.as_dict(),
-                "passages": len(chunked.documents),
-                "characters_embedded": sum(len(passage_text(d)) for d in chunked.documents),
-                "scores": scores,
-            }
-        )
-        log(
-            f"{corpus.name}: chunking {setting.label}: {len(chunked.documents)} chunks, "
-            f"recall@10 " + ", ".join(f"{r} {scores[r]['recall@10']:.3f}" for r in sweep_rankers)
-        )
-    best = {}
-    for ranker in sweep_rankers:  # first setting in sweep order wins a tie
-        top = max(row["scores"][ranker]["recall@10"] for row in rows)
-        chosen = next(row for row in rows if row["scores"][ranker]["recall@10"] == top)
-        best[ranker] = {"label": chosen["setting"]["label"], "recall@10": top}
-    ids = sorted(vectors)
-    return {
-        "rankers": list(sweep_rankers),
-        "metrics": list(CHUNKING_SWEEP_METRICS),
-        "rows": rows,
-        "best_recall@10": best,
-        "vectors": {
-            "ids": ids,
-            "hashes": [hashes[i] for i in ids],
-            "matrix": np.stack([vectors[i] for i in ids]) if ids else None,
-            "config_sha256": model.config.sha256(),
-        },
-        "stats": stats,
-    }
-
-
 def _build_corpus(
     staging: Path,
     corpus: Corpus,
@@ -856,7 +698,7 @@ def _build_corpus(
         runs, metrics, not_run = _rank_corpus(
             corpus, [*rankers, *externals], embeddings, pg_index, pg_problem, options, log, seconds
         )
-        postgres = _postgres_evidence(corpus, rankers, runs, embeddings, pg_index, not_run)
+        postgres = postgres_evidence(corpus, rankers, runs, embeddings, pg_index, not_run)
     clock = time.perf_counter()
     rankings = {r: {q: [h.doc_id for h in hits] for q, hits in run.hits.items()} for r, run in runs.items()}
     contracts = {r: run.contract for r, run in runs.items()}
@@ -903,6 +745,7 @@ def _build_corpus(
         embeddings,
         derived=derived,
         date=inputs_date(corpus.root),
+        frozen=frozen_summary(corpus),
     )
     if sweep_vectors is not None and sweep_vectors["ids"]:
         write_sweep_embeddings(
@@ -928,7 +771,5 @@ def _build_corpus(
     for external in externals:
         target = staging / EVIDENCE_DIR / corpus.name / external.input_copy
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(external.path, target)
-        if sha256_file(target) != external.run.sha256:  # the bundle must hold the bytes that were scored
-            raise CorpusError(external.path, "changed while the build ran; build again")
+        external.write_input(target)  # a run file is copied and checked; a retriever's run is written
     seconds["write"] += time.perf_counter() - clock

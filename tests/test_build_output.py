@@ -238,9 +238,9 @@ def test_two_builds_started_at_once_into_one_folder_leave_one_complete_site(
 ) -> None:
     out = tmp_path / "site"
     first_inside, second_done = threading.Event(), threading.Event()
-    import sitegen.build as build_module
+    import sitegen.publish.audit_stage as audit_stage_module
 
-    real_render = build_module.render_site
+    real_render = audit_stage_module.render_site
     renders = {"n": 0}
     guard = threading.Lock()
 
@@ -253,7 +253,7 @@ def test_two_builds_started_at_once_into_one_folder_leave_one_complete_site(
             assert second_done.wait(60)
         real_render(staging, steps)
 
-    monkeypatch.setattr(build_module, "render_site", render)
+    monkeypatch.setattr(audit_stage_module, "render_site", render)
     outcome: dict[str, BaseException | None] = {}
 
     def run(name: str) -> None:

@@ -15,7 +15,7 @@ from click.testing import CliRunner, Result
 from conftest import REPO, rehash_manifest
 
 from sitegen.cli import cli
-from sitegen.diff import (
+from sitegen.compare.diff import (
     HitRef,
     MetricChange,
     RankMove,
@@ -26,9 +26,9 @@ from sitegen.diff import (
     compare_vectors,
     diff_bundles,
     first_relevant_ranks,
-    format_diff,
     relevance_grades,
 )
+from sitegen.compare.diff_format import format_diff
 from sitegen.errors import BundleError
 from sitegen.publish.evidence import canonical_json
 
@@ -449,3 +449,16 @@ def test_exact_fails_on_a_vector_difference_that_the_default_lets_pass(site_copy
     exact = invoke("--exact", site_copy, edited)
     assert exact.exit_code == 1, exact.output
     assert "differ     evidence/payments-support/embeddings/queries.npy" in exact.output
+
+
+def test_committed_site_against_its_copy_reproduces_exactly(site_copy: Path) -> None:
+    """The reproduction measures of a bundle against its own copy: RMSE 0, ER 1, ΔRI 0, RBO_ext 1."""
+    diff = diff_bundles(REPO / "site", site_copy, 0.0)
+    rep = diff.reproduction
+    assert rep.scores and all(s.rmse == 0.0 for s in rep.scores)
+    assert rep.rankings and all(g.mean_rbo == 1.0 for g in rep.rankings)
+    assert rep.effects and all(e.er in (None, 1.0) and e.delta_ri in (None, 0.0) for e in rep.effects)
+    assert {(e.baseline, e.advanced) for e in rep.effects} == {("bm25", "rrf-dense-bm25")}
+    text = format_diff(diff)
+    assert f"RMSE of per-question scores: {len(rep.scores)} (ranker, metric) series, 0 above 0, largest 0;" in text
+    assert f"mean over questions for {len(rep.rankings)} runs, {len(rep.rankings)} at 1" in text

@@ -296,9 +296,11 @@ def write_corpus_evidence(
     embeddings: CorpusEmbeddings | None,
     derived: Mapping[str, Any],
     date: str | None,
+    frozen: Mapping[str, Any] | None = None,
 ) -> None:
     """Write one corpus's part of the bundle under ``evidence_dir/<corpus>/``; ``derived``
-    maps file names (``report.json``, ``experiments.json``) to the tables they hold."""
+    maps file names (``report.json``, ``experiments.json``) to the tables they hold; ``frozen``
+    (``{"date", "edited_files"}``, see :mod:`sitegen.inputs.freeze`) goes into ``corpus.json`` when given."""
     base = evidence_dir / corpus.name
     for name in corpus.input_files:
         target = base / "inputs" / name
@@ -331,6 +333,8 @@ def write_corpus_evidence(
             "inputs": [f"inputs/{n}" for n in corpus.input_files],
             "embeddings": embeddings is not None,
             "inputs_date": date,
+            # Informational: from the corpus folder's FROZEN.json, which is not in the bundle.
+            **({"frozen": dict(frozen)} if frozen is not None else {}),
         },
     )
     if embeddings is not None:
@@ -396,9 +400,11 @@ def write_manifest(
     corpora: list[str],
     model: Mapping[str, str] | None,
     postgres: Mapping[str, str] | None = None,
+    command: str = "sitegen build",
 ) -> dict[str, Any]:
     """Write ``evidence/manifest.json``: the sha256 and size of every evidence file
-    (paths relative to the site root, sorted), plus tool, Python, library and model versions."""
+    (paths relative to the site root, sorted), plus tool, Python, library and model versions, and the
+    command that built it."""
     evidence_dir = site_dir / EVIDENCE_DIR
     manifest_path = evidence_dir / "manifest.json"
     files = {}
@@ -414,6 +420,7 @@ def write_manifest(
         "model": dict(model) if model else None,
         "postgres": dict(postgres) if postgres else None,
         "corpora": corpora,
+        "command": command,
         "files": files,
     }
     write_json(manifest_path, manifest)

@@ -52,6 +52,7 @@ AUDIT_FILE = "audit.json"
 PAGE_LISTING = "pages.json"
 AUDIT_SCRIPT = "audit.py"
 PERFORMANCE_PAGE = "performance.html"
+METRICS_PAGE = "metrics.html"
 TOP_N = 10
 QUESTIONS_PER_PAGE = 100
 SHOWN_DISAGREEMENTS = 100
@@ -92,7 +93,17 @@ def render_markdown(text: str) -> Markup:
     converter = markdown.Markdown(extensions=["tables", "fenced_code"])
     converter.preprocessors.deregister("html_block")
     converter.inlinePatterns.deregister("html")
-    return Markup(converter.convert(text))
+    # A README's headings sit under the page's own: its # becomes h3, and so on down.
+    html = re.sub(r"<(/?)h([1-6])>", lambda m: f"<{m.group(1)}h{min(int(m.group(2)) + 2, 6)}>", converter.convert(text))
+    return Markup(html)
+
+
+def readme_lead(readme: Markup) -> Markup:
+    """The README's first paragraph and its licence paragraph (if any), shown above the collapsed README."""
+    paragraphs = re.findall(r"<p>.*?</p>", str(readme), flags=re.S)
+    licence = next((p for p in paragraphs if re.search(r"licen[cs]e", p, flags=re.I)), None)
+    lead = paragraphs[:1] + ([licence] if licence and licence not in paragraphs[:1] else [])
+    return Markup("\n".join(lead))
 
 
 def _read_json(path: Path) -> Any:
@@ -107,32 +118,27 @@ def _shown(src: str, text: str, fmt: str) -> Markup:
     return Markup('<span data-ev="{}" data-fmt="{}">{}</span>').format(src, fmt, text)
 
 
-class SourcedFloat(float):
-    """A float read from the evidence that remembers its file and JSON pointer; printed on a page it carries them."""
+class _Sourced:
+    """A number read from the evidence that remembers its file and JSON pointer; printed on a page it carries them."""
 
     src: str
+    _plain: type
 
-    def __new__(cls, value: float, src: str) -> SourcedFloat:
-        number = super().__new__(cls, value)
+    def __new__(cls, value: Any, src: str) -> Any:
+        number = super().__new__(cls, value)  # float.__new__ or int.__new__, after this class in the MRO
         number.src = src
         return number
 
     def __html__(self) -> Markup:
-        return _shown(self.src, str(float(self)), "raw")
+        return _shown(self.src, str(self._plain(self)), "raw")
 
 
-class SourcedInt(int):
-    """An int read from the evidence that remembers its file and JSON pointer; printed on a page it carries them."""
+class SourcedFloat(_Sourced, float):
+    _plain = float
 
-    src: str
 
-    def __new__(cls, value: int, src: str) -> SourcedInt:
-        number = super().__new__(cls, value)
-        number.src = src
-        return number
-
-    def __html__(self) -> Markup:
-        return _shown(self.src, str(int(self)), "raw")
+class SourcedInt(_Sourced, int):
+    _plain = int
 
 
 def _with_sources(obj: Any, src: str) -> Any:
@@ -221,6 +227,7 @@ def _environment() -> Environment:
     )
     env.filters["score"] = _sourced_filter(format_score, "score")
     env.filters["signed"] = _sourced_filter(format_signed, "signed")
+    env.filters["score6"] = _sourced_filter(lambda value: f"{value:.6f}", "score6")
     env.filters["pvalue"] = _sourced_filter(format_p, "pvalue")
     env.filters["setting"] = _sourced_filter(_setting_label, "setting")
     return env
@@ -259,6 +266,8 @@ def _corpus_context(site_dir: Path, name: str) -> dict[str, Any]:
     experiments = _read_evidence(site_dir, base / "experiments.json") if (base / "experiments.json").exists() else None
     packing = _read_evidence(site_dir, base / "packing.json") if (base / "packing.json").exists() else None
     postgres = _read_evidence(site_dir, base / "postgres.json") if (base / "postgres.json").exists() else None
+    readme_path = base / "inputs" / "README.md"
+    readme = render_markdown(readme_path.read_text(encoding="utf-8") if readme_path.exists() else "")
     return {
         "name": name,
         "summary": summary,
@@ -280,11 +289,8 @@ def _corpus_context(site_dir: Path, name: str) -> dict[str, Any]:
         "external": set(summary.get("external_rankers", [])),
         "evidence": f"{EVIDENCE_DIR}/{name}",
         "dir": _corpus_dir(name),
-        "readme": render_markdown(
-            (base / "inputs" / "README.md").read_text(encoding="utf-8")
-            if (base / "inputs" / "README.md").exists()
-            else ""
-        ),
+        "readme": readme,
+        "readme_lead": readme_lead(readme),
     }
 
 
@@ -447,10 +453,12 @@ def _experiments_context(c: dict[str, Any], site: _Site) -> dict[str, Any] | Non
         rows = [{"ranker": a, "cells": [cells.get((a, b)) for b in c["rankers"]]} for a in c["rankers"]]
         tukey = significance.get("tukey", {}).get("by_metric", {}).get(metric)
         matrices.append({"metric": metric, "rows": rows, "tukey": tukey})
+    significant = [p for p in significance["pairs"] if p.get("tested") and p.get("significant")]
     return {
         "data": experiments,
         "sweeps": sweeps,
         "matrices": matrices,
+        "significant": significant,
         "significance": significance,
         "ablation": experiments["ablation"],
         "unanswerable": experiments["unanswerable"],
@@ -664,6 +672,7 @@ def render_site(site_dir: Path, steps: StepCache | None = None) -> list[Path]:
     ]
     pages = [
         _Page("index.html", "index.html", {"cards": cards}),
+        _Page(METRICS_PAGE, "metrics.html", {}),
         _Page(
             "reproducibility.html",
             "reproducibility.html",

@@ -5,6 +5,9 @@ Adding a ranker is one module plus one line in :data:`RANKERS`: the ranker's :cl
 the audit read about it. A ranker of a family the audit recomputes (lexical, dense, fusion) is
 audited with no further change; the audit's own table of the rankers sitegen ships
 (``audit.SHIPPED_RANKERS``) pins each shipped name to its family and verifier.
+
+Other packages add rankers through the ``sitegen.rankers`` entry-point group (:mod:`sitegen.rankers.plugins`),
+read only for a name :data:`RANKERS` lacks; ``RANKERS`` stays the built-in table.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from sitegen.rankers.dense import DenseRanker
 from sitegen.rankers.fusion import RRFRanker, reciprocal_rank_fusion
 from sitegen.rankers.pg import PgHybridRanker, PgTsvectorRanker, PgVectorRanker
 from sitegen.rankers.pg_index import EF_SEARCH_MAX
+from sitegen.rankers.plugins import entry_point_names, load_entry_point_ranker
 
 __all__ = [
     "DEFAULT_RANKERS",
@@ -110,11 +114,13 @@ def make_rankers(names: Iterable[str]) -> list[Ranker]:
     def place(name: str, chain: tuple[str, ...]) -> None:
         if name in placed:
             return
-        if name not in RANKERS:
-            raise SitegenError(f"unknown ranker {name!r}; known rankers: {', '.join(RANKERS)}")
         if name in chain:
             raise SitegenError(f"rankers depend on each other in a cycle: {' -> '.join((*chain, name))}")
-        ranker = RANKERS[name]()
+        # A name that is not built in may be another package's ranker (entry-point group "sitegen.rankers").
+        ranker = RANKERS[name]() if name in RANKERS else load_entry_point_ranker(name)
+        if ranker is None:
+            known = [*RANKERS, *(n for n in entry_point_names() if n not in RANKERS)]
+            raise SitegenError(f"unknown ranker {name!r}; known rankers: {', '.join(known)}")
         if ranker.name != name:
             raise SitegenError(f"the ranker registered as {name!r} calls itself {ranker.name!r}")
         for component in ranker.contract.components:

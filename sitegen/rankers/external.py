@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import hashlib
 import io
+import shutil
 from collections.abc import Set
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sitegen.errors import CorpusError
+from sitegen.hashing import sha256_file
 from sitegen.inputs.corpus import text_lines
 from sitegen.rankers.base import Contract, Family, Hit, RankInputs, Run
 
@@ -32,6 +34,7 @@ __all__ = [
     "ExternalRunRanker",
     "IdCheck",
     "check_ids",
+    "parse_trec_run",
     "read_trec_run",
 ]
 
@@ -59,6 +62,11 @@ def read_trec_run(path: Path) -> ExternalRun:
         data = path.read_bytes()
     except OSError as exc:  # a folder, no permission: one line naming the file, not a traceback
         raise CorpusError(path, f"cannot read the file: {exc.strerror or exc}") from None
+    return parse_trec_run(data, path)
+
+
+def parse_trec_run(data: bytes, path: Path) -> ExternalRun:
+    """:func:`read_trec_run` on bytes already read (or made: a retriever's run); ``path`` names them in errors."""
     raw: dict[str, dict[str, float]] = {}
     # The shared line reader: lines end at \n only, a BOM on line 1 is skipped, NUL and bad UTF-8 name the line.
     for number, line in text_lines(path, io.BytesIO(data)):
@@ -156,6 +164,12 @@ class ExternalRunRanker:
         self.path = path
         self.input_copy = input_copy
         self.run = run
+
+    def write_input(self, target: Path) -> None:
+        """Put the scored bytes into the bundle's inputs at ``target``: the file, checked unchanged."""
+        shutil.copyfile(self.path, target)
+        if sha256_file(target) != self.run.sha256:  # the bundle must hold the bytes that were scored
+            raise CorpusError(self.path, "changed while the build ran; build again")
 
     def params(self) -> dict[str, Any]:
         return {

@@ -1,4 +1,5 @@
-"""Compare two evidence bundles: files, rankings, scores, metrics, per-question moves, vectors, versions.
+"""Compare two evidence bundles: files, rankings, scores, metrics, per-question moves, vectors, versions,
+and how closely B reproduces A (RMSE, effect ratio, ΔRI, RBO: :mod:`sitegen.compare.repro`).
 
 Two builds of the same inputs should give the same bundle; when they do not, a reviewer needs
 to know whether the *results* moved (rankings, metrics, scores beyond a tolerance) or only
@@ -10,7 +11,8 @@ their surroundings (library versions, derived pages). This module is the base of
 - pure comparison functions over plain dicts (:func:`compare_files`, :func:`compare_runs`,
   :func:`compare_metrics`, :func:`first_relevant_ranks`, :func:`compare_first_relevant`,
   :func:`compare_vectors`, :func:`compare_manifest_fields`) return small frozen dataclasses;
-- :meth:`BundleDiff.to_json` and :func:`format_diff` only present what they are handed.
+- :meth:`BundleDiff.to_json` (:mod:`sitegen.compare.diff_results`, with the other result dataclasses) and
+  :func:`sitegen.compare.diff_format.format_diff` only present what they are handed.
 
 A bundle is refused (:class:`sitegen.errors.BundleError`) unless every file its manifest lists has the listed
 sha256: comparing a bundle that fails its own manifest would report edits as results.
@@ -31,24 +33,56 @@ sha256: comparing a bundle that fails its own manifest would report edits as res
      "first_relevant_rank": [{"corpus", "ranker", "query_id", "before", "after"}],  moved questions only
      "embeddings": [{"corpus", "file", "ids_match", "shape_a", "shape_b", "max_abs_diff",
                      "at": {"id", "component"} | null}],
-     "manifest": [{"field", "a", "b"}]}                                            differing fields only
+     "manifest": [{"field", "a", "b"}],                                            differing fields only
+     "reproduction": {                                       A the original, B the rerun (Breuer et al. 2020)
+         "nrmse_normalisation": str, "rbo": {"p": 0.9, "depth": str}, "kendall_tau_union": str (why not),
+         "scores": [{"corpus", "ranker", "metric", "questions", "questions_only_in_a", "questions_only_in_b",
+                     "rmse", "nrmse", "undefined"}],                                    every metric
+         "effects": [{"corpus", "baseline", "advanced", "metric", "questions_a", "questions_b",
+                      "improvement_a", "improvement_b", "er", "er_undefined",
+                      "ri_a", "ri_b", "delta_ri", "delta_ri_undefined"}],
+         "pairs_not_compared": [{"corpus", "baseline", "advanced", "reason"}],       requested pairs only
+         "rankings": [{"corpus", "ranker", "questions", "depth", "mean_rbo_ext", "min_rbo_ext", "min_at"}]}}
 
 Paths are the manifest's (relative to the site root, ``evidence/...``); ranks are 1-based;
-``null`` stands for "not in the run" or "absent".
+``null`` stands for "not in the run" or "absent", in ``reproduction`` for "undefined", with the
+reason beside it (``undefined``, ``er_undefined``, ``delta_ri_undefined``). The reproduction
+measures are defined in :mod:`sitegen.compare.repro`; they read the per-question scores of
+``metrics.json`` (``per_query``) and the rankings of ``runs/<ranker>.json``.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from sitegen.compare.diff_results import (
+    DIFF_SCHEMA_VERSION,
+    BundleDiff,
+    EmbeddingDiff,
+    FieldChange,
+    FileDiff,
+    HitRef,
+    MetricChange,
+    PairSkipped,
+    RankMove,
+    Reproduction,
+    RunDiff,
+)
+from sitegen.compare.repro import (
+    DEFAULT_PAIR,
+    PairEffect,
+    RankingAgreement,
+    ScoreAgreement,
+    pair_effects,
+    ranking_agreement,
+    score_agreement,
+)
 from sitegen.errors import BundleError
 from sitegen.publish.bundle import Bundle, load_json, open_bundle
 from sitegen.scoring.report import first_relevant_rank
@@ -61,271 +95,28 @@ __all__ = [
     "FileDiff",
     "HitRef",
     "MetricChange",
+    "PairSkipped",
     "RankMove",
+    "Reproduction",
     "RunDiff",
     "compare_files",
     "compare_first_relevant",
     "compare_manifest_fields",
     "compare_metrics",
+    "compare_pairs",
     "compare_runs",
     "compare_vectors",
     "diff_bundles",
     "first_relevant_ranks",
-    "format_diff",
+    "rankings_by_query",
     "relevance_grades",
 ]
 
-DIFF_SCHEMA_VERSION = 1
 _EVIDENCE = "evidence"
 _MANIFEST = "manifest.json"
-_CAP = 10  # lines per terminal section
-_QUERY_EXAMPLES = 5  # differing query ids named per run in the terminal
 _RUN_PATH = re.compile(r"^evidence/([^/]+)/runs/([^/]+)\.json$")
 _METRICS_PATH = re.compile(r"^evidence/([^/]+)/metrics\.json$")
 _NPY_PATH = re.compile(r"^evidence/([^/]+)/embeddings/([^/]+)\.npy$")
-
-
-# ------------------------------------------------------------------------------------------ results
-
-
-@dataclass(frozen=True)
-class FileDiff:
-    """Evidence files by manifest sha256: equal, different, or listed on one side only."""
-
-    identical: tuple[str, ...]
-    differ: tuple[str, ...]
-    only_in_a: tuple[str, ...]
-    only_in_b: tuple[str, ...]
-
-    @property
-    def total(self) -> int:
-        return len(self.identical) + len(self.differ) + len(self.only_in_a) + len(self.only_in_b)
-
-
-@dataclass(frozen=True)
-class HitRef:
-    """Where in a run a value sits: the hit the largest score difference was found at."""
-
-    query_id: str
-    doc_id: str
-    rank: int
-
-
-@dataclass(frozen=True)
-class RunDiff:
-    """One (corpus, ranker) run present in both bundles.
-
-    Scores are compared only where both runs hold the same document at the same rank, so a
-    ranking change is never reported twice (once as ids, once as a huge "score difference").
-    """
-
-    corpus: str
-    ranker: str
-    queries: int
-    differing_queries: tuple[str, ...]
-    compared_hits: int
-    max_score_diff: float
-    max_score_at: HitRef | None
-    params_differ: bool
-
-    @property
-    def rankings_identical(self) -> bool:
-        return not self.differing_queries
-
-
-@dataclass(frozen=True)
-class MetricChange:
-    """One overall metric value of one ranker on one corpus in A and B (``None``: absent there)."""
-
-    corpus: str
-    ranker: str
-    metric: str
-    a: float | None
-    b: float | None
-
-    @property
-    def delta(self) -> float | None:
-        return None if self.a is None or self.b is None else self.b - self.a
-
-    @property
-    def changed(self) -> bool:
-        # Exact on purpose: the same rankings give bit-identical metrics, so any change is news.
-        return self.a != self.b
-
-
-@dataclass(frozen=True)
-class RankMove:
-    """A question whose first relevant passage moved: its 1-based rank before (A) and after (B),
-    ``None`` when no relevant passage is in that run."""
-
-    corpus: str
-    ranker: str
-    query_id: str
-    before: int | None
-    after: int | None
-
-
-@dataclass(frozen=True)
-class EmbeddingDiff:
-    """One stored vector array in both bundles; compared component by component only when its row
-    ids and shape match (otherwise ``max_abs_diff`` is ``None``: the rows are different vectors)."""
-
-    corpus: str
-    file: str
-    ids_match: bool
-    shape_a: tuple[int, ...]
-    shape_b: tuple[int, ...]
-    max_abs_diff: float | None
-    at_id: str | None
-    at_component: int | None
-
-
-@dataclass(frozen=True)
-class FieldChange:
-    """A manifest field outside ``files`` (dotted for nested ones, e.g. ``libraries.numpy``) that differs."""
-
-    field: str
-    a: Any
-    b: Any
-
-
-@dataclass(frozen=True)
-class BundleDiff:
-    """Everything :func:`diff_bundles` found; :attr:`equivalent` is the CLI's exit-0 condition."""
-
-    a: str
-    b: str
-    tolerance: float
-    files: FileDiff
-    runs: tuple[RunDiff, ...]
-    runs_only_in_a: tuple[str, ...]
-    runs_only_in_b: tuple[str, ...]
-    metrics: tuple[MetricChange, ...]
-    moves: tuple[RankMove, ...]
-    embeddings: tuple[EmbeddingDiff, ...]
-    manifest: tuple[FieldChange, ...]
-
-    @property
-    def rankings_identical(self) -> bool:
-        """Same runs on both sides, and the same ids in the same order for every query."""
-        return not self.runs_only_in_a and not self.runs_only_in_b and all(r.rankings_identical for r in self.runs)
-
-    @property
-    def metrics_identical(self) -> bool:
-        return not any(m.changed for m in self.metrics)
-
-    @property
-    def largest_score_diff(self) -> RunDiff | None:
-        """The run holding the largest score difference (the first such run in corpus/ranker order),
-        ``None`` when no run shares a single hit with its counterpart."""
-        best: RunDiff | None = None
-        for run in self.runs:
-            if run.compared_hits and (best is None or run.max_score_diff > best.max_score_diff):
-                best = run
-        return best
-
-    @property
-    def within_tolerance(self) -> bool:
-        worst = self.largest_score_diff
-        return worst is None or worst.max_score_diff <= self.tolerance
-
-    @property
-    def equivalent(self) -> bool:
-        """Rankings and metrics identical and every score within tolerance. File, vector and version
-        differences are reported but do not count: what a regression gate guards is the results."""
-        return self.rankings_identical and self.metrics_identical and self.within_tolerance
-
-    def to_json(self) -> dict[str, Any]:
-        """The whole comparison as JSON-able data with keys sorted at every level (shape in the module doc)."""
-        worst = self.largest_score_diff
-        largest: dict[str, Any] = {"value": None if worst is None else worst.max_score_diff}
-        if worst is not None and worst.max_score_at is not None:
-            largest = {
-                "value": worst.max_score_diff,
-                "corpus": worst.corpus,
-                "ranker": worst.ranker,
-                "query_id": worst.max_score_at.query_id,
-                "doc_id": worst.max_score_at.doc_id,
-                "rank": worst.max_score_at.rank,
-            }
-        doc = {
-            "schema_version": DIFF_SCHEMA_VERSION,
-            "a": self.a,
-            "b": self.b,
-            "tolerance": self.tolerance,
-            "summary": {
-                "equivalent": self.equivalent,
-                "rankings_identical": self.rankings_identical,
-                "metrics_identical": self.metrics_identical,
-                "within_tolerance": self.within_tolerance,
-                "files_identical": len(self.files.identical),
-                "files_total": self.files.total,
-                "runs_compared": len(self.runs),
-                "runs_with_different_rankings": sum(1 for r in self.runs if not r.rankings_identical),
-                "metric_values_differing": sum(1 for m in self.metrics if m.changed),
-                "questions_moved": len(self.moves),
-                "largest_score_difference": largest,
-            },
-            "files": {
-                "identical": list(self.files.identical),
-                "differ": list(self.files.differ),
-                "only_in_a": list(self.files.only_in_a),
-                "only_in_b": list(self.files.only_in_b),
-            },
-            "runs": {
-                "compared": [
-                    {
-                        "corpus": r.corpus,
-                        "ranker": r.ranker,
-                        "queries": r.queries,
-                        "differing_queries": list(r.differing_queries),
-                        "compared_hits": r.compared_hits,
-                        "max_score_diff": r.max_score_diff,
-                        "max_score_at": None
-                        if r.max_score_at is None
-                        else {
-                            "query_id": r.max_score_at.query_id,
-                            "doc_id": r.max_score_at.doc_id,
-                            "rank": r.max_score_at.rank,
-                        },
-                        "params_differ": r.params_differ,
-                    }
-                    for r in self.runs
-                ],
-                "only_in_a": list(self.runs_only_in_a),
-                "only_in_b": list(self.runs_only_in_b),
-            },
-            "metrics": [
-                {
-                    "corpus": m.corpus,
-                    "ranker": m.ranker,
-                    "metric": m.metric,
-                    "a": m.a,
-                    "b": m.b,
-                    "delta": m.delta,
-                    "changed": m.changed,
-                }
-                for m in self.metrics
-            ],
-            "first_relevant_rank": [
-                {"corpus": m.corpus, "ranker": m.ranker, "query_id": m.query_id, "before": m.before, "after": m.after}
-                for m in self.moves
-            ],
-            "embeddings": [
-                {
-                    "corpus": e.corpus,
-                    "file": e.file,
-                    "ids_match": e.ids_match,
-                    "shape_a": list(e.shape_a),
-                    "shape_b": list(e.shape_b),
-                    "max_abs_diff": e.max_abs_diff,
-                    "at": None if e.at_id is None else {"id": e.at_id, "component": e.at_component},
-                }
-                for e in self.embeddings
-            ],
-            "manifest": [{"field": f.field, "a": f.a, "b": f.b} for f in self.manifest],
-        }
-        return _sorted_keys(doc)
 
 
 # ---------------------------------------------------------------------------------- pure comparisons
@@ -335,14 +126,6 @@ def _natural_key(text: str) -> tuple[tuple[Any, ...], str]:
     """Sort q2 before q10 and hit@5 before hit@10; the text itself breaks ties (q01 vs q1)."""
     parts = re.split(r"([0-9]+)", text)
     return tuple(int(p) if i % 2 else p for i, p in enumerate(parts)), text
-
-
-def _sorted_keys(obj: Any) -> Any:
-    if isinstance(obj, Mapping):
-        return {k: _sorted_keys(obj[k]) for k in sorted(obj)}
-    if isinstance(obj, list | tuple):
-        return [_sorted_keys(v) for v in obj]
-    return obj
 
 
 def compare_files(a: Mapping[str, str], b: Mapping[str, str]) -> FileDiff:
@@ -520,6 +303,40 @@ def compare_manifest_fields(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple
     return tuple(changes)
 
 
+def rankings_by_query(run: Mapping[str, Any]) -> dict[str, list[str]]:
+    """A run document's rankings, ``{qid: [doc_id, ...]}`` in stored-rank order."""
+    queries: Mapping[str, Sequence[Mapping[str, Any]]] = run.get("queries", {})
+    return {qid: [h["doc_id"] for h in _ranked(hits)] for qid, hits in queries.items()}
+
+
+def compare_pairs(
+    corpus: str,
+    per_query_a: Mapping[str, Mapping[str, Mapping[str, Any]]],
+    per_query_b: Mapping[str, Mapping[str, Mapping[str, Any]]],
+    pairs: Sequence[tuple[str, str]] = (),
+) -> tuple[tuple[PairEffect, ...], tuple[PairSkipped, ...]]:
+    """ER and ΔRI (:func:`sitegen.compare.repro.pair_effects`) for each (baseline, advanced) pair on one
+    corpus, from ``{ranker: {qid: {metric: score}}}`` of A and B. With no ``pairs``, the default pair
+    (bm25, rrf-dense-bm25) where all four sides have it, silently skipped elsewhere; a requested pair
+    missing a side is listed as not compared, with the reason."""
+    requested = list(pairs) or [DEFAULT_PAIR]
+    effects: list[PairEffect] = []
+    skipped: list[PairSkipped] = []
+    for baseline, advanced in requested:
+        missing = [
+            f"{name} has no per-question scores in {side}"
+            for side, scored in (("A", per_query_a), ("B", per_query_b))
+            for name in (baseline, advanced)
+            if not scored.get(name)
+        ]
+        if missing:
+            if pairs:
+                skipped.append(PairSkipped(corpus, baseline, advanced, "; ".join(missing)))
+            continue
+        effects.extend(pair_effects(corpus, baseline, advanced, per_query_a, per_query_b))
+    return tuple(effects), tuple(skipped)
+
+
 # ------------------------------------------------------------------------------------------- readers
 
 
@@ -562,7 +379,17 @@ def _read_metrics(bundle: Bundle, rel: str) -> dict[str, Any]:
         overall = scored.get("overall") if isinstance(scored, dict) else None
         if not isinstance(overall, dict) or not all(v is None or _is_number(v) for v in overall.values()):
             raise BundleError(path, f'ranker {ranker!r}: "overall" is not {{metric: number}}')
+        per_query = scored.get("per_query", {})
+        if not isinstance(per_query, dict) or not all(
+            isinstance(s, dict) and all(v is None or _is_number(v) for v in s.values()) for s in per_query.values()
+        ):
+            raise BundleError(path, f'ranker {ranker!r}: "per_query" is not {{query_id: {{metric: number}}}}')
     return doc
+
+
+def _per_query(scored: Mapping[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
+    """``{ranker: {qid: {metric: score}}}`` of a checked metrics document."""
+    return {ranker: dict(doc.get("per_query", {})) for ranker, doc in scored.items()}
 
 
 def _read_grades(bundle: Bundle, corpus: str) -> dict[str, dict[str, int]]:
@@ -606,9 +433,11 @@ def _by_pattern(files: Iterable[str], pattern: re.Pattern[str]) -> dict[tuple[st
     return {m.groups(): rel for rel in files if (m := pattern.match(rel))}
 
 
-def diff_bundles(a: Path, b: Path, tolerance: float = 0.0) -> BundleDiff:
+def diff_bundles(a: Path, b: Path, tolerance: float = 0.0, pairs: Sequence[tuple[str, str]] = ()) -> BundleDiff:
     """Verify and compare two bundles (site folders or ``evidence/`` folders); ``tolerance`` is the
-    largest absolute score difference, on the same hit, that still counts as equal."""
+    largest absolute score difference, on the same hit, that still counts as equal. ``pairs``
+    (baseline, advanced) are the rankers whose effect ratio and ΔRI are reported (default: bm25 and
+    rrf-dense-bm25 where both exist); they do not affect :attr:`BundleDiff.equivalent`."""
     if not (isinstance(tolerance, int | float) and math.isfinite(tolerance) and tolerance >= 0):
         raise ValueError(f"tolerance must be a finite number >= 0, not {tolerance!r}")
     bundle_a, bundle_b = open_bundle(a), open_bundle(b)
@@ -619,6 +448,7 @@ def diff_bundles(a: Path, b: Path, tolerance: float = 0.0) -> BundleDiff:
     grades_b: dict[str, dict[str, dict[str, int]]] = {}
     run_diffs: list[RunDiff] = []
     moves: list[RankMove] = []
+    rankings: list[RankingAgreement] = []
     # One pair of runs in memory at a time: a large bundle holds many.
     for corpus, ranker in sorted(runs_a.keys() & runs_b.keys(), key=lambda k: (k[0], _natural_key(k[1]))):
         run_a, run_b = _read_run(bundle_a, runs_a[corpus, ranker]), _read_run(bundle_b, runs_b[corpus, ranker])
@@ -628,13 +458,23 @@ def diff_bundles(a: Path, b: Path, tolerance: float = 0.0) -> BundleDiff:
         before = first_relevant_ranks(run_a, grades_a[corpus])
         after = first_relevant_ranks(run_b, grades_b[corpus])
         moves.extend(compare_first_relevant(corpus, ranker, before, after))
+        rankings.append(ranking_agreement(corpus, ranker, rankings_by_query(run_a), rankings_by_query(run_b)))
 
     metrics_a, metrics_b = _by_pattern(bundle_a.files, _METRICS_PATH), _by_pattern(bundle_b.files, _METRICS_PATH)
     metric_changes: list[MetricChange] = []
+    scores: list[ScoreAgreement] = []
+    effects: list[PairEffect] = []
+    skipped: list[PairSkipped] = []
     for (corpus,) in sorted(metrics_a.keys() | metrics_b.keys()):
         scored_a = _read_metrics(bundle_a, metrics_a[corpus,]) if (corpus,) in metrics_a else {}
         scored_b = _read_metrics(bundle_b, metrics_b[corpus,]) if (corpus,) in metrics_b else {}
         metric_changes.extend(compare_metrics(corpus, scored_a, scored_b))
+        per_query_a, per_query_b = _per_query(scored_a), _per_query(scored_b)
+        for ranker in sorted(per_query_a.keys() & per_query_b.keys(), key=_natural_key):
+            scores.extend(score_agreement(corpus, ranker, per_query_a[ranker], per_query_b[ranker]))
+        found, not_found = compare_pairs(corpus, per_query_a, per_query_b, pairs)
+        effects.extend(found)
+        skipped.extend(not_found)
 
     npy_a, npy_b = _by_pattern(bundle_a.files, _NPY_PATH), _by_pattern(bundle_b.files, _NPY_PATH)
     vectors = []
@@ -662,142 +502,5 @@ def diff_bundles(a: Path, b: Path, tolerance: float = 0.0) -> BundleDiff:
         moves=tuple(moves),
         embeddings=tuple(vectors),
         manifest=compare_manifest_fields(bundle_a.manifest, bundle_b.manifest),
+        reproduction=Reproduction(tuple(scores), tuple(effects), tuple(skipped), tuple(rankings)),
     )
-
-
-# ---------------------------------------------------------------------------------------- terminal
-
-
-def _capped(lines: Sequence[str], cap: int = _CAP) -> list[str]:
-    shown = [f"  {line}" for line in lines[:cap]]
-    if len(lines) > cap:
-        shown.append(f"  and {len(lines) - cap} more")
-    return shown
-
-
-def _count(n: int, noun: str, plural: str | None = None) -> str:
-    return f"{n} {noun if n == 1 else plural or noun + 's'}"
-
-
-def _differ(n: int) -> str:
-    return "differs" if n == 1 else "differ"
-
-
-def _rank(rank: int | None) -> str:
-    return "not retrieved" if rank is None else str(rank)
-
-
-def _value(value: Any) -> str:
-    if value is None:
-        return "absent"
-    if _is_number(value):
-        return f"{value:.6g}"
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, sort_keys=True, ensure_ascii=False)
-
-
-def _summary(d: BundleDiff) -> str:
-    parts = []
-    if d.rankings_identical and d.metrics_identical:
-        parts.append("identical rankings and metrics")
-    else:
-        if d.rankings_identical:
-            parts.append("identical rankings")
-        else:
-            differing = [r for r in d.runs if not r.rankings_identical]
-            queries = sum(len(r.differing_queries) for r in differing)
-            text = f"rankings differ ({_count(queries, 'query', 'queries')} in {_count(len(differing), 'run')}"
-            one_side = len(d.runs_only_in_a) + len(d.runs_only_in_b)
-            parts.append(text + (f", {_count(one_side, 'run')} in one bundle only)" if one_side else ")"))
-        changed = sum(1 for m in d.metrics if m.changed)
-        parts.append(
-            "identical metrics" if d.metrics_identical else f"{_count(changed, 'metric value')} {_differ(changed)}"
-        )
-    parts.append(f"{len(d.files.identical)} of {d.files.total} files identical")
-    worst = d.largest_score_diff
-    verdict = "within" if d.within_tolerance else "exceeds"
-    if worst is None:
-        parts.append(f"no shared hits to compare scores on, tolerance {d.tolerance:g}")
-    else:
-        at = worst.max_score_at
-        where = f" ({worst.ranker}, {worst.corpus} {at.query_id})" if at is not None else ""
-        parts.append(f"largest score difference {worst.max_score_diff:g}{where} {verdict} tolerance {d.tolerance:g}")
-    return "; ".join(parts)
-
-
-def format_diff(d: BundleDiff) -> str:
-    """A short terminal report: the summary line, then one section per aspect, each capped at 10 lines."""
-    out = [_summary(d), ""]
-
-    f = d.files
-    out.append(
-        f"files: {len(f.identical)} of {f.total} identical, {len(f.differ)} {_differ(len(f.differ))}, "
-        f"{len(f.only_in_a)} only in A, {len(f.only_in_b)} only in B"
-    )
-    out += _capped(
-        [f"differ     {p}" for p in f.differ]
-        + [f"only in A  {p}" for p in f.only_in_a]
-        + [f"only in B  {p}" for p in f.only_in_b]
-    )
-
-    changed_runs = [r for r in d.runs if not r.rankings_identical or r.max_score_diff > 0 or r.params_differ]
-    ranking_changes = sum(1 for r in d.runs if not r.rankings_identical)
-    out.append(
-        f"runs: {len(d.runs)} compared, {ranking_changes} with different rankings, "
-        f"{len(d.runs_only_in_a)} only in A, {len(d.runs_only_in_b)} only in B"
-    )
-    lines = []
-    for r in changed_runs:
-        notes = []
-        if r.differing_queries:
-            shown = ", ".join(r.differing_queries[:_QUERY_EXAMPLES])
-            more = len(r.differing_queries) - _QUERY_EXAMPLES
-            notes.append(
-                f"{len(r.differing_queries)} of {r.queries} queries ranked differently ({shown}"
-                + (f" and {more} more)" if more > 0 else ")")
-            )
-        if r.max_score_diff > 0 and r.max_score_at is not None:
-            at = r.max_score_at
-            notes.append(f"largest score difference {r.max_score_diff:g} at {at.query_id} rank {at.rank} ({at.doc_id})")
-        if r.params_differ:
-            notes.append("parameters differ")
-        lines.append(f"{r.corpus}/{r.ranker}: " + "; ".join(notes))
-    lines += [f"only in A  {name}" for name in d.runs_only_in_a]
-    lines += [f"only in B  {name}" for name in d.runs_only_in_b]
-    out += _capped(lines)
-
-    changed_metrics = [m for m in d.metrics if m.changed]
-    out.append(
-        f"metrics: {_count(len(d.metrics), 'overall value')} compared, "
-        f"{len(changed_metrics)} {_differ(len(changed_metrics))}"
-    )
-    out += _capped(
-        [
-            f"{m.corpus}/{m.ranker} {m.metric}: {_value(m.a)} -> {_value(m.b)}"
-            + (f" ({m.delta:+.3g})" if m.delta is not None else "")
-            for m in changed_metrics
-        ]
-    )
-
-    out.append(f"first relevant rank: {_count(len(d.moves), 'question')} moved")
-    out += _capped([f"{m.corpus}/{m.ranker} {m.query_id}: {_rank(m.before)} -> {_rank(m.after)}" for m in d.moves])
-
-    comparable = [e for e in d.embeddings if e.max_abs_diff is not None]
-    largest = max((e.max_abs_diff for e in comparable if e.max_abs_diff is not None), default=0.0)
-    out.append(
-        f"embeddings: {_count(len(d.embeddings), 'array')}, {len(comparable)} comparable, "
-        f"largest component difference {largest:g}"
-    )
-    lines = []
-    for e in d.embeddings:
-        if e.max_abs_diff is None:
-            why = "row ids differ" if not e.ids_match else f"shape {list(e.shape_a)} vs {list(e.shape_b)}"
-            lines.append(f"{e.corpus}/{e.file}: not compared, {why}")
-        elif e.max_abs_diff > 0:
-            lines.append(f"{e.corpus}/{e.file}: {e.max_abs_diff:g} at {e.at_id}, component {e.at_component}")
-    out += _capped(lines)
-
-    out.append(f"manifest: {_count(len(d.manifest), 'field')} {_differ(len(d.manifest))}")
-    out += _capped([f"{c.field}: {_value(c.a)} -> {_value(c.b)}" for c in d.manifest])
-    return "\n".join(out)

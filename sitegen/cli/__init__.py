@@ -1,0 +1,31 @@
+"""Command line: ``sitegen build``, ``audit``, ``validate``, ``rankers``, ``bench-pg``, ``diff``, ``import``,
+``gate``, ``freeze``.
+
+This module defines the ``cli`` group and adds every command to it; the commands live one module per concern:
+``build_command`` (build), ``audit_command`` (audit), ``inputs_commands`` (validate, import, freeze),
+``info_commands`` (rankers, bench-pg) and ``compare_commands`` (diff, gate). ``common`` holds the helpers and
+click parameter types they share. The command modules never import this one, so there is no import cycle.
+"""
+
+from __future__ import annotations
+
+import click
+
+from sitegen import __version__
+from sitegen.cli.audit_command import audit
+from sitegen.cli.build_command import build
+from sitegen.cli.compare_commands import diff_command, gate_group
+from sitegen.cli.info_commands import bench_pg, rankers
+from sitegen.cli.inputs_commands import freeze_command, import_group, validate
+
+__all__ = ["cli"]
+
+
+@click.group()
+@click.version_option(__version__, prog_name="sitegen")
+def cli() -> None:
+    """Turn frozen retrieval test collections into a verifiable evaluation report."""
+
+
+for _command in (build, audit, validate, rankers, bench_pg, diff_command, import_group, freeze_command, gate_group):
+    cli.add_command(_command)

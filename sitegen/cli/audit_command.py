@@ -1,0 +1,117 @@
+"""``sitegen audit``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from sitegen.cli.common import _os_problem, _site_folder
+from sitegen.errors import SitegenError
+
+
+@click.command()
+@click.argument(
+    "site",
+    required=False,
+    default=Path("site"),
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    callback=_site_folder,
+)
+@click.option(
+    "--reembed",
+    is_flag=True,
+    help="Also re-embed the bundled inputs with the packaged model and compare with the stored vectors.",
+)
+@click.option(
+    "--pages",
+    is_flag=True,
+    help="Also re-render the pages and plots from the evidence with this sitegen's templates and compare "
+    "them byte for byte with the site's.",
+)
+@click.option(
+    "--postgres",
+    is_flag=True,
+    help="Also rerun the pg-* rankers on PostgreSQL from the bundled inputs and vectors and compare with "
+    "the stored runs (same ids in the same order, scores within 1e-6).",
+)
+@click.option(
+    "--pg-dsn",
+    envvar="SITEGEN_PG_DSN",
+    default=None,
+    help="Connection string of a PostgreSQL server with pgvector for --postgres "
+    "[default: $SITEGEN_PG_DSN, else a private server started from the pgserver package].",
+)
+def audit(site: Path, reembed: bool, pages: bool, postgres: bool, pg_dsn: str | None) -> None:
+    """Verify a built site independently: checksums, rankings, fusion, metrics, derived tables.
+
+    Runs the same standalone verifier that ships as SITE/audit.py, writes SITE/audit.json,
+    and exits 1 if any check fails.
+
+    \b
+    Example:
+        sitegen audit site
+        sitegen audit --reembed site
+        sitegen audit --pages site
+        sitegen audit --postgres site
+        sitegen audit --postgres --pg-dsn postgresql://localhost/scratch site
+    """
+    from sitegen.audit import run_audit
+
+    report = run_audit(site, echo=click.echo)
+    failed = report["verdict"] != "pass"
+    manifest_failed = any(c["name"] == "manifest" and c["status"] == "fail" for c in report["checks"])
+
+    def extension(what: str, trusted: str, run: Callable[[], Any]) -> Any:
+        """Run one check that needs sitegen installed, on a bundle whose files match its manifest."""
+        if manifest_failed:
+            raise click.ClickException(f"cannot {what}: the bundle failed its manifest check, so its {trusted}")
+        try:
+            return run()
+        except SitegenError as exc:
+            raise click.ClickException(f"cannot {what}: {exc}") from exc
+        except OSError as exc:
+            raise click.ClickException(f"cannot {what}: {_os_problem(exc)}") from exc
+
+    if reembed:
+        from sitegen.publish.bundle import REEMBED_TOLERANCE
+        from sitegen.verify.reembed import reembed_bundle
+
+        for result in extension("re-embed", "vectors are not trusted", lambda: reembed_bundle(site)):
+            status = "PASS" if result.ok else "FAIL"
+            weights = "" if result.weights_match else ", stored weights sha256 differs from the installed model's"
+            click.echo(
+                f"{status} reembed:{result.corpus}: {result.vectors} vectors, largest component difference "
+                f"{result.max_abs_diff:.2e} ({result.worst or 'all identical'}), "
+                f"tolerance {REEMBED_TOLERANCE:.0e}{weights}"
+            )
+            failed = failed or not result.ok
+    if pages:
+        from sitegen.verify.pages import compare_pages
+
+        comparison = extension("compare pages", "evidence is not trusted", lambda: compare_pages(site))
+        if comparison.ok:
+            click.echo(f"PASS re-render: {comparison.identical} files identical to a re-render from the evidence")
+        else:
+            click.echo(f"FAIL re-render: {comparison.summary()}")
+            for line in comparison.details():
+                click.echo(f"    {line}")
+            failed = True
+    if postgres:
+        from sitegen.verify.postgres import SCORE_TOLERANCE, rerun_postgres
+
+        reruns = extension("rerun PostgreSQL", "runs are not trusted", lambda: rerun_postgres(site, pg_dsn or None))
+        if not reruns:
+            click.echo("PASS postgres: no PostgreSQL runs in this bundle")
+        for rerun in reruns:
+            click.echo(
+                f"{'PASS' if rerun.ok else 'FAIL'} postgres:{rerun.corpus}/{rerun.ranker}: {rerun.questions} "
+                f"questions rerun, {rerun.ids_differ} with other ids or order, largest score difference "
+                f"{rerun.max_score_diff:.1e} (tolerance {SCORE_TOLERANCE:.0e})"
+                + (f"; first: {rerun.first_difference}" if rerun.first_difference else "")
+            )
+            failed = failed or not rerun.ok
+    if failed:
+        raise SystemExit(1)

@@ -1,0 +1,302 @@
+"""The commands on corpus inputs: ``sitegen validate``, ``import`` (beir, trec, smart) and ``freeze``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from sitegen.cli.common import _os_problem
+from sitegen.errors import SitegenError
+
+
+@click.command()
+@click.argument("folders", nargs=-1, required=True, type=click.Path(path_type=Path))
+def validate(folders: tuple[Path, ...]) -> None:
+    """Check corpus folders and report the first problem in each, with file and line.
+
+    \b
+    Example:
+        sitegen validate corpora/payments-support
+    """
+    from sitegen.inputs.corpus import load_corpus
+
+    failed = False
+    for folder in folders:
+        if folder.is_file():
+            click.echo(f"error: {folder}: is a file; pass the corpus folder that holds corpus.jsonl", err=True)
+            failed = True
+            continue
+        try:
+            corpus = load_corpus(folder)
+        except SitegenError as exc:
+            click.echo(f"error: {exc}", err=True)
+            failed = True
+            continue
+        except OSError as exc:
+            click.echo(f"error: {_os_problem(exc)}", err=True)
+            failed = True
+            continue
+        click.echo(
+            f"{folder}: ok ({len(corpus.documents)} passages, {len(corpus.queries)} questions, "
+            f"kinds: {', '.join(corpus.kinds)})"
+        )
+    if failed:
+        raise SystemExit(1)
+
+
+# ----------------------------------------------------------------------------------- sitegen import
+
+
+def _import_options(command: Any) -> Any:
+    """The options every ``sitegen import`` subcommand shares."""
+    options = [
+        click.option(
+            "--to",
+            type=click.Path(file_okay=False, path_type=Path),
+            default=Path("corpora"),
+            show_default=True,
+            help="Folder to write the corpus folder <to>/<name>/ into.",
+        ),
+        click.option(
+            "--license",
+            "license_text",
+            required=True,
+            metavar="TEXT",
+            help='The collection\'s license as you know it, recorded in the corpus README; --license "" records '
+            '"license: not stated".',
+        ),
+        click.option(
+            "--skip-unknown",
+            is_flag=True,
+            help="Drop (and count) qrels rows that name an unknown query or document instead of failing.",
+        ),
+        click.option(
+            "--keep-unanswerable",
+            is_flag=True,
+            help='Keep queries that are judged but have no relevant document, as "answerable": false '
+            "(default: drop and count them).",
+        ),
+        click.option("--overwrite", is_flag=True, help="Replace <to>/<name>/ if it exists."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def _echo_import(result: Any) -> None:
+    click.echo(
+        f"wrote {result.folder}: {result.documents} documents, {result.queries} queries, "
+        f"{result.judged_pairs} judged pairs; dropped {result.dropped_queries} queries without a relevant "
+        f"document and {result.dropped_qrels} qrels rows (details in {result.folder / 'README.md'})"
+    )
+
+
+@click.group("import")
+def import_group() -> None:
+    """Convert an existing test collection (BEIR, TREC, SMART) into a corpus folder.
+
+    Each importer writes <to>/<name>/ (corpus.jsonl, queries.jsonl, qrels/test.tsv and a README recording the
+    source files' sha256, the command and the license), validates it, and only then moves it into place.
+    Queries without a relevant document are dropped and counted.
+    """
+
+
+@import_group.command("beir")
+@click.argument("src_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--name", default=None, help="Corpus name [default: the source folder's name].")
+@click.option("--split", default="test", show_default=True, help="Import the judgements of qrels/<split>.tsv.")
+@_import_options
+def import_beir_command(
+    src_dir: Path,
+    name: str | None,
+    split: str,
+    to: Path,
+    license_text: str,
+    skip_unknown: bool,
+    keep_unanswerable: bool,
+    overwrite: bool,
+) -> None:
+    """Import a BEIR folder.
+
+    SRC_DIR holds corpus.jsonl, queries.jsonl and qrels/<split>.tsv (with a header line).
+
+    \b
+    Example:
+        sitegen import beir ~/data/cranfield --to /tmp/corpora --license "research use, per the distributor"
+    """
+    from sitegen.inputs.importers import import_beir
+
+    try:
+        result = import_beir(
+            src_dir,
+            name or src_dir.resolve().name,
+            split,
+            license_text=license_text,
+            to=to,
+            overwrite=overwrite,
+            skip_unknown=skip_unknown,
+            keep_unanswerable=keep_unanswerable,
+        )
+    except SitegenError as exc:
+        raise click.ClickException(f"import failed: {exc}") from exc
+    _echo_import(result)
+
+
+@import_group.command("trec")
+@click.argument("docs", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("topics", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("qrels", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--name", required=True, help="Corpus name (the folder under --to).")
+@click.option(
+    "--topic-field",
+    type=click.Choice(["title", "desc", "title+desc"]),
+    default="title",
+    show_default=True,
+    help="Which part of an SGML topic is the query text.",
+)
+@_import_options
+def import_trec_command(
+    docs: Path,
+    topics: Path,
+    qrels: Path,
+    name: str,
+    topic_field: str,
+    to: Path,
+    license_text: str,
+    skip_unknown: bool,
+    keep_unanswerable: bool,
+    overwrite: bool,
+) -> None:
+    """Import a TREC collection.
+
+    DOCS is JSONL or <DOC> SGML, TOPICS is qid<TAB>text lines or <top> SGML, QRELS is 'qid iter docid grade'
+    lines. Formats are detected from each file's first character; .gz files are read as they are.
+
+    \b
+    Example:
+        sitegen import trec docs.sgml.gz topics.301-350.txt qrels.301-350.txt --name trec6-mini --license "..."
+    """
+    from sitegen.inputs.importers import import_trec
+
+    try:
+        result = import_trec(
+            docs,
+            topics,
+            qrels,
+            name,
+            license_text=license_text,
+            topic_field=topic_field,
+            to=to,
+            overwrite=overwrite,
+            skip_unknown=skip_unknown,
+            keep_unanswerable=keep_unanswerable,
+        )
+    except SitegenError as exc:
+        raise click.ClickException(f"import failed: {exc}") from exc
+    _echo_import(result)
+
+
+@import_group.command("smart")
+@click.argument("docs", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("queries", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("qrels", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--name", required=True, help="Corpus name (the folder under --to).")
+@click.option(
+    "--query-ids",
+    type=click.Choice(["number", "ordinal"]),
+    default="number",
+    show_default=True,
+    help="Query ids: the .I numbers, or positions 1..n in file order (Cranfield's qrels use positions).",
+)
+@click.option(
+    "--invert-grades",
+    is_flag=True,
+    help="For collections where 1 is the most relevant grade: g becomes max + 1 - g over the positive grades; "
+    "grades <= 0 are dropped.",
+)
+@_import_options
+def import_smart_command(
+    docs: Path,
+    queries: Path,
+    qrels: Path,
+    name: str,
+    query_ids: str,
+    invert_grades: bool,
+    to: Path,
+    license_text: str,
+    skip_unknown: bool,
+    keep_unanswerable: bool,
+    overwrite: bool,
+) -> None:
+    """Import a SMART-format collection (Cranfield, CISI, MED, ...).
+
+    DOCS and QUERIES are .I/.T/.A/.B/.W records, QRELS is 'qid docid [grade]' or 'qid iter docid grade' lines.
+
+    \b
+    Example:
+        sitegen import smart cran.all.1400 cran.qry cranqrel --name cranfield \\
+            --query-ids ordinal --invert-grades --license "..."
+    """
+    from sitegen.inputs.importers import import_smart
+
+    try:
+        result = import_smart(
+            docs,
+            queries,
+            qrels,
+            name,
+            invert_grades,
+            license_text=license_text,
+            query_ids=query_ids,
+            to=to,
+            overwrite=overwrite,
+            skip_unknown=skip_unknown,
+            keep_unanswerable=keep_unanswerable,
+        )
+    except SitegenError as exc:
+        raise click.ClickException(f"import failed: {exc}") from exc
+    _echo_import(result)
+
+
+# ------------------------------------------------------------------------------------ sitegen freeze
+
+
+@click.command("freeze")
+@click.argument("corpus_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--date",
+    "date",
+    default=None,
+    metavar="YYYY-MM-DD",
+    help="The date the inputs are frozen on, recorded in FROZEN.json [default: today]. The file is the same "
+    "bytes for the same inputs and date.",
+)
+def freeze_command(corpus_dir: Path, date: str | None) -> None:
+    """Freeze a corpus's question set: record each input's sha256 and the date in CORPUS_DIR/FROZEN.json.
+
+    The inputs are the files the build reads (corpus.jsonl, queries.jsonl, qrels/test.tsv, sitegen.json,
+    citations.jsonl, runs/*.trec), not README.md. A later build refuses the corpus if any of them changed,
+    was added or was removed, naming them; `sitegen build --allow-edited` builds it anyway and flags it as
+    edited on its page and in corpus.json. Run it again to freeze the edited inputs.
+
+    \b
+    Example:
+        sitegen freeze corpora/payments-support
+        sitegen freeze corpora/payments-support --date 2026-12-01
+    """
+    from sitegen.inputs.freeze import check_date, freeze_corpus
+
+    if date is not None:
+        try:
+            check_date(date)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--date") from None
+    try:
+        path, frozen = freeze_corpus(corpus_dir, date)
+    except SitegenError as exc:
+        raise click.ClickException(f"freeze failed: {exc}") from exc
+    except OSError as exc:
+        raise click.ClickException(f"freeze failed: {_os_problem(exc)}") from exc
+    click.echo(f"wrote {path}: {len(frozen.files)} inputs frozen on {frozen.date} ({', '.join(frozen.files)})")

@@ -1,0 +1,1 @@
+"""Comparing builds over time: the regression gate (:mod:`sitegen.compare.gate`)."""

@@ -1,0 +1,384 @@
+"""Regression gate: the metric values one build published, recorded, and a later build checked against them.
+
+``sitegen gate record SITE --out FILE`` writes the gate file from a site's bundle (opened with
+:func:`~sitegen.publish.bundle.open_bundle`, so a bundle that fails its manifest is refused);
+``sitegen gate check FILE SITE`` checks another site against it. The file is JSON meant to be read,
+edited and reviewed by hand, and committed beside the corpora (``corpora/gate.json``)::
+
+    {
+      "checks": [
+        {"corpus": "tiny", "expected": 0.55, "metric": "ndcg@10", "precision": 4, "ranker": "bm25", "tolerance": 0.001},
+        ...
+      ],
+      "format": "sitegen-gate/1"
+    }
+
+One check per line, sorted by corpus, ranker and metric, keys sorted, so a re-record shows as a line diff.
+``expected`` is the overall value of ``metric`` for ``ranker`` in ``evidence/<corpus>/metrics.json``,
+rounded to ``precision`` decimals when recorded. Loosen one ``tolerance`` by editing its line; stop checking a
+value by deleting its line. A value the site has and the file does not is not checked (the summary counts them).
+
+The rule is Anserini's regression rule (:func:`judge`): both values are rounded to ``precision`` decimals;
+equal is OK; better is OK (every metric sitegen computes is higher-is-better); a difference of at most
+``tolerance`` is OK; at most 1.5 x ``tolerance`` is OK* (worth a look, not a failure); anything else FAILs,
+and so does a corpus, ranker or metric the site lacks.
+
+The rule and the comparison are pure functions; reading the site and the file happens at the edges
+(:func:`record_gate`, :func:`check_gate`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from sitegen.errors import SitegenError
+from sitegen.publish.bundle import load_json, open_bundle
+
+__all__ = [
+    "FAIL",
+    "FORMAT",
+    "OK",
+    "OK_NEAR",
+    "CheckResult",
+    "Expectation",
+    "GateError",
+    "GateOutcome",
+    "Verdict",
+    "check_gate",
+    "compare",
+    "dump_gate",
+    "expectations_from_metrics",
+    "format_result",
+    "judge",
+    "load_gate",
+    "parse_gate",
+    "record_gate",
+    "result_json",
+    "site_metrics",
+    "summary_line",
+    "unchecked",
+]
+
+FORMAT = "sitegen-gate/1"
+OK, OK_NEAR, FAIL = "OK", "OK*", "FAIL"
+#: The OK* band: a difference beyond the tolerance but within this many tolerances.
+NEAR_FACTOR = Decimal("1.5")
+MAX_PRECISION = 12
+
+#: corpus -> ranker -> metric -> overall value, as ``evidence/<corpus>/metrics.json`` holds them.
+Observed = Mapping[str, Mapping[str, Mapping[str, Any]]]
+
+
+class GateError(SitegenError):
+    """A gate file or a site that cannot be read as one: a one-line message naming the file."""
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """One line of the gate file."""
+
+    corpus: str
+    ranker: str
+    metric: str
+    expected: float
+    precision: int
+    tolerance: float
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.corpus, self.ranker, self.metric)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "corpus": self.corpus,
+            "ranker": self.ranker,
+            "metric": self.metric,
+            "expected": self.expected,
+            "precision": self.precision,
+            "tolerance": self.tolerance,
+        }
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What :func:`judge` decided: the status, the absolute difference after rounding, and whether the
+    new value is the better one."""
+
+    status: str
+    delta: Decimal
+    better: bool
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    expectation: Expectation
+    status: str
+    actual: float | None = None
+    delta: Decimal | None = None
+    better: bool = False
+    #: Why there is no value to compare ("the site has no corpus x"); empty when there is one.
+    problem: str = ""
+
+
+@dataclass(frozen=True)
+class GateOutcome:
+    results: tuple[CheckResult, ...]
+    #: ``corpus/ranker metric`` of the site's values that no line of the gate file checks.
+    unchecked: tuple[str, ...]
+
+    @property
+    def failed(self) -> bool:
+        return any(r.status == FAIL for r in self.results)
+
+
+# ------------------------------------------------------------------------------------------ the rule
+
+
+def _rounded(value: float, precision: int) -> Decimal:
+    """``value`` rounded to ``precision`` decimals (correctly, from its binary value), as an exact decimal."""
+    return Decimal(repr(round(float(value), precision)))
+
+
+def judge(expected: float, actual: float, precision: int, tolerance: float) -> Verdict:
+    """Anserini's rule for a higher-is-better metric: round both to ``precision`` decimals; OK when equal,
+    when ``actual`` is better, or when they differ by at most ``tolerance``; OK* within 1.5 x ``tolerance``;
+    else FAIL. The comparison is in exact decimals, so a difference of exactly the tolerance is OK."""
+    want, got = _rounded(expected, precision), _rounded(actual, precision)
+    delta = abs(got - want)
+    allowed = Decimal(repr(float(tolerance)))
+    if got == want:
+        return Verdict(OK, delta, False)
+    if got > want:
+        return Verdict(OK, delta, True)
+    if delta <= allowed:
+        return Verdict(OK, delta, False)
+    if delta <= allowed * NEAR_FACTOR:
+        return Verdict(OK_NEAR, delta, False)
+    return Verdict(FAIL, delta, False)
+
+
+def _finite_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def compare(expectations: Iterable[Expectation], observed: Observed) -> list[CheckResult]:
+    """Judge every expectation against the site's values; a corpus, ranker or metric the site lacks FAILs."""
+    results = []
+    for exp in expectations:
+        rankers = observed.get(exp.corpus)
+        metrics = rankers.get(exp.ranker) if rankers is not None else None
+        if rankers is None:
+            problem = f"the site has no corpus {exp.corpus}"
+        elif metrics is None:
+            problem = f"corpus {exp.corpus} has no ranker {exp.ranker}"
+        elif exp.metric not in metrics:
+            problem = f"{exp.corpus}/{exp.ranker} has no metric {exp.metric}"
+        elif not _finite_number(metrics[exp.metric]):
+            problem = f"{exp.corpus}/{exp.ranker} {exp.metric} is {metrics[exp.metric]!r}, not a finite number"
+        else:
+            actual = float(metrics[exp.metric])
+            verdict = judge(exp.expected, actual, exp.precision, exp.tolerance)
+            results.append(CheckResult(exp, verdict.status, actual, verdict.delta, verdict.better))
+            continue
+        results.append(CheckResult(exp, FAIL, problem=problem))
+    return results
+
+
+def unchecked(expectations: Iterable[Expectation], observed: Observed) -> list[str]:
+    """The site's values no expectation checks, as ``corpus/ranker metric``, sorted."""
+    keys = {e.key for e in expectations}
+    return [
+        f"{corpus}/{ranker} {metric}"
+        for corpus in sorted(observed)
+        for ranker in sorted(observed[corpus])
+        for metric in sorted(observed[corpus][ranker])
+        if (corpus, ranker, metric) not in keys
+    ]
+
+
+def expectations_from_metrics(observed: Observed, precision: int, tolerance: float) -> list[Expectation]:
+    """One expectation per corpus x ranker x metric, the value rounded to ``precision``, sorted."""
+    _check_precision_and_tolerance(precision, tolerance, "record")
+    found = []
+    for corpus in sorted(observed):
+        for ranker in sorted(observed[corpus]):
+            for metric in sorted(observed[corpus][ranker]):
+                value = observed[corpus][ranker][metric]
+                if not _finite_number(value):
+                    raise GateError(f"{corpus}/{ranker} {metric} is {value!r}, not a finite number; nothing to record")
+                found.append(
+                    Expectation(corpus, ranker, metric, round(float(value), precision), precision, float(tolerance))
+                )
+    return found
+
+
+def _check_precision_and_tolerance(precision: Any, tolerance: Any, where: str) -> None:
+    if type(precision) is not int or not 0 <= precision <= MAX_PRECISION:
+        raise GateError(f"{where}: precision {precision!r} is not a whole number from 0 to {MAX_PRECISION}")
+    if not _finite_number(tolerance) or tolerance < 0:
+        raise GateError(f"{where}: tolerance {tolerance!r} is not a finite number >= 0")
+
+
+# ----------------------------------------------------------------------------------------- the text
+
+
+def _fixed(value: float | Decimal, precision: int) -> str:
+    return f"{value:.{precision}f}"
+
+
+def _tolerance_text(tolerance: float, precision: int) -> str:
+    """The tolerance at ``precision`` decimals, unless that would hide digits it has (then as written)."""
+    text = _fixed(tolerance, precision)
+    return text if float(text) == tolerance else repr(tolerance)
+
+
+def format_result(result: CheckResult) -> str:
+    """One line: ``[OK*] payments-support/bm25 ndcg@10 expected 0.4465 actual 0.4451 (delta 0.0014,
+    tolerance 0.0010)``; a better value adds ``, better``; a missing value says what is missing."""
+    exp, p = result.expectation, result.expectation.precision
+    head = f"[{result.status}] {exp.corpus}/{exp.ranker} {exp.metric} expected {_fixed(exp.expected, p)}"
+    if result.problem or result.actual is None or result.delta is None:
+        return f"{head} actual missing ({result.problem})"
+    better = ", better" if result.better else ""
+    return (
+        f"{head} actual {_fixed(result.actual, p)} "
+        f"(delta {_fixed(result.delta, p)}, tolerance {_tolerance_text(exp.tolerance, p)}{better})"
+    )
+
+
+def summary_line(outcome: GateOutcome, source: str) -> str:
+    counts = {status: sum(1 for r in outcome.results if r.status == status) for status in (OK, OK_NEAR, FAIL)}
+    line = (
+        f"gate {'FAIL' if outcome.failed else 'PASS'}: {len(outcome.results)} checks against {source}: "
+        f"{counts[OK]} OK, {counts[OK_NEAR]} OK*, {counts[FAIL]} FAIL"
+    )
+    if outcome.unchecked:
+        line += f"; {len(outcome.unchecked)} values in the site have no check (e.g. {outcome.unchecked[0]})"
+    return line
+
+
+def result_json(result: CheckResult) -> dict[str, Any]:
+    """A result for ``--json``: the expectation's fields plus status, actual, delta, better and problem."""
+    return {
+        **result.expectation.as_json(),
+        "status": result.status,
+        "actual": result.actual,
+        "delta": float(result.delta) if result.delta is not None else None,
+        "better": result.better,
+        "problem": result.problem or None,
+    }
+
+
+def dump_gate(expectations: Sequence[Expectation]) -> str:
+    """The gate file's text: sorted keys, one check per line, deterministic for the same expectations."""
+    lines = [json.dumps(e.as_json(), sort_keys=True, ensure_ascii=False, allow_nan=False) for e in expectations]
+    body = ",\n".join(f"    {line}" for line in lines)
+    checks = f"[\n{body}\n  ]" if lines else "[]"
+    return f'{{\n  "checks": {checks},\n  "format": {json.dumps(FORMAT)}\n}}\n'
+
+
+def parse_gate(text: str, source: str) -> list[Expectation]:
+    """The expectations of a gate file's text; a GateError naming ``source`` and the check on any problem."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise GateError(f"{source}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise GateError(f'{source}: not a gate file (expected a JSON object with "format": "{FORMAT}")')
+    checks = data.get("checks")
+    if not isinstance(checks, list):
+        raise GateError(f'{source}: "checks" must be a list of checks')
+    found: list[Expectation] = []
+    seen: set[tuple[str, str, str]] = set()
+    fields = {"corpus", "ranker", "metric", "expected", "precision", "tolerance"}
+    for number, entry in enumerate(checks, 1):
+        where = f"{source}: check {number}"
+        if not isinstance(entry, dict) or set(entry) != fields:
+            raise GateError(f"{where}: must be an object with exactly the keys {', '.join(sorted(fields))}")
+        if not all(isinstance(entry[k], str) and entry[k] for k in ("corpus", "ranker", "metric")):
+            raise GateError(f"{where}: corpus, ranker and metric must be non-empty strings")
+        if not _finite_number(entry["expected"]):
+            raise GateError(f"{where}: expected {entry['expected']!r} is not a finite number")
+        _check_precision_and_tolerance(entry["precision"], entry["tolerance"], where)
+        exp = Expectation(
+            entry["corpus"],
+            entry["ranker"],
+            entry["metric"],
+            float(entry["expected"]),
+            entry["precision"],
+            float(entry["tolerance"]),
+        )
+        if exp.key in seen:
+            raise GateError(f"{where}: {exp.corpus}/{exp.ranker} {exp.metric} is checked twice")
+        seen.add(exp.key)
+        found.append(exp)
+    return found
+
+
+# ----------------------------------------------------------------------------------------- the edges
+
+
+def load_gate(path: Path) -> list[Expectation]:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise GateError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise GateError(f"{path}: not UTF-8") from None
+    return parse_gate(text, str(path))
+
+
+def site_metrics(site: Path) -> dict[str, dict[str, dict[str, Any]]]:
+    """Every corpus's overall metrics by ranker, from a site (or evidence folder) verified against its
+    manifest: a bundle with a missing or altered file is refused (BundleError)."""
+    bundle = open_bundle(site)
+    observed: dict[str, dict[str, dict[str, Any]]] = {}
+    for rel in bundle.files:
+        parts = PurePosixPath(rel).parts
+        if len(parts) != 3 or parts[2] != "metrics.json":
+            continue
+        path = bundle.path(rel)
+        metrics = load_json(path)
+        if not isinstance(metrics, dict) or not all(
+            isinstance(scored, dict) and isinstance(scored.get("overall"), dict) for scored in metrics.values()
+        ):
+            raise GateError(f'{path}: expected {{ranker: {{"overall": {{metric: value}}}}}}')
+        observed[parts[1]] = {ranker: dict(scored["overall"]) for ranker, scored in metrics.items()}
+    if not observed:
+        raise GateError(f"{site}: the bundle holds no evidence/<corpus>/metrics.json")
+    return observed
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; this is a file to commit
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def record_gate(site: Path, out: Path, precision: int = 4, tolerance: float = 0.001) -> list[Expectation]:
+    """Write the gate file ``out`` from the site's metrics (atomically); return what it holds."""
+    expectations = expectations_from_metrics(site_metrics(site), precision, tolerance)
+    _write_atomic(Path(out), dump_gate(expectations))
+    return expectations
+
+
+def check_gate(gate_file: Path, site: Path) -> GateOutcome:
+    """Check the site against the gate file: one result per line of the file, in its order."""
+    expectations = load_gate(gate_file)
+    observed = site_metrics(site)
+    return GateOutcome(tuple(compare(expectations, observed)), tuple(unchecked(expectations, observed)))
