@@ -744,7 +744,7 @@ def _build_corpus(
         options.depth,
         embeddings,
         derived=derived,
-        date=inputs_date(corpus.root),
+        date=inputs_date(corpus.root, corpus.input_files),
         frozen=frozen_summary(corpus),
     )
     if sweep_vectors is not None and sweep_vectors["ids"]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -28,14 +29,15 @@ def source_date_epoch() -> int | None:
     return epoch
 
 
-def inputs_date(folder: Path) -> str | None:
-    """The date the inputs were frozen, never the wall clock: ``SOURCE_DATE_EPOCH`` if set,
-    else the date of the last git commit touching the corpus folder, else None."""
+def inputs_date(folder: Path, files: Sequence[str]) -> str | None:
+    """The date the inputs were frozen, never the wall clock: ``SOURCE_DATE_EPOCH`` if set, else the date of
+    the last git commit touching one of the corpus's input ``files`` (relative to ``folder``; other files in
+    the folder, such as FROZEN.json, change no input), else None."""
     if (epoch := source_date_epoch()) is not None:
         return datetime.fromtimestamp(epoch, tz=timezone.utc).date().isoformat()
     try:
         result = subprocess.run(
-            ["git", "log", "-1", "--format=%cs", "--", "."],
+            ["git", "log", "-1", "--format=%cs", "--", *files],
             cwd=folder,
             capture_output=True,
             text=True,
