@@ -126,8 +126,8 @@ def build_command(options: BuildOptions) -> str:
     where it is written, caches and logging are left out, so the command and the manifest are the same on
     every machine."""
     words = ["sitegen", "build"]
-    if options.corpora_dir != Path("corpora"):
-        words += ["--corpora", _shown_path(options.corpora_dir)]
+    if (corpora := _shown_path(options.corpora_dir)) != "corpora":  # the default, however it was spelled
+        words += ["--corpora", corpora]
     for name in options.only:
         words += ["--only", name]
     if options.rankers != DEFAULT_RANKERS:

@@ -16,9 +16,6 @@ from conftest import REPO, rehash_manifest
 
 from sitegen.cli import cli
 from sitegen.compare.diff import (
-    HitRef,
-    MetricChange,
-    RankMove,
     compare_first_relevant,
     compare_manifest_fields,
     compare_metrics,
@@ -29,6 +26,7 @@ from sitegen.compare.diff import (
     relevance_grades,
 )
 from sitegen.compare.diff_format import format_diff
+from sitegen.compare.diff_results import HitRef, MetricChange, RankMove
 from sitegen.errors import BundleError
 from sitegen.publish.evidence import canonical_json
 

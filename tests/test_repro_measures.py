@@ -14,8 +14,9 @@ from click.testing import CliRunner
 from conftest import rehash_manifest
 
 from sitegen.cli import cli
-from sitegen.compare.diff import PairSkipped, compare_pairs, diff_bundles
+from sitegen.compare.diff import compare_pairs, diff_bundles
 from sitegen.compare.diff_format import format_diff
+from sitegen.compare.diff_results import PairSkipped
 from sitegen.compare.repro import effect, parse_pair, ranking_agreement, rbo_ext, rmse, score_agreement
 from sitegen.publish.evidence import canonical_json
 

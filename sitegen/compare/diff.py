@@ -62,7 +62,6 @@ from typing import Any
 import numpy as np
 
 from sitegen.compare.diff_results import (
-    DIFF_SCHEMA_VERSION,
     BundleDiff,
     EmbeddingDiff,
     FieldChange,
@@ -88,17 +87,6 @@ from sitegen.publish.bundle import Bundle, load_json, open_bundle
 from sitegen.scoring.report import first_relevant_rank
 
 __all__ = [
-    "DIFF_SCHEMA_VERSION",
-    "BundleDiff",
-    "EmbeddingDiff",
-    "FieldChange",
-    "FileDiff",
-    "HitRef",
-    "MetricChange",
-    "PairSkipped",
-    "RankMove",
-    "Reproduction",
-    "RunDiff",
     "compare_files",
     "compare_first_relevant",
     "compare_manifest_fields",
@@ -108,6 +96,7 @@ __all__ = [
     "compare_vectors",
     "diff_bundles",
     "first_relevant_ranks",
+    "is_finite_number",
     "rankings_by_query",
     "relevance_grades",
 ]
@@ -344,7 +333,7 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _is_number(value: Any) -> bool:
+def is_finite_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
@@ -363,7 +352,7 @@ def _read_run(bundle: Bundle, rel: str) -> dict[str, Any]:
                 isinstance(hit, dict)
                 and isinstance(hit.get("doc_id"), str)
                 and _is_int(hit.get("rank"))
-                and _is_number(hit.get("score"))
+                and is_finite_number(hit.get("score"))
                 and math.isfinite(hit["score"])
             ):
                 raise BundleError(path, f"query {qid!r}: a hit lacks a string doc_id, integer rank or finite score")
@@ -377,11 +366,12 @@ def _read_metrics(bundle: Bundle, rel: str) -> dict[str, Any]:
         raise BundleError(path, 'not a {ranker: {"overall": ...}} object')
     for ranker, scored in doc.items():
         overall = scored.get("overall") if isinstance(scored, dict) else None
-        if not isinstance(overall, dict) or not all(v is None or _is_number(v) for v in overall.values()):
+        if not isinstance(overall, dict) or not all(v is None or is_finite_number(v) for v in overall.values()):
             raise BundleError(path, f'ranker {ranker!r}: "overall" is not {{metric: number}}')
         per_query = scored.get("per_query", {})
         if not isinstance(per_query, dict) or not all(
-            isinstance(s, dict) and all(v is None or _is_number(v) for v in s.values()) for s in per_query.values()
+            isinstance(s, dict) and all(v is None or is_finite_number(v) for v in s.values())
+            for s in per_query.values()
         ):
             raise BundleError(path, f'ranker {ranker!r}: "per_query" is not {{query_id: {{metric: number}}}}')
     return doc

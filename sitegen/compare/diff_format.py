@@ -8,7 +8,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from sitegen.compare.diff import _is_number
+from sitegen.compare.diff import is_finite_number
 from sitegen.compare.diff_results import BundleDiff, Reproduction
 from sitegen.compare.repro import DEFAULT_PAIR, KTU_NOTE, RBO_P, PairEffect
 
@@ -40,7 +40,7 @@ def _rank(rank: int | None) -> str:
 def _value(value: Any) -> str:
     if value is None:
         return "absent"
-    if _is_number(value):
+    if is_finite_number(value):
         return f"{value:.6g}"
     if isinstance(value, str):
         return value
