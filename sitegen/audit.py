@@ -202,11 +202,16 @@ class Bundle:
 
     def pages_naming_runs(self, corpus: str) -> list[str]:
         """Rankers whose run file a page links to: a ranker the pages show must have an audited run."""
-        pattern = re.compile(rf'evidence/{re.escape(corpus)}/runs/([^"/<>]+)\.json"')
-        names = []
+        return sorted(self._cached(("page-links", "runs"), self._linked_runs).get(corpus, set()))
+
+    def _linked_runs(self) -> dict[str, set[str]]:
+        """Every page read once: {corpus: rankers whose run file some page links to}."""
+        pattern = re.compile(r'evidence/([^"/<>]+)/runs/([^"/<>]+)\.json"')
+        linked: dict[str, set[str]] = {}
         for page in sorted(self.site.glob("**/*.html")):
-            names += pattern.findall(page.read_text(encoding="utf-8", errors="replace"))
-        return sorted(set(names))
+            for corpus, ranker in pattern.findall(page.read_text(encoding="utf-8", errors="replace")):
+                linked.setdefault(corpus, set()).add(ranker)
+        return linked
 
     def rankers(self, corpus: str) -> list[str]:
         """Rankers named in corpus.json, then any other run file present, any ranker metrics.json scores,

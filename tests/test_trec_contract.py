@@ -14,7 +14,7 @@ from urllib.parse import unquote
 
 import pytest
 import pytrec_eval
-from conftest import REPO, FakeEmbeddingModel, write_corpus
+from conftest import REPO, FakeEmbeddingModel, evidence_failures, write_corpus
 
 from sitegen import audit
 from sitegen.build import BuildOptions, build_site
@@ -215,9 +215,7 @@ def test_a_fresh_build_with_every_edge_case_reproduces_with_trec_eval(edge_site:
 
 
 def _audit_failures(site: Path) -> dict[str, list[str]]:
-    """Failed checks of the evidence; the pages, rendered from the bundle before the change, are left out."""
-    report = audit.run_audit(site, echo=lambda _: None)
-    return {c["name"]: c["mismatches"] for c in report["checks"] if c["status"] == "fail" and c["name"] != "pages"}
+    return evidence_failures(audit.run_audit(site, echo=lambda _: None))
 
 
 def _rewrite(site: Path, rel: str, old: str, new: str) -> None:
