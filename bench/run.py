@@ -64,6 +64,10 @@ TARGETS = {
     "audit_over_warm_build": "<= 1.0 (python site/audit.py seconds over a warm `sitegen build`, both subprocesses)",
     "pg_hybrid_over_in_process_hybrid": ">= 5.0 (p50 of PostgreSQL's hybrid, two queries + fusion, over p50 of the "
     "in-process rrf-dense-bm25 on the same rows; 50,000 rows, 5,000 with --quick)",
+    "scale_build_seconds": "<= 180 (a cold build of the scale corpus, audit included, in-process rankers, "
+    "PostgreSQL off; section 7)",
+    "scale_build_peak_memory": "<= 1.5e9 bytes (peak RSS of that build)",
+    "scale_audit_over_rank": "<= 3.0 (the audit's recomputation of every run over the build's rank stage)",
     "significance_peak_memory": "<= 200 MiB (peak RSS growth of all paired tests and the Tukey HSD, 7,000 questions "
     "x 10 rankers x 4 metrics, 10,000 rounds)",
 }
@@ -1014,6 +1018,126 @@ def section_stats(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
+# --------------------------------------------------------------------------- 7. scale
+
+SCALE_SIZES = ((20_000, 200), (100_000, 1_000))  # passages x questions; --quick: (2,000, 20), (10,000, 100)
+SCALE_RANKERS = ("bm25", "bm25-stem")  # the in-process lexical rankers; --scale-dense adds the supplied vectors'
+SCALE_DENSE_RANKERS = ("dense", "rrf-dense-bm25", "rrf-dense-bm25-stem")
+SCALE_WALL_SECONDS, SCALE_PEAK_BYTES, SCALE_AUDIT_OVER_RANK = 180.0, 1.5e9, 3.0
+
+
+def _vm_kib(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+def scale_child(corpora: str, out: str, cache: str, rankers: str) -> dict[str, Any]:
+    """Run in a fresh interpreter: one cold build (PostgreSQL off), then every audit check again, timed one by one."""
+    import resource
+
+    from sitegen import audit
+    from sitegen.build import BuildOptions, build_site
+
+    start = time.perf_counter()
+    options = BuildOptions(
+        corpora_dir=Path(corpora), out_dir=Path(out), cache_dir=Path(cache), rankers=tuple(rankers.split(","))
+    )
+    res = build_site(options)
+    wall = time.perf_counter() - start
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    peak = _vm_kib("VmHWM") * 1024
+    bundle, checks = audit.Bundle(Path(out)), {}
+    for corpus in sorted(p.name for p in Path(corpora).iterdir() if p.is_dir()):
+        for prefix, fn in audit.CORPUS_CHECKS:
+            t0 = time.perf_counter()
+            audit._run_check(prefix, fn, bundle, corpus)
+            checks[prefix] = checks.get(prefix, 0.0) + time.perf_counter() - t0
+        for prefix, fn in audit.RANKER_CHECKS:
+            for ranker in bundle.rankers(corpus):
+                t0 = time.perf_counter()
+                audit._run_check(prefix, fn, bundle, corpus, ranker)
+                checks[f"{prefix}:{ranker}"] = time.perf_counter() - t0
+    return {
+        "wall_seconds": wall,
+        "cpu_seconds": usage.ru_utime + usage.ru_stime,
+        "stage_seconds": dict(res.seconds),
+        "peak_rss_bytes": peak,
+        "audit_verdict": res.audit_verdict,
+        "rankers": list(res.rankers),
+        "audit_check_seconds": checks,
+    }
+
+
+def section_scale(args: argparse.Namespace) -> dict[str, Any]:
+    """Cold builds of two synthetic scale corpora (bench/scale_corpus.py), each in a fresh subprocess with
+    PostgreSQL off: per-stage seconds, peak RSS, site size, median question page; the linear-growth ratios."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import scale_corpus
+
+    sizes = ((2_000, 20), (10_000, 100)) if args.quick else SCALE_SIZES
+    rankers = SCALE_RANKERS + (SCALE_DENSE_RANKERS if args.scale_dense else ())
+    root = Path(tempfile.mkdtemp(prefix="sitegen-bench-scale-"))
+    results: dict[str, Any] = {"seed": scale_corpus.SEED, "rankers": list(rankers), "sizes": {}}
+    for passages, questions in sizes:
+        corpora = root / f"corpora-{passages}" / "scale"
+        t0 = time.perf_counter()
+        scale_corpus.generate(corpora, passages, questions, vectors=args.scale_dense)
+        generate_seconds = time.perf_counter() - t0
+        out, cache = root / f"site-{passages}", root / f"cache-{passages}"
+        log(f"scale: {passages:,} x {questions:,}: build ({','.join(rankers)})")
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--child-scale", str(corpora.parent), str(out)]
+        proc = subprocess.run([*cmd, str(cache), ",".join(rankers)], capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise RuntimeError(f"scale child failed:\n{proc.stderr[-3000:]}")
+        r = json.loads(proc.stdout.strip().splitlines()[-1])
+        pages = sorted(p.stat().st_size for p in (out / "corpora" / "scale" / "questions").rglob("*.html"))
+        r |= {
+            "generate_seconds": generate_seconds,
+            "input_bytes": sum(p.stat().st_size for p in corpora.rglob("*") if p.is_file()),
+            "site_bytes": sum(p.stat().st_size for p in out.rglob("*") if p.is_file()),
+            "evidence_bytes": sum(p.stat().st_size for p in (out / "evidence").rglob("*") if p.is_file()),
+            "question_pages": len(pages),
+            "median_question_page_bytes": median(pages),
+        }
+        stages, checks = r["stage_seconds"], r["audit_check_seconds"]
+        recompute = sum(v for k, v in checks.items() if k.startswith("run:"))
+        r["audit_over_rank"] = stages.get("audit", 0.0) / max(stages.get("rank", 0.0), 1e-9)
+        r["audit_run_checks_over_rank"] = recompute / max(stages.get("rank", 0.0), 1e-9)
+        results["sizes"][f"{passages}x{questions}"] = r
+        shutil.rmtree(out, ignore_errors=True)
+        shutil.rmtree(corpora.parent, ignore_errors=True)
+    small, large = (results["sizes"][f"{p}x{q}"] for p, q in sizes)
+    work = (sizes[1][0] * sizes[1][1]) / (sizes[0][0] * sizes[0][1])
+    results["work_ratio"] = work  # passages x questions, large over small
+    results["stage_growth"] = {
+        k: large["stage_seconds"][k] / small["stage_seconds"][k]
+        for k in large["stage_seconds"]
+        if k != "embed" and small["stage_seconds"].get(k, 0.0) > 0.05
+    }
+    results["stage_growth_over_work"] = {k: v / work for k, v in results["stage_growth"].items()}
+    shutil.rmtree(root, ignore_errors=True)
+    stage_names = sorted({k for r in results["sizes"].values() for k in r["stage_seconds"]})
+    print_table(
+        f"Scale builds ({', '.join(rankers)}; PostgreSQL off)",
+        ["size", "wall s", "cpu s", *stage_names, "peak MB", "site MB", "median q page KB"],
+        [
+            [
+                size,
+                r["wall_seconds"],
+                r["cpu_seconds"],
+                *(r["stage_seconds"].get(k, 0.0) for k in stage_names),
+                r["peak_rss_bytes"] / 1e6,
+                r["site_bytes"] / 1e6,
+                r["median_question_page_bytes"] / 1e3,
+            ]
+            for size, r in results["sizes"].items()
+        ],
+    )
+    return results
+
+
 # --------------------------------------------------------------------------- main
 
 SECTIONS: dict[str, Callable[[argparse.Namespace], dict[str, Any]]] = {
@@ -1023,6 +1147,7 @@ SECTIONS: dict[str, Callable[[argparse.Namespace], dict[str, Any]]] = {
     "build": section_build,
     "postgres": section_postgres,
     "stats": section_stats,
+    "scale": section_scale,
 }
 
 
@@ -1060,6 +1185,11 @@ def target_summary(sections: dict[str, Any]) -> list[dict[str, Any]]:
         ratio = pg["hybrid_ratio"]["p50_ratio"]
         where = f"{pg['corpus']} + filler, {pg['rows']:,} rows"
         add("pg_hybrid_over_in_process_hybrid", where, ratio, ratio >= pg["hybrid_ratio"]["target"])
+    for size, r in sections.get("scale", {}).get("sizes", {}).items():
+        add("scale_build_seconds", size, r["wall_seconds"], r["wall_seconds"] <= SCALE_WALL_SECONDS)
+        add("scale_build_peak_memory", size, r["peak_rss_bytes"], r["peak_rss_bytes"] <= SCALE_PEAK_BYTES)
+        ratio = r["audit_run_checks_over_rank"]
+        add("scale_audit_over_rank", size, ratio, ratio <= SCALE_AUDIT_OVER_RANK)
     stats = sections.get("stats", {})
     if "peak_growth_bytes" in stats:
         where = f"{stats['questions']:,} questions x {stats['rankers']} rankers"
@@ -1074,11 +1204,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results.json", help="where to write the JSON")
     parser.add_argument("--rounds", type=int, default=None, help="measured rounds after the warm-up (default 3)")
     parser.add_argument(
-        "--sections", default=",".join(SECTIONS), help=f"a comma-separated subset of {','.join(SECTIONS)}"
+        "--sections",
+        default=",".join(s for s in SECTIONS if s != "scale"),
+        help=f"a comma-separated subset of {','.join(SECTIONS)} (default: all but scale)",
     )
     parser.add_argument("--child-memory", nargs=3, metavar=("SIDE", "DATASET", "QUERIES"), help=argparse.SUPPRESS)
     parser.add_argument("--child-stats", nargs=2, metavar=("QUESTIONS", "RANKERS"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--child-scale", nargs=4, metavar=("CORPORA", "OUT", "CACHE", "RANKERS"), help=argparse.SUPPRESS
+    )
+    parser.add_argument(
+        "--scale-dense", action="store_true", help="scale section: supplied vectors, with dense and the RRF fusions"
+    )
     args = parser.parse_args(argv)
+    if args.child_scale:
+        print(json.dumps(scale_child(*args.child_scale)))
+        return 0
     if args.child_stats:
         print(json.dumps(stats_child(*(int(v) for v in args.child_stats))))
         return 0

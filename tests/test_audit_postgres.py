@@ -14,6 +14,7 @@ from conftest import TINY_QUERIES, FakeEmbeddingModel, rehash_manifest, write_co
 from sitegen import audit
 from sitegen.build import BuildOptions, build_site
 from sitegen.cli import cli
+from sitegen.publish.evidence import read_run, write_run
 from sitegen.verify.postgres import SCORE_TOLERANCE, rerun_postgres
 
 pytest.importorskip("psycopg")
@@ -68,12 +69,12 @@ def _run_path(site: Path, corpus: str, ranker: str) -> Path:
 
 
 def _load(site: Path, corpus: str, ranker: str) -> dict:
-    return json.loads(_run_path(site, corpus, ranker).read_text(encoding="utf-8"))
+    return read_run(_run_path(site, corpus, ranker))
 
 
 def _forge(site: Path, corpus: str, ranker: str, run: dict) -> None:
     """Write a changed run back and rehash the manifest: a consistent edit only a recomputation catches."""
-    _run_path(site, corpus, ranker).write_text(json.dumps(run, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    write_run(_run_path(site, corpus, ranker), run)
     rehash_manifest(site)
 
 
@@ -221,12 +222,12 @@ def test_postgres_rerun_refuses_a_bundle_failing_its_manifest_and_reports_no_ser
     path.write_text(path.read_text(encoding="utf-8") + " ", encoding="utf-8")  # no rehash: inconsistent
     outcome = CliRunner().invoke(cli, ["audit", "--postgres", str(site)])
     assert outcome.exit_code == 1
-    assert "Error: cannot rerun PostgreSQL: the bundle failed its manifest check" in outcome.output
+    assert "error: cannot rerun PostgreSQL: the bundle failed its manifest check" in outcome.output
 
     rehash_manifest(site)
     outcome = CliRunner().invoke(
         cli, ["audit", "--postgres", "--pg-dsn", "postgresql://nobody@127.0.0.1:1/x", str(site)]
     )
     assert outcome.exit_code == 1
-    error = [line for line in outcome.output.splitlines() if line.startswith("Error:")]
-    assert len(error) == 1 and error[0].startswith("Error: cannot rerun PostgreSQL: ")
+    error = [line for line in outcome.output.splitlines() if line.startswith("error:")]
+    assert len(error) == 1 and error[0].startswith("error: cannot rerun PostgreSQL: ")

@@ -15,6 +15,7 @@ from sitegen import build as build_module
 from sitegen.build import BuildOptions, build_site
 from sitegen.cli import cli
 from sitegen.errors import SitegenError
+from sitegen.publish.evidence import read_run
 from sitegen.rankers import DEFAULT_RANKERS
 
 # Filtered variants run only where questions carry a metadata filter; these corpora have none.
@@ -36,14 +37,14 @@ def test_build_writes_a_run_per_ranker_with_ranked_hits(built: Path) -> None:
     assert sorted(p.name for p in runs.iterdir()) == sorted(
         [f"{r}.json" for r in UNFILTERED_RANKERS] + [f"{r}.trec" for r in UNFILTERED_RANKERS]
     )
-    fused = json.loads((runs / "rrf-dense-bm25.json").read_text())
+    fused = read_run(runs / "rrf-dense-bm25.json")
     assert fused["ranker"] == "rrf-dense-bm25" and fused["params"]["k"] == 60
     assert fused["params"]["candidates_per_list"] == 20
     assert set(fused["queries"]) == {"q1", "q2", "q3", "q4"}
     first = fused["queries"]["q2"][0]
     assert set(first) == {"doc_id", "rank", "score", "components"}
     assert set(first["components"]) == {"dense", "bm25"}
-    bm25 = json.loads((runs / "bm25.json").read_text())
+    bm25 = read_run(runs / "bm25.json")
     assert bm25["params"]["k1"] == 1.2 and bm25["params"]["b"] == 0.75
     assert [h["rank"] for h in bm25["queries"]["q1"]] == list(range(1, len(bm25["queries"]["q1"]) + 1))
 
@@ -215,7 +216,7 @@ def test_an_external_trec_run_is_scored_shown_and_audited_with_unknown_ids_repor
     )
     out = tmp_path / "site"
     _build(tiny_corpus.parent, out, fake_model, tmp_path / "cache", external_runs=(("vendor", "tiny", run_file),))
-    run = json.loads((out / "evidence" / "tiny" / "runs" / "vendor.json").read_text())
+    run = read_run(out / "evidence" / "tiny" / "runs" / "vendor.json")
     assert [h["doc_id"] for h in run["queries"]["q1"]] == ["d2", "d1", "ghost"]
     assert run["queries"]["q3"] == []
     assert run["params"]["unknown_documents"] == ["ghost"] and run["params"]["unknown_queries"] == ["q9"]

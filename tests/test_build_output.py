@@ -64,7 +64,7 @@ def test_out_equal_to_the_corpora_folder_is_refused_even_with_force_and_left_byt
     result = _cli_build("--corpora", str(corpora), "--out", str(corpora), *(["--force"] if force else []))
     assert result.exit_code == 1
     assert result.output == (
-        f"Error: build failed: --out {corpora} equals the corpora folder {corpora}; "
+        f"error: build failed: --out {corpora} equals the corpora folder {corpora}; "
         "the build would replace its inputs\n"
     )
     assert file_tree(corpora) == before
@@ -107,7 +107,7 @@ def test_out_holding_unrelated_files_is_refused_and_kept_and_force_then_builds(
     result = _cli_build("--corpora", str(tiny_corpus.parent), "--out", str(out))
     assert result.exit_code == 1
     assert result.output == (
-        f"Error: build failed: --out {out} is not empty and is not a sitegen site (it holds notes.txt); "
+        f"error: build failed: --out {out} is not empty and is not a sitegen site (it holds notes.txt); "
         "choose a new or empty folder, or pass --force to replace it\n"
     )
     assert file_tree(out) == {"notes.txt": b"my notes"}
@@ -169,7 +169,7 @@ def test_only_into_a_site_holding_other_corpora_is_refused_even_with_force_and_k
     result = _cli_build("--corpora", str(tiny_corpus.parent), "--out", str(out), "--only", "tiny", "--force")
     assert result.exit_code == 1
     assert result.output == (
-        f"Error: build failed: --only tiny would remove other from the site at {out} (a build replaces the "
+        f"error: build failed: --only tiny would remove other from the site at {out} (a build replaces the "
         "whole folder); build every corpus, or choose another --out\n"
     )
     assert file_tree(out) == before

@@ -14,6 +14,7 @@ from sitegen.inputs.chunk_settings import ChunkSetting, parse_chunking
 from sitegen.inputs.chunking import chunk_corpus, chunk_grade, chunk_offsets
 from sitegen.inputs.corpus import Span, load_corpus
 from sitegen.inputs.filters import FilterError, compile_filter, parse_vocabulary, passes
+from sitegen.publish.evidence import read_run
 from sitegen.rankers import RANKERS, RankInputs
 from sitegen.rankers.filtering import allowed_masks
 
@@ -178,6 +179,6 @@ def test_every_filtered_ranker_including_postgres_respects_the_filter_in_a_build
     assert {"pg-vector-filtered", "pg-tsvector-filtered", "pg-hybrid-sql-filtered", "bm25-filtered"} <= set(filtered)
     for ranker in filtered:
         assert filtering["rows"][ranker]["failing_filter"] == 0, ranker
-        run = json.loads((out / "evidence" / "c" / "runs" / f"{ranker}.json").read_text())
+        run = read_run(out / "evidence" / "c" / "runs" / f"{ranker}.json")
         assert {h["doc_id"].split("-")[0] for h in run["queries"]["q1"]} <= {"acme"}, ranker
     assert filtering["rows"]["pg-vector"]["failing_filter"] > 0

@@ -18,6 +18,7 @@ from conftest import SHARED, FakeEmbeddingModel, assert_metrics_match_trec_eval,
 
 from sitegen.build import BuildOptions, build_site
 from sitegen.cli import cli
+from sitegen.publish.evidence import read_run
 from sitegen.scoring.metrics import metric_names, score_query
 
 CRANFIELD = SHARED / "collections" / "cranfield"
@@ -115,7 +116,7 @@ def test_fused_graded_cranfield_runs_have_score_ties_within_the_cut_offs(fixture
     order in a strictly decreasing score column, so the parity test above covers these ties only if they
     occur within the deepest cut-off (20): they do, in many questions."""
     for ranker in FUSED:
-        runs = json.loads((fixture_site / "evidence" / "cranfield" / "runs" / f"{ranker}.json").read_text())
+        runs = read_run(fixture_site / "evidence" / "cranfield" / "runs" / f"{ranker}.json")
         tied = [
             (qid, a["rank"])
             for qid, hits in runs["queries"].items()
@@ -148,7 +149,7 @@ def test_graded_cranfield_ties_json_counts_the_questions_whose_metrics_depend_on
     ties = json.loads((evidence / "ties.json").read_text())
     qrels = read_qrels(evidence / "inputs" / "qrels" / "test.tsv")
     for ranker in FUSED:
-        run = json.loads((evidence / "runs" / f"{ranker}.json").read_text())["queries"]
+        run = read_run(evidence / "runs" / f"{ranker}.json")["queries"]
         scored = [q for q, grades in qrels.items() if any(g > 0 for g in grades.values())]
         brute = {q for q in scored if _depends_on_tie_order_by_brute_force(run.get(q, []), qrels[q])}
         listed = {q for entry in ties["rankers"][ranker]["metrics"].values() for q in entry["questions"]}

@@ -28,7 +28,7 @@ from sitegen.compare.diff import (
 from sitegen.compare.diff_format import format_diff
 from sitegen.compare.diff_results import HitRef, MetricChange, RankMove
 from sitegen.errors import BundleError
-from sitegen.publish.evidence import canonical_json
+from sitegen.publish.evidence import canonical_json, read_run, write_run
 
 MANIFEST_FIELDS: dict[str, Any] = {
     "schema_version": 1,
@@ -237,7 +237,7 @@ def test_a_folder_without_a_manifest_is_a_one_line_error_with_exit_1(tmp_path: P
     (tmp_path / "empty").mkdir()
     result = invoke(a, tmp_path / "empty")
     assert result.exit_code == 1
-    assert result.output.startswith("Error: cannot compare: ") and "not a site or evidence folder" in result.output
+    assert result.output.startswith("error: cannot compare: ") and "not a site or evidence folder" in result.output
     assert result.output.count("\n") == 1 and "Traceback" not in result.output
 
 
@@ -261,11 +261,12 @@ def test_a_manifest_path_outside_the_evidence_folder_is_refused(tmp_path: Path) 
 def test_a_malformed_run_whose_hash_matches_is_a_clean_error_not_a_traceback(tmp_path: Path) -> None:
     a, b = small_pair(tmp_path)
     run = b / "evidence" / "tiny" / "runs" / "bm25.json"
-    run.write_text('{"queries": {"q1": [{"doc_id": "d1"}]}}')
+    run.write_text('{"schema_version": 1, "queries": {"q1": [{"doc_id": "d1"}]}}')
     rehash_manifest(b)
     result = invoke(a, b)
     assert result.exit_code == 1 and result.output.count("\n") == 1
-    assert f"{run}: query 'q1': a hit lacks a string doc_id, integer rank or finite score" in result.output
+    want = "query 'q1': hit 1 is not an object with a string doc_id, integer rank and finite score"
+    assert f"{run}: {want}" in result.output
     run.write_text("{not json")
     rehash_manifest(b)
     result = invoke(a, b)
@@ -347,9 +348,15 @@ def edited(site_copy: Path, tmp_path: Path) -> Path:
 
 
 def _edit_json(path: Path, change: Any) -> None:
-    doc = json.loads(path.read_text(encoding="utf-8"))
+    """Change an evidence file; a run is edited as {"doc_id", "rank", "score"} hits (either schema) and
+    written back compact, as a build writes it."""
+    is_run = path.parent.name == "runs"
+    doc = read_run(path) if is_run else json.loads(path.read_text(encoding="utf-8"))
     change(doc)
-    path.write_bytes(canonical_json(doc))
+    if is_run:
+        write_run(path, doc)
+    else:
+        path.write_bytes(canonical_json(doc))
 
 
 def test_committed_site_and_its_copy_are_identical_with_exit_0(site_copy: Path) -> None:
@@ -362,7 +369,7 @@ def test_committed_site_and_its_copy_are_identical_with_exit_0(site_copy: Path) 
 
 def test_a_score_moved_by_1e7_passes_with_tolerance_1e6_and_fails_when_exact(site_copy: Path, edited: Path) -> None:
     run_path = edited / "evidence" / "payments-support" / "runs" / "dense.json"
-    qid = next(iter(json.loads(run_path.read_text())["queries"]))
+    qid = next(iter(read_run(run_path)["queries"]))
 
     def nudge(doc: dict[str, Any]) -> None:
         doc["queries"][qid][0]["score"] += 1e-7
@@ -384,7 +391,7 @@ def test_two_swapped_hits_are_different_rankings_naming_the_query(site_copy: Pat
     base = edited / "evidence" / "payments-support"
     grades = relevance_grades((base / "inputs" / "qrels" / "test.tsv").read_text(), None)
     run_path = base / "runs" / "bm25.json"
-    queries = json.loads(run_path.read_text())["queries"]
+    queries = read_run(run_path)["queries"]
     # A query whose rank-1 passage is relevant and rank-2 one is not: the swap moves it from 1 to 2.
     qid = next(
         q
@@ -430,7 +437,7 @@ def test_a_file_not_matching_its_manifest_is_refused_with_one_line_and_exit_1(si
     result = invoke(site_copy, edited)
     assert result.exit_code == 1
     assert isinstance(result.exception, SystemExit)
-    assert result.output.startswith("Error: cannot compare: ") and result.output.count("\n") == 1
+    assert result.output.startswith("error: cannot compare: ") and result.output.count("\n") == 1
     assert f"{report}: sha256 does not match" in result.output
     assert "Traceback" not in result.output
 

@@ -16,6 +16,7 @@ import sitegen.scoring.experiments as experiments_module
 from sitegen.build import BuildOptions, build_site
 from sitegen.errors import CorpusError
 from sitegen.inputs.corpus import load_corpus
+from sitegen.publish.evidence import read_run
 from sitegen.rankers import RANKERS
 from sitegen.scoring.experiments import (
     ExperimentSettings,
@@ -132,7 +133,7 @@ def test_ablation_follows_the_corpus_config_and_reports_changes(built: Path) -> 
 def test_unanswerable_questions_are_shown_with_their_candidates(built: Path) -> None:
     view = json.loads((built / "evidence" / "tiny" / "experiments.json").read_text())["unanswerable"]
     assert view["questions"] == ["q4"]
-    run = json.loads((built / "evidence" / "tiny" / "runs" / "dense.json").read_text())
+    run = read_run(built / "evidence" / "tiny" / "runs" / "dense.json")
     assert view["rows"]["dense"]["q4"] == {
         "hits": len(run["queries"]["q4"]),
         "top_score": run["queries"]["q4"][0]["score"],
@@ -447,3 +448,31 @@ def test_experiments_json_records_tukey_beside_the_corrected_tests_and_the_page_
 
 def significance_questions(built: Path) -> int:
     return json.loads((built / "evidence" / "tiny" / "experiments.json").read_text())["scored_questions"]
+
+
+def test_default_ablation_compares_only_rankers_that_differ_by_one_component() -> None:
+    contracts = {name: RANKERS[name]().contract for name in ("bm25", "dense", "pg-tsvector", "rrf-dense-bm25")}
+    pairs = experiments_module.default_ablation(["bm25", "dense", "pg-tsvector", "rrf-dense-bm25"], contracts)
+    # the fusion against each list it fuses; pg-tsvector is unrelated to every other ranker, so it has no row
+    assert pairs == [("dense", "rrf-dense-bm25", "bm25 fused in"), ("bm25", "rrf-dense-bm25", "dense fused in")]
+    assert experiments_module.default_ablation(["bm25", "pg-tsvector"], contracts) == []
+
+
+def test_default_ablation_rows_measure_each_ranker_against_its_baseline(tmp_path: Path) -> None:
+    corpus = load_corpus(write_corpus(tmp_path / "c"))
+    names = ("bm25", "dense", "rrf-dense-bm25")
+    rankings = {
+        r: {q.query_id: ["d1", "d2", "d3"] if r != "bm25" else ["d3", "d1"] for q in corpus.queries} for r in names
+    }
+    scores = {r: {q: [1.0] * len(ids) for q, ids in run.items()} for r, run in rankings.items()}
+    contracts = {r: RANKERS[r]().contract for r in names}
+    ablation = run_experiments(corpus, rankings, contracts, scores, ExperimentSettings(rounds=200))["ablation"]
+    assert [(row["baseline"], row["ranker"]) for row in ablation["rows"]] == [
+        ("dense", "rrf-dense-bm25"),
+        ("bm25", "rrf-dense-bm25"),
+    ]
+    against_dense, against_bm25 = ablation["rows"]
+    # rrf-dense-bm25 and dense were given the same lists here: no change; bm25's lists differ
+    assert set(against_dense["delta"].values()) == {0.0}
+    assert against_dense["overall"] == against_bm25["overall"] and any(against_bm25["delta"].values())
+    assert ablation["source"].startswith("default: ")

@@ -18,6 +18,7 @@ from sitegen.build import BuildOptions, build_site
 from sitegen.cli import cli
 from sitegen.errors import SitegenError
 from sitegen.inputs.corpus import load_corpus
+from sitegen.publish.evidence import read_run, write_run
 from sitegen.rankers import RankInputs, external
 
 # tiny's queries are q1..q4, its documents d1..d4 (conftest.TINY_*).
@@ -86,7 +87,7 @@ def test_run_naming_a_corpus_that_is_not_there_fails_before_any_work_listing_the
     result = _cli_build(tiny_corpus.parent, out, "--run", f"mine=bike:{run_file}")
     assert result.exit_code == 1, result.output
     assert result.output.strip().splitlines() == [
-        f"Error: build failed: --run mine=bike:{run_file}: no corpus named bike in {tiny_corpus.parent}; "
+        f"error: build failed: --run mine=bike:{run_file}: no corpus named bike in {tiny_corpus.parent}; "
         "the corpora there are: bike-repair, tiny"
     ]
     assert ranked == [] and not out.exists()
@@ -150,7 +151,7 @@ def test_a_run_whose_hits_mostly_name_unknown_documents_fails_asking_whether_the
     result = _cli_build(tiny_corpus.parent, out, "--run", f"mine=tiny:{run_file}")
     assert result.exit_code == 1
     assert result.output.strip().splitlines() == [
-        f"Error: build failed: {run_file}: run mine: 3 of 4 hits (75%) name documents not in corpus tiny, "
+        f"error: build failed: {run_file}: run mine: 3 of 4 hits (75%) name documents not in corpus tiny, "
         "e.g. DOC-1, DOC-2, DOC-3; do the ids match the corpus?"
     ]
     assert ranked == [] and file_tree(out) == before
@@ -217,7 +218,7 @@ def test_a_malformed_run_line_fails_before_any_ranker_runs_and_keeps_the_old_sit
     result = _cli_build(tiny_corpus.parent, out)
     assert result.exit_code == 1
     assert result.output.strip().splitlines() == [
-        f"Error: build failed: {bad}:2: expected 6 columns (qid Q0 docid rank score tag), found 5"
+        f"error: build failed: {bad}:2: expected 6 columns (qid Q0 docid rank score tag), found 5"
     ]
     assert ranked == [] and file_tree(out) == before
 
@@ -276,9 +277,9 @@ def test_the_audit_catches_a_changed_unknown_hit_count_on_the_page(tmp_path: Pat
     out = tmp_path / "site"
     _build(tiny_corpus.parent, out, external_runs=(("vendor", "tiny", run_file),))
     rel = "evidence/tiny/runs/vendor.json"
-    run_doc = json.loads((out / rel).read_text())
+    run_doc = read_run(out / rel)
     run_doc["params"]["unknown_document_hits"] = 0  # what the page would then hide
-    (out / rel).write_text(json.dumps(run_doc, indent=2, sort_keys=True) + "\n")
+    write_run(out / rel, run_doc)
     manifest = json.loads((out / "evidence" / "manifest.json").read_text())
     data = (out / rel).read_bytes()
     manifest["files"][rel] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}

@@ -132,7 +132,7 @@ def test_editing_a_frozen_question_fails_the_build_naming_the_file_and_keeps_the
     assert result.exit_code == 1
     lines = result.output.strip().splitlines()
     assert len(lines) == 1, result.output
-    assert lines[0].startswith("Error: build failed: ") and "queries.jsonl changed" in lines[0]
+    assert lines[0].startswith("error: build failed: ") and "queries.jsonl changed" in lines[0]
     assert f"tiny was frozen on {DATE}" in lines[0] and "--allow-edited" in lines[0]
     assert file_tree(site) == before
     assert not [p for p in site.parent.iterdir() if ".building-" in p.name]

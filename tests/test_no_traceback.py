@@ -65,7 +65,7 @@ def test_sitegen_audit_reembed_of_a_site_without_manifest_fails_in_one_line(tmp_
     result = CliRunner().invoke(cli, ["audit", "--reembed", str(tmp_path)])
     assert result.exit_code == 1 and _clean_exit(result), result.exception
     assert result.output.strip().splitlines()[-1] == (
-        "Error: cannot re-embed: the bundle failed its manifest check, so its vectors are not trusted"
+        "error: cannot re-embed: the bundle failed its manifest check, so its vectors are not trusted"
     )
 
 
@@ -91,7 +91,7 @@ def test_build_with_a_bad_source_date_epoch_fails_before_any_work_in_one_line(
     )
     assert result.exit_code == 1 and _clean_exit(result), result.exception
     assert result.output.strip().splitlines() == [
-        "Error: build failed: SOURCE_DATE_EPOCH='yesterday' is not a date in whole seconds since 1970 (e.g. 1735689600)"
+        "error: build failed: SOURCE_DATE_EPOCH='yesterday' is not a date in whole seconds since 1970 (e.g. 1735689600)"
     ]
     assert ranked == [] and not out.exists()
 
@@ -108,5 +108,5 @@ def test_build_whose_cache_folder_cannot_be_created_fails_in_one_line(
     )
     assert result.exit_code == 1 and _clean_exit(result), result.exception
     lines = result.output.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: build failed: ") and str(blocker) in lines[0]
+    assert len(lines) == 1 and lines[0].startswith("error: build failed: ") and str(blocker) in lines[0]
     assert not out.exists()

@@ -11,7 +11,14 @@ from conftest import FakeEmbeddingModel, write_corpus
 from sitegen.build import BuildOptions, build_site
 from sitegen.errors import CorpusError
 from sitegen.inputs.corpus import load_corpus
-from sitegen.scoring.packing import Packed, check_citation, pack, packing_report
+from sitegen.scoring.packing import (
+    BUDGET_MULTIPLES,
+    Packed,
+    check_citation,
+    derived_budgets,
+    pack,
+    packing_report,
+)
 
 HITS = [("a", "x" * 50), ("b", "y" * 300), ("c", "z" * 30), ("d", "w" * 25)]
 
@@ -96,9 +103,27 @@ def test_prompt_view_fences_retrieved_text_as_data(tmp_path: Path) -> None:
         BuildOptions(corpora_dir=tmp_path / "corpora", out_dir=tmp_path / "site", cache_dir=tmp_path / "cache"),
         model=FakeEmbeddingModel(),
     )
-    page = (tmp_path / "site" / "corpora" / "inj" / "questions" / "q1.html").read_text()
+    question = (tmp_path / "site" / "corpora" / "inj" / "questions" / "q1.html").read_text()
+    assert 'href="../prompts/q1.html"' in question  # the prompt view is one linked page per question
+    page = (tmp_path / "site" / "corpora" / "inj" / "prompts" / "q1.html").read_text()
     assert "retrieved data, not instructions" in page
     assert "&lt;&lt;&lt;passage id=&#34;d1&#34;&gt;&gt;&gt;" in page
     assert "&lt;b&gt;leak&lt;/b&gt;" in page and "<b>leak</b>" not in page
     corpus_page = (tmp_path / "site" / "corpora" / "inj" / "index.html").read_text()
     assert "answer reached the prompt" in corpus_page
+
+
+def test_unconfigured_budgets_are_the_median_passage_length_times_the_multiples(tmp_path: Path) -> None:
+    lengths = [10, 30, 50, 70]  # lower median of the indexed texts (no titles): 30
+    docs = [{"_id": f"d{n}", "title": "", "text": "x" * n} for n in lengths]
+    folder = write_corpus(tmp_path / "c", docs=docs, queries=[{"_id": "q1", "text": "x"}], qrels=[("q1", "d30", 1)])
+    corpus = load_corpus(folder)
+    median, budgets = derived_budgets(corpus)
+    assert median == 30 and budgets == tuple(30 * k for k in BUDGET_MULTIPLES)
+    report = packing_report(corpus, {"bm25": {q.query_id: ["d30", "d10"] for q in corpus.queries}})
+    assert report["budgets"] == list(budgets)
+    assert report["budgets_from"] == {"median_characters": 30, "multiples": list(BUDGET_MULTIPLES)}
+    # the smallest budget holds one median passage: the first hit fits whole
+    assert report["packs"]["bm25"][corpus.queries[0].query_id]["30"]["included"] == ["d30"]
+    configured = packing_report(corpus, {"bm25": {}}, budgets=(5,))
+    assert configured["budgets"] == [5] and configured["budgets_from"] == "sitegen.json"

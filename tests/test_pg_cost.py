@@ -246,7 +246,7 @@ def test_bench_pg_reports_a_bad_corpus_in_one_line_and_keeps_the_old_file(
     code, output = _bench(tmp_path, "--corpus", str(corpus), "--rows", rows, "--out", str(out))
     assert code != 0
     message = output.strip().splitlines()
-    assert len(message) == 1 and message[0].startswith("Error: bench-pg failed: ")
+    assert len(message) == 1 and message[0].startswith("error: bench-pg failed: ")
     expected = {"missing": "corpus folder does not exist", "malformed": "corpus.jsonl:2", "too-few-rows": "4 passages"}
     assert expected[problem] in message[0]
     assert out.read_text() == "previous results\n"

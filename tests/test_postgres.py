@@ -267,20 +267,38 @@ def test_pg_vector_equals_exact_cosine_order_when_no_two_scores_tie(small: Corpu
 # ----------------------------------------------------------------- plans
 
 
-def test_explain_plans_show_the_hnsw_index_for_vectors_and_the_gin_index_for_keywords(
-    tmp_path: Path, server: PostgresServer
-) -> None:
+def _plans_at(tmp_path: Path, server: PostgresServer, rows: int) -> tuple[PgCorpusIndex, dict, dict]:
+    """EXPLAIN plans, and the search the rule picks, on a corpus of ``rows`` passages."""
     rng = np.random.default_rng(3)
     vocabulary = [f"term{i}" for i in range(400)]
-    docs = [{"_id": f"r{i:04d}", "title": "", "text": _words(rng, vocabulary, 5, 15)} for i in range(2000)]
-    corpus = load_corpus(write_corpus(tmp_path / "big", docs, _unlabelled([("q", "term1 term2")]), qrels=[]))
+    docs = [{"_id": f"r{i:04d}", "title": "", "text": _words(rng, vocabulary, 5, 15)} for i in range(rows)]
+    corpus = load_corpus(write_corpus(tmp_path / f"big{rows}", docs, _unlabelled([("q", "term1 term2")]), qrels=[]))
     embeddings = _embeddings(corpus)
     with PgCorpusIndex.load(server.connect(), corpus, embeddings, owns_connection=True) as index:
         plans = index.explain_plans(embeddings.query_vectors[0], "term1 term2")
+        return index, plans, index.vector_search(10, 1000).params()
+
+
+def test_explain_plans_show_the_hnsw_index_up_to_the_ef_search_ceiling_and_the_gin_index_for_keywords(
+    tmp_path: Path, server: PostgresServer
+) -> None:
+    index, plans, search = _plans_at(tmp_path, server, 1000)
+    assert search["exact_scan"] is False and search["ef_search"] == 1000
     assert ("Index Scan", index.table, index.hnsw_index) in [tuple(vars(n).values()) for n in plans["vector"]]
     assert any(n.node_type == "Bitmap Index Scan" and n.index == index.gin_index for n in plans["keyword"])
     assert {n.index for n in plans["hybrid"]} >= {index.hnsw_index, index.gin_index}
     assert not any(n.node_type == "Seq Scan" for nodes in plans.values() for n in nodes)
+
+
+def test_above_the_ef_search_ceiling_the_vector_lists_are_an_exact_scan_and_the_plan_shows_it(
+    tmp_path: Path, server: PostgresServer
+) -> None:
+    index, plans, search = _plans_at(tmp_path, server, 1001)
+    assert search["exact_scan"] is True and search["passages"] == 1001 and "ef_search" not in search
+    assert [tuple(vars(n).values()) for n in plans["vector"]] == [("Seq Scan", index.table, None)]
+    assert index.hnsw_index not in {n.index for nodes in plans.values() for n in nodes}
+    assert ("Seq Scan", index.table, None) in [tuple(vars(n).values()) for n in plans["hybrid"]]
+    assert any(n.node_type == "Bitmap Index Scan" and n.index == index.gin_index for n in plans["keyword"])
 
 
 # ----------------------------------------------------------------- external servers

@@ -17,6 +17,7 @@ from sitegen import audit
 from sitegen.build import BuildOptions, build_site
 from sitegen.errors import BuildError
 from sitegen.inputs.corpus import passage_text
+from sitegen.publish.evidence import read_run, write_run
 from sitegen.rankers import RANKERS, RRFRanker, make_rankers
 from sitegen.rankers.base import Contract, Family, Hit, RankInputs, Run
 from sitegen.rankers.bm25 import bm25_scores, build_bm25_index
@@ -75,7 +76,7 @@ def test_a_ranker_added_by_one_registry_line_is_built_and_audited(
     )
     site, report = _build_and_audit(tmp_path, ("bm25", "rrf-bm25-k09-bm25-stem"))
     assert report["verdict"] == "pass", [c for c in report["checks"] if c["status"] == "fail"]
-    run = json.loads((site / "evidence" / "tiny" / "runs" / "bm25-k09-b04.json").read_text())
+    run = read_run(site / "evidence" / "tiny" / "runs" / "bm25-k09-b04.json")
     assert run["contract"]["family"] == "lexical" and run["params"]["k1"] == 0.9
     assert any(run["queries"].values())
     detail = _check(report, "run:tiny/bm25-k09-b04")["detail"]
@@ -125,12 +126,12 @@ def test_relabelling_a_bm25_run_as_a_postgres_run_fails_the_run_check(tmp_path: 
         model=FakeEmbeddingModel(),
     )
     path = site / "evidence" / "tiny" / "runs" / "bm25.json"
-    run = json.loads(path.read_text())
+    run = read_run(path)
     run["params"]["method"] = run["contract"]["verifier"] = "postgres-tsvector"
     run["contract"]["family"] = "postgres"
     first = run["queries"]["q1"][0]
     first["doc_id"] = next(d for d in ("d1", "d2", "d3", "d4") if d != first["doc_id"])  # then lie about a hit
-    path.write_text(json.dumps(run))
+    write_run(path, run)
     rehash_manifest(site)
     report = audit.run_audit(site, echo=lambda line: None)
     check = _check(report, "run:tiny/bm25")

@@ -23,6 +23,7 @@ from conftest import FakeEmbeddingModel, assert_metrics_match_trec_eval, file_tr
 from sitegen.build import BuildOptions, build_site
 from sitegen.cli import cli
 from sitegen.errors import SitegenError
+from sitegen.publish.evidence import read_run
 from sitegen.rankers import make_rankers
 from sitegen.rankers.adapters import RANK_DERIVED, from_langchain, from_llamaindex
 
@@ -192,7 +193,7 @@ def test_a_project_with_a_plain_a_langchain_and_a_llamaindex_retriever_builds_a_
     assert assert_metrics_match_trec_eval(out, "payments-support") > 0
     questions = sum(1 for line in (PAYMENTS / "queries.jsonl").read_text().splitlines() if line.strip())
     for name, target in (("plain", "proj_plain:overlap"), ("lc", "proj_lc:retrieve"), ("li", "proj_li:retrieve")):
-        run = json.loads((base / "runs" / f"{name}.json").read_text())
+        run = read_run(base / "runs" / f"{name}.json")
         assert run["contract"]["family"] == "external"
         assert run["params"]["retriever"] == target
         assert run["params"]["source"] == f"inputs/runs/{name}.trec"
@@ -204,7 +205,7 @@ def test_a_project_with_a_plain_a_langchain_and_a_llamaindex_retriever_builds_a_
         (row,) = timing["corpora"]
         assert row["corpus"] == "payments-support" and row["questions"] == questions
         assert 0 <= row["p50_ms"] <= row["p95_ms"] <= row["max_ms"] and row["total_s"] >= 0
-    lc = json.loads((base / "runs" / "lc.json").read_text())
+    lc = read_run(base / "runs" / "lc.json")
     assert lc["params"]["scores"] == RANK_DERIVED
     assert all(hit["score"] == 100 - hit["rank"] + 1 for hits in lc["queries"].values() for hit in hits)
     assert any("retriever lc (proj_lc:retrieve): 60 questions" in line for line in log)
@@ -232,7 +233,7 @@ def test_a_retriever_s_evidence_is_byte_identical_across_builds_and_its_ties_fol
     _build(Path("corpora"), first, retrievers=(("ties", "proj_ties:tied"),))
     _build(Path("corpora"), second, retrievers=(("ties", "proj_ties:tied"),))
     assert file_tree(first / "evidence") == file_tree(second / "evidence")
-    run = json.loads((first / "evidence" / "payments-support" / "runs" / "ties.json").read_text())
+    run = read_run(first / "evidence" / "payments-support" / "runs" / "ties.json")
     hits = run["queries"]["q01"]
     # score descending, ties by document id descending: trec_eval's order, whatever order the retriever gave
     assert [(h["doc_id"], h["score"]) for h in hits] == [
@@ -406,7 +407,7 @@ def test_the_retriever_gets_each_question_k_and_its_filter(tmp_path: Path, corpu
     folder = corpus_writer("filtered", docs=docs, queries=queries, qrels=[("q1", "d1", 1), ("q2", "d2", 1)])
     _build(folder.parent, tmp_path / "site", retrievers=(("spy", spy),), depth=7)
     assert seen == [("refund", 7, {"tenant": "acme"}), ("payouts", 7, None)]
-    run = json.loads((tmp_path / "site" / "evidence" / "filtered" / "runs" / "spy.json").read_text())
+    run = read_run(tmp_path / "site" / "evidence" / "filtered" / "runs" / "spy.json")
     assert run["params"]["retriever"].endswith(":test_the_retriever_gets_each_question_k_and_its_filter.<locals>.spy")
 
 
@@ -430,7 +431,7 @@ def test_cli_retriever_option(tmp_path: Path, tiny_corpus: Path, project: Path) 
     failed = CliRunner().invoke(cli, [*base, "--out", str(tmp_path / "b"), "--retriever", "mine=proj_cli:unknown"])
     assert failed.exit_code == 1
     assert failed.output.strip().splitlines() == [
-        "Error: build failed: retriever mine: corpus tiny: question q2: unknown document id 'ghost-7' "
+        "error: build failed: retriever mine: corpus tiny: question q2: unknown document id 'ghost-7' "
         "(not in the corpus)"
     ]
     good = CliRunner().invoke(cli, [*base, "--out", str(tmp_path / "c"), "--retriever", "mine=proj_cli:good"])

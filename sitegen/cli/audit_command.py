@@ -10,6 +10,7 @@ import click
 
 from sitegen.cli.common import _os_problem, _site_folder
 from sitegen.errors import SitegenError
+from sitegen.wording import count
 
 
 @click.command()
@@ -80,10 +81,14 @@ def audit(site: Path, reembed: bool, pages: bool, postgres: bool, pg_dsn: str | 
         from sitegen.verify.reembed import reembed_bundle
 
         for result in extension("re-embed", "vectors are not trusted", lambda: reembed_bundle(site)):
+            if result.not_checked is not None:
+                vectors = count(result.vectors, "vector")
+                click.echo(f"SKIP reembed:{result.corpus}: {vectors} not re-embedded: {result.not_checked}")
+                continue
             status = "PASS" if result.ok else "FAIL"
             weights = "" if result.weights_match else ", stored weights sha256 differs from the installed model's"
             click.echo(
-                f"{status} reembed:{result.corpus}: {result.vectors} vectors, largest component difference "
+                f"{status} reembed:{result.corpus}: {count(result.vectors, 'vector')}, largest component difference "
                 f"{result.max_abs_diff:.2e} ({result.worst or 'all identical'}), "
                 f"tolerance {REEMBED_TOLERANCE:.0e}{weights}"
             )
@@ -93,7 +98,8 @@ def audit(site: Path, reembed: bool, pages: bool, postgres: bool, pg_dsn: str | 
 
         comparison = extension("compare pages", "evidence is not trusted", lambda: compare_pages(site))
         if comparison.ok:
-            click.echo(f"PASS re-render: {comparison.identical} files identical to a re-render from the evidence")
+            identical = count(comparison.identical, "file")
+            click.echo(f"PASS re-render: {identical} identical to a re-render from the evidence")
         else:
             click.echo(f"FAIL re-render: {comparison.summary()}")
             for line in comparison.details():

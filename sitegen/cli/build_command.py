@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from sitegen.cli.common import _ExternalRun, _os_problem, _Progress, _Retriever
+from sitegen.cli.common import CommandError, _ExternalRun, _os_problem, _Progress, _Retriever
+from sitegen.cli.config import CONFIG_FILE, apply_config, load_config
 from sitegen.errors import SitegenError
+from sitegen.wording import count
+
+if TYPE_CHECKING:
+    from sitegen.rankers.embeddings import EmbedStats
 
 
 @click.command()
@@ -113,6 +119,41 @@ from sitegen.errors import SitegenError
     help="Build a frozen corpus (one with FROZEN.json, see `sitegen freeze`) whose inputs changed since it was "
     "frozen, and flag it on its page and in corpus.json [default: such a build fails, naming the files].",
 )
+@click.option(
+    "--strict-questions",
+    is_flag=True,
+    help="Fail the build when a question-set hygiene check flags a question (leaked into a passage, duplicated, "
+    "equal to a title, labelled passage with an unlabelled near-duplicate) [default: a warning].",
+)
+@click.option(
+    "--baseline",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="An earlier site or bundle to compare with: each corpus in both gets a Changes page (inputs, metrics "
+    "with paired tests, questions that moved). Refused, before anything is written, unless every file matches "
+    "its manifest's sha256.",
+)
+@click.option(
+    "--device",
+    type=click.Choice(["cpu", "cuda"]),
+    default="cpu",
+    show_default=True,
+    help="Where the packaged model embeds texts: cuda needs an NVIDIA GPU and a CUDA build of torch. A GPU "
+    "changes only a vector's last bits, like another CPU; vectors stored in the --out site (or --vectors-from) "
+    "are reused as they are, so a rebuild gives the same bytes whichever device embedded new texts.",
+)
+@click.option(
+    "--title",
+    default=None,
+    metavar="TEXT",
+    help="The report's title on every page [default: sitegen.toml's title, else 'Retrieval evaluation report'].",
+)
+@click.option(
+    "--description",
+    default=None,
+    metavar="TEXT",
+    help="One paragraph under the title on the home page [default: sitegen.toml's description, else none].",
+)
 @click.option("--quiet", "-q", is_flag=True, help="Print only errors.")
 def build(
     corpora_dir: Path,
@@ -130,9 +171,17 @@ def build(
     vectors_from: Path | None,
     reembed: bool,
     allow_edited: bool,
+    strict_questions: bool,
+    baseline: Path | None,
+    device: str,
+    title: str | None,
+    description: str | None,
     quiet: bool,
 ) -> None:
     """Run every ranker over every corpus, score it, and write the evidence and pages.
+
+    Settings not given on the command line are read from sitegen.toml in the current folder when it exists
+    (title, description, corpora, out, only, rankers, runs, retrievers; see `sitegen init`); flags override it.
 
     Embeddings are frozen inputs: a text's vector is taken from the output site's bundle (or
     --vectors-from) when it was embedded with the same model configuration, so a rebuild on
@@ -153,6 +202,7 @@ def build(
         sitegen build --reembed --out /tmp/reembedded --vectors-from site
     """
     from sitegen.build import BuildOptions, build_site
+    from sitegen.publish.evidence import DEFAULT_TITLE
     from sitegen.rankers import DEFAULT_RANKERS
 
     def log(message: str) -> None:
@@ -162,6 +212,30 @@ def build(
     def progress(total: int, label: str) -> _Progress:
         return _Progress(total, label, quiet)
 
+    config_path = Path(CONFIG_FILE)
+    if config_path.is_file():
+        try:
+            config = load_config(config_path)
+        except SitegenError as exc:
+            raise CommandError(f"build failed: {exc}") from exc
+        log(f"settings from {config_path} (flags override them)")
+        settings = apply_config(
+            config,
+            click.get_current_context(),
+            {
+                "corpora_dir": corpora_dir,
+                "out_dir": out_dir,
+                "only": only,
+                "ranker_names": ranker_names,
+                "external_runs": external_runs,
+                "retrievers": retrievers,
+                "title": title,
+                "description": description,
+            },
+        )
+        corpora_dir, out_dir, only = settings["corpora_dir"], settings["out_dir"], settings["only"]
+        ranker_names, external_runs = settings["ranker_names"], settings["external_runs"]
+        retrievers, title, description = settings["retrievers"], settings["title"], settings["description"]
     options = BuildOptions(
         corpora_dir=corpora_dir,
         out_dir=out_dir,
@@ -178,6 +252,11 @@ def build(
         vectors_from=vectors_from,
         reembed=reembed,
         allow_edited=allow_edited,
+        strict_questions=strict_questions,
+        title=title or DEFAULT_TITLE,
+        description=description or "",
+        baseline=baseline,
+        device=device,
     )
     try:
         result = build_site(options, log=log, progress=progress)
@@ -185,16 +264,33 @@ def build(
         raise click.ClickException(f"build failed: {exc}") from exc
     except OSError as exc:
         raise click.ClickException(f"build failed: {_os_problem(exc)}") from exc
-    stats = result.embed_stats
-    if stats.embedded == 0 and (stats.cached or stats.frozen):
-        log(f"embedded nothing: {stats.frozen} vectors reused from the bundle, {stats.cached} from the cache")
+    summary = embed_summary(result.embed_stats)
+    if summary:
+        log(summary)
     if result.drift is not None:
         drift = result.drift
         click.echo(
-            f"re-embedded {drift.compared} texts that {drift.source} stores: largest component difference "
+            f"re-embedded {count(drift.compared, 'text')} that {drift.source} stores: largest component difference "
             f"{drift.max_abs_diff:.3g}" + (f" ({drift.worst})" if drift.max_abs_diff else "")
         )
         if drift.comparison:
             click.echo(f"against {drift.source}: {drift.comparison}")
     timing = ", ".join(f"{k} {v:.1f}s" for k, v in result.seconds.items())
-    log(f"wrote {out_dir}: {len(result.corpora)} corpora x {len(result.rankers)} rankers ({timing})")
+    log(
+        f"wrote {out_dir}: {count(len(result.corpora), 'corpus', 'corpora')} x "
+        f"{count(len(result.rankers), 'ranker')} run ({timing})"
+    )
+
+
+def embed_summary(stats: EmbedStats) -> str:
+    """One line for the whole build: what was embedded and what was reused, or nothing when no ranker
+    needed embeddings."""
+    if not (stats.embedded or stats.cached or stats.frozen):
+        return ""
+    reused = [
+        f"{count(n, 'vector')} {where}"
+        for n, where in ((stats.frozen, "reused from the bundle"), (stats.cached, "from the cache"))
+        if n
+    ]
+    embedded = f"embedded {count(stats.embedded, 'text')}" if stats.embedded else "embedded nothing"
+    return f"{embedded}: " + ", ".join(reused) if reused else embedded

@@ -4,10 +4,21 @@ the custom click parameter types."""
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import click
+
+from sitegen.wording import count
+
+
+class CommandError(click.ClickException):
+    """A sitegen failure, printed as ``error: ...`` (the style of ``sitegen validate``) rather than click's
+    ``Error: ...``, which stays on click's own usage errors."""
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: {self.format_message()}", file=file if file is not None else sys.stderr)
 
 
 class _ExternalRun(click.ParamType):
@@ -73,18 +84,31 @@ def _site_folder(ctx: click.Context, param: click.Parameter, value: Path) -> Pat
 
 
 class _Progress:
-    """A click progress bar on stderr, or nothing when ``--quiet``."""
+    """A click progress bar on stderr with texts/s and an ETA, or nothing when ``--quiet``; ``finish`` prints
+    the count, seconds and rate, which a log (no terminal, so no bar) would otherwise lack."""
 
     def __init__(self, total: int, label: str, quiet: bool) -> None:
         self._bar: Any = None
+        self._label = label
+        self._done = 0
+        self._start = time.perf_counter()
         if not quiet:
-            self._bar = click.progressbar(length=total, label=label, file=sys.stderr)
+            self._bar = click.progressbar(
+                length=total, label=label, file=sys.stderr, show_eta=True, item_show_func=lambda rate: rate
+            )
             self._bar.__enter__()
 
+    def _rate(self) -> float:
+        return self._done / max(time.perf_counter() - self._start, 1e-9)
+
     def update(self, n: int) -> None:
+        self._done += n
         if self._bar is not None:
-            self._bar.update(n)
+            self._bar.update(n, f"{self._rate():.1f} texts/s")
 
     def finish(self) -> None:
         if self._bar is not None:
             self._bar.__exit__(None, None, None)
+            seconds = time.perf_counter() - self._start
+            done = count(self._done, "text")
+            click.echo(f"{self._label}: {done} in {seconds:.1f} s ({self._rate():.1f} texts/s)", err=True)

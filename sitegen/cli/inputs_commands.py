@@ -8,42 +8,107 @@ from typing import Any
 import click
 
 from sitegen.cli.common import _os_problem
-from sitegen.errors import SitegenError
+from sitegen.errors import CorpusError, SitegenError
+from sitegen.wording import count
+
+#: Problems listed per file by ``sitegen validate`` before "... and N more".
+PROBLEMS_PER_FILE = 20
 
 
 @click.command()
-@click.argument("folders", nargs=-1, required=True, type=click.Path(path_type=Path))
-def validate(folders: tuple[Path, ...]) -> None:
-    """Check corpus folders and report the first problem in each, with file and line.
+@click.argument("folders", nargs=-1, type=click.Path(path_type=Path))
+@click.option(
+    "--corpora",
+    "corpora_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Also validate every corpus in this folder (each sub-folder holding corpus.jsonl).",
+)
+def validate(folders: tuple[Path, ...], corpora_dir: Path | None) -> None:
+    """Check corpus folders and report every problem, with file and line (at most 20 per file).
 
     \b
     Example:
         sitegen validate corpora/payments-support
+        sitegen validate --corpora corpora
     """
-    from sitegen.inputs.corpus import load_corpus
+    from sitegen.inputs.corpus import discover_corpora, validate_corpus
+    from sitegen.inputs.vectors import read_supplied_vectors
 
+    if not folders and corpora_dir is None:
+        raise click.UsageError("name a corpus folder, or pass --corpora FOLDER")
     failed = False
-    for folder in folders:
+
+    def error(message: str) -> None:
+        nonlocal failed
+        failed = True
+        click.echo(f"error: {message}", err=True)
+
+    targets = list(folders)
+    if corpora_dir is not None:
+        try:
+            targets += discover_corpora(corpora_dir)
+        except SitegenError as exc:
+            error(str(exc))
+    for folder in targets:
         if folder.is_file():
-            click.echo(f"error: {folder}: is a file; pass the corpus folder that holds corpus.jsonl", err=True)
-            failed = True
+            error(f"{folder}: is a file; pass the corpus folder that holds corpus.jsonl")
+            continue
+        held = _corpora_inside(folder)
+        if held:
+            names = ", ".join(f"{p.relative_to(folder)}/" for p in held)
+            error(
+                f"{folder}: this folder holds corpora, not a corpus: validate one of {names} "
+                f"(sitegen validate {held[0]}), or pass --corpora {held[0].parent}"
+            )
             continue
         try:
-            corpus = load_corpus(folder)
-        except SitegenError as exc:
-            click.echo(f"error: {exc}", err=True)
-            failed = True
-            continue
+            corpus, problems = validate_corpus(folder)
         except OSError as exc:
-            click.echo(f"error: {_os_problem(exc)}", err=True)
-            failed = True
+            error(_os_problem(exc))
             continue
-        click.echo(
-            f"{folder}: ok ({len(corpus.documents)} passages, {len(corpus.queries)} questions, "
-            f"kinds: {', '.join(corpus.kinds)})"
-        )
+        for line in problem_lines(problems, PROBLEMS_PER_FILE):
+            error(line)
+        if corpus is not None:
+            try:  # supplied vectors (embeddings/) are checked against the corpus's ids
+                supplied = read_supplied_vectors(corpus)
+            except CorpusError as exc:
+                error(str(exc))
+                continue
+            vectors = f"; supplied vectors: {supplied.describe()}" if supplied is not None else ""
+            click.echo(
+                f"{folder}: ok ({count(len(corpus.documents), 'passage')}, {count(len(corpus.queries), 'question')}"
+                f", kinds: {', '.join(corpus.kinds)}{vectors})"
+            )
     if failed:
         raise SystemExit(1)
+
+
+def _corpora_inside(folder: Path) -> list[Path]:
+    """Corpus folders one or two levels down, when ``folder`` itself is not one: the corpora folder, or the
+    project folder that holds it, passed by mistake. The nearer level wins."""
+    from sitegen.inputs.corpus import CORPUS_FILE
+
+    if not folder.is_dir() or (folder / CORPUS_FILE).exists():
+        return []
+    for pattern in (f"*/{CORPUS_FILE}", f"*/*/{CORPUS_FILE}"):
+        found = sorted(p.parent for p in folder.glob(pattern) if p.is_file())
+        if found:
+            return found
+    return []
+
+
+def problem_lines(problems: list[CorpusError], limit: int) -> list[str]:
+    """One line per problem, at most ``limit`` per file, then "FILE: ... and N more problems"."""
+    by_file: dict[Path, list[CorpusError]] = {}
+    for problem in problems:
+        by_file.setdefault(problem.path, []).append(problem)
+    lines = []
+    for path, found in by_file.items():
+        lines += [str(p) for p in found[:limit]]
+        if len(found) > limit:
+            lines.append(f"{path}: ... and {count(len(found) - limit, 'more problem')}")
+    return lines
 
 
 # ----------------------------------------------------------------------------------- sitegen import
@@ -87,9 +152,10 @@ def _import_options(command: Any) -> Any:
 
 def _echo_import(result: Any) -> None:
     click.echo(
-        f"wrote {result.folder}: {result.documents} documents, {result.queries} queries, "
-        f"{result.judged_pairs} judged pairs; dropped {result.dropped_queries} queries without a relevant "
-        f"document and {result.dropped_qrels} qrels rows (details in {result.folder / 'README.md'})"
+        f"wrote {result.folder}: {count(result.documents, 'document')}, {count(result.queries, 'query', 'queries')}, "
+        f"{count(result.judged_pairs, 'judged pair')}; dropped {count(result.dropped_queries, 'query', 'queries')} "
+        f"without a relevant document and {count(result.dropped_qrels, 'qrels row')} "
+        f"(details in {result.folder / 'README.md'})"
     )
 
 

@@ -84,6 +84,7 @@ from sitegen.compare.repro import (
 )
 from sitegen.errors import BundleError
 from sitegen.publish.bundle import Bundle, load_json, open_bundle
+from sitegen.publish.evidence import read_run
 from sitegen.scoring.report import first_relevant_rank
 
 __all__ = [
@@ -338,25 +339,9 @@ def is_finite_number(value: Any) -> bool:
 
 
 def _read_run(bundle: Bundle, rel: str) -> dict[str, Any]:
-    """A run document, its shape checked so the pure comparison can index it freely."""
-    path = bundle.path(rel)
-    doc = load_json(path)
-    queries = doc.get("queries") if isinstance(doc, dict) else None
-    if not isinstance(queries, dict):
-        raise BundleError(path, 'no "queries" object')
-    for qid, hits in queries.items():
-        if not isinstance(hits, list):
-            raise BundleError(path, f"query {qid!r}: hits are not a list")
-        for hit in hits:
-            if not (
-                isinstance(hit, dict)
-                and isinstance(hit.get("doc_id"), str)
-                and _is_int(hit.get("rank"))
-                and is_finite_number(hit.get("score"))
-                and math.isfinite(hit["score"])
-            ):
-                raise BundleError(path, f"query {qid!r}: a hit lacks a string doc_id, integer rank or finite score")
-    return doc
+    """A run document (either run schema, through sitegen's one reader), its shape checked so the pure
+    comparison can index it freely."""
+    return read_run(bundle.path(rel))
 
 
 def _read_metrics(bundle: Bundle, rel: str) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from typing import IO, Any
 
 from sitegen.errors import CorpusError
 from sitegen.inputs.chunk_settings import ChunkingError, parse_chunking
+from sitegen.inputs.fusion_settings import FusionSettingsError, parse_fusions
 
 __all__ = [
     "CITATIONS_FILE",
@@ -54,6 +55,7 @@ __all__ = [
     "parse_grade",
     "passage_text",
     "text_lines",
+    "validate_corpus",
 ]
 
 CORPUS_FILE = "corpus.jsonl"
@@ -147,26 +149,59 @@ def discover_corpora(root: Path) -> list[Path]:
 
 def load_corpus(folder: Path) -> Corpus:
     """Read and validate one corpus folder; raise CorpusError on the first problem."""
-    folder = Path(folder)
+    return _load(Path(folder), _Problems(collect=False))
+
+
+def validate_corpus(folder: Path) -> tuple[Corpus | None, list[CorpusError]]:
+    """Every problem in one corpus folder, in the order found (file by file, line by line), so one run of
+    ``sitegen validate`` lists them all; the corpus when there is none. A problem that makes the rest of a
+    file unreadable (a missing file, bytes that are not UTF-8) ends that file's checks."""
+    problems = _Problems(collect=True)
+    try:
+        corpus = _load(Path(folder), problems)
+    except CorpusError as exc:
+        problems.add(exc)
+        corpus = None
+    return (corpus if not problems.found else None), problems.found
+
+
+class _Problems:
+    """Where the loaders put a problem: raised at once (the build), or kept and the line skipped (validate)."""
+
+    def __init__(self, collect: bool) -> None:
+        self.collect = collect
+        self.found: list[CorpusError] = []
+
+    def add(self, problem: CorpusError) -> None:
+        if not self.collect:
+            raise problem
+        self.found.append(problem)
+
+
+def _load(folder: Path, problems: _Problems) -> Corpus:
     if not folder.is_dir():
         raise CorpusError(folder, "corpus folder does not exist")
     # Every file the format names is checked before any is read: none may be a link.
     present = {name: _input_path(folder, name) for name in (*_REQUIRED, *_OPTIONAL)}
-    for name in _REQUIRED:
-        if present[name] is None:
-            raise CorpusError(folder / name, "required file is missing")
+    missing = [CorpusError(folder / name, "required file is missing") for name in _REQUIRED if present[name] is None]
+    if missing:
+        for problem in missing[:-1]:
+            problems.add(problem)
+        raise missing[-1]
     _check_runs(folder)
 
-    documents = _load_documents(folder / CORPUS_FILE)
-    queries, query_lines = _load_queries(folder / QUERIES_FILE)
+    documents = _load_documents(folder / CORPUS_FILE, problems)
+    queries, query_lines = _load_queries(folder / QUERIES_FILE, problems)
     doc_ids = {d.doc_id for d in documents}
-    qrels = _load_qrels(folder / QRELS_FILE, {q.query_id for q in queries}, doc_ids)
-    _check_answerable(folder / QUERIES_FILE, queries, query_lines, qrels)
+    qrels = _load_qrels(folder / QRELS_FILE, {q.query_id for q in queries}, doc_ids, problems)
+    _check_answerable(folder / QUERIES_FILE, queries, query_lines, qrels, problems)
 
     readme = _read_text(folder / README_FILE) if present[README_FILE] else ""
     config = _load_config(folder / CONFIG_FILE) if present[CONFIG_FILE] else {}
     _check_spans_and_filters(folder / QUERIES_FILE, queries, query_lines, documents, config)
     citations = _load_citations(folder / CITATIONS_FILE, query_lines) if present[CITATIONS_FILE] else {}
+    if problems.found:  # the corpus is not built from a folder with problems
+        raise problems.found.pop()
     # Only the files the format names are inputs (and copied into the bundle); anything else in the
     # folder (notes, a .env) stays out.
     inputs = [name for name, path in present.items() if path is not None]
@@ -229,16 +264,19 @@ def _load_config(path: Path) -> dict[str, Any]:
 
     {"ablation": [{"ranker": "bm25", "adds": "what this row adds to the previous one"}, ...],
      "packing": {"budgets": [20, 200, 1000]},
-     "significance": {"correction": "holm" | "bh"}}
+     "significance": {"correction": "holm" | "bh"},
+     "fusions": [{"name": NAME, "components": [NAME, ...], "k": 60, "candidates": 20}]}
     """
     text = _read_text(path)
     config = _parse_json(path, None, text)
     if not isinstance(config, dict):
         raise CorpusError(path, "expected a JSON object")
-    unknown = sorted(set(config) - {"ablation", "packing", "filters", "chunking", "significance"})
+    unknown = sorted(set(config) - {"ablation", "packing", "filters", "chunking", "significance", "fusions"})
     if unknown:
         raise CorpusError(
-            path, f"unknown setting(s) {', '.join(unknown)}; known: ablation, chunking, filters, packing, significance"
+            path,
+            f"unknown setting(s) {', '.join(unknown)}; known: ablation, chunking, filters, fusions, packing, "
+            "significance",
         )
     significance = config.get("significance", {})
     if (
@@ -255,6 +293,12 @@ def _load_config(path: Path) -> dict[str, Any]:
             parse_chunking(config["chunking"])
         except ChunkingError as exc:
             raise CorpusError(path, str(exc)) from None
+    if "fusions" in config:
+        try:
+            parse_fusions(config["fusions"])
+        except FusionSettingsError as exc:
+            line = next((n for n, row in enumerate(text.splitlines(), 1) if '"fusions"' in row), None)
+            raise CorpusError(path, str(exc), line) from None
     packing = config.get("packing", {})
     budgets = packing.get("budgets", []) if isinstance(packing, dict) else None
     if (
@@ -363,12 +407,24 @@ def json_lines(path: Path, lines: Iterable[tuple[int, str]] | None = None) -> It
     ``lines`` are numbered lines from :func:`text_lines` (the importers pass a gzip stream's); without
     them the file at ``path`` is read. Anything but one JSON object per line is an error naming the line.
     """
+    return _checked_lines(path, _Problems(collect=False), lines)
+
+
+def _checked_lines(
+    path: Path, problems: _Problems, lines: Iterable[tuple[int, str]] | None = None
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """:func:`json_lines`, handing a line that is not a JSON object to ``problems`` (raised, or kept while
+    the next line is read)."""
     for number, line in text_lines(path) if lines is None else lines:
         if not line.strip(" \t\r"):
             continue
-        obj = _parse_json(path, number, line)
-        if not isinstance(obj, dict):
-            raise CorpusError(path, f"expected a JSON object, got {type(obj).__name__}", number)
+        try:
+            obj = _parse_json(path, number, line)
+            if not isinstance(obj, dict):
+                raise CorpusError(path, f"expected a JSON object, got {type(obj).__name__}", number)
+        except CorpusError as exc:
+            problems.add(exc)
+            continue
         yield number, obj
 
 
@@ -465,47 +521,55 @@ def _optional_object(path: Path, line: int, obj: Mapping[str, Any], key: str) ->
     return MappingProxyType(value)
 
 
-def _load_documents(path: Path) -> list[Document]:
+def _load_documents(path: Path, problems: _Problems) -> list[Document]:
     documents: list[Document] = []
     first_line: dict[str, int] = {}
-    for number, obj in json_lines(path):
-        doc_id = _required_str(path, number, obj, "_id", allow_empty=False)
-        # BEIR collections contain documents whose body is empty but whose title is not.
-        text = _required_str(path, number, obj, "text", allow_empty=True)
-        title = obj.get("title", "") or ""
-        if not isinstance(title, str):
-            raise CorpusError(path, f'field "title" must be a string, got {type(title).__name__}', number)
-        if doc_id in first_line:
-            raise CorpusError(path, f'duplicate _id "{doc_id}" (first seen on line {first_line[doc_id]})', number)
-        first_line[doc_id] = number
-        metadata = _optional_object(path, number, obj, "metadata")
-        documents.append(Document(doc_id=doc_id, title=title, text=text, metadata=metadata))
-    if not documents:
+    for number, obj in _checked_lines(path, problems):
+        try:
+            doc_id = _required_str(path, number, obj, "_id", allow_empty=False)
+            # BEIR collections contain documents whose body is empty but whose title is not.
+            text = _required_str(path, number, obj, "text", allow_empty=True)
+            title = obj.get("title", "") or ""
+            if not isinstance(title, str):
+                raise CorpusError(path, f'field "title" must be a string, got {type(title).__name__}', number)
+            if doc_id in first_line:
+                raise CorpusError(path, f'duplicate _id "{doc_id}" (first seen on line {first_line[doc_id]})', number)
+            first_line[doc_id] = number
+            metadata = _optional_object(path, number, obj, "metadata")
+            documents.append(Document(doc_id=doc_id, title=title, text=text, metadata=metadata))
+        except CorpusError as exc:
+            problems.add(exc)
+    if not documents and not problems.found:
         raise CorpusError(path, "corpus is empty: no documents")
     return documents
 
 
-def _load_queries(path: Path) -> tuple[list[Query], dict[str, int]]:
+def _load_queries(path: Path, problems: _Problems) -> tuple[list[Query], dict[str, int]]:
     queries: list[Query] = []
     first_line: dict[str, int] = {}
-    for number, obj in json_lines(path):
-        query_id = _required_str(path, number, obj, "_id", allow_empty=False)
-        text = _required_str(path, number, obj, "text", allow_empty=False)
-        if query_id in first_line:
-            raise CorpusError(path, f'duplicate _id "{query_id}" (first seen on line {first_line[query_id]})', number)
-        first_line[query_id] = number
-        kind = obj.get("kind", UNLABELLED_KIND)
-        if not isinstance(kind, str) or not kind.strip():
-            raise CorpusError(path, 'field "kind" must be a nonempty string', number)
-        answerable = obj.get("answerable", True)
-        if not isinstance(answerable, bool):
-            raise CorpusError(path, f'field "answerable" must be true or false, got {answerable!r}', number)
-        query_filter = _optional_object(path, number, obj, "filter")
-        spans = _spans(path, number, obj.get("spans", []))
-        queries.append(
-            Query(query_id=query_id, text=text, kind=kind, answerable=answerable, filter=query_filter, spans=spans)
-        )
-    if not queries:
+    for number, obj in _checked_lines(path, problems):
+        try:
+            query_id = _required_str(path, number, obj, "_id", allow_empty=False)
+            text = _required_str(path, number, obj, "text", allow_empty=False)
+            if query_id in first_line:
+                raise CorpusError(
+                    path, f'duplicate _id "{query_id}" (first seen on line {first_line[query_id]})', number
+                )
+            first_line[query_id] = number
+            kind = obj.get("kind", UNLABELLED_KIND)
+            if not isinstance(kind, str) or not kind.strip():
+                raise CorpusError(path, 'field "kind" must be a nonempty string', number)
+            answerable = obj.get("answerable", True)
+            if not isinstance(answerable, bool):
+                raise CorpusError(path, f'field "answerable" must be true or false, got {answerable!r}', number)
+            query_filter = _optional_object(path, number, obj, "filter")
+            spans = _spans(path, number, obj.get("spans", []))
+            queries.append(
+                Query(query_id=query_id, text=text, kind=kind, answerable=answerable, filter=query_filter, spans=spans)
+            )
+        except CorpusError as exc:
+            problems.add(exc)
+    if not queries and not problems.found:
         raise CorpusError(path, "no queries")
     return queries, first_line
 
@@ -572,51 +636,61 @@ def _is_iso_date(value: Any) -> bool:
     return True
 
 
-def _load_qrels(path: Path, query_ids: set[str], doc_ids: set[str]) -> dict[str, dict[str, int]]:
+def _load_qrels(path: Path, query_ids: set[str], doc_ids: set[str], problems: _Problems) -> dict[str, dict[str, int]]:
     qrels: dict[str, dict[str, int]] = {}
     seen_header = False
     for number, line in text_lines(path):
-        if not line.strip(" \t"):
-            continue
-        columns = line.split("\t")
-        if not seen_header:
-            seen_header = True
-            if tuple(c.strip() for c in columns) != _QRELS_HEADER:
-                raise CorpusError(path, f"first line must be the header {'<TAB>'.join(_QRELS_HEADER)!r}", number)
-            continue
-        if len(columns) != 3:
-            raise CorpusError(path, f"expected 3 tab-separated columns, found {len(columns)}", number)
-        query_id, doc_id, grade_text = (c.strip() for c in columns)
-        grade = parse_grade(path, number, grade_text)
-        if query_id not in query_ids:
-            raise CorpusError(path, f'unknown query id "{query_id}" (not in {QUERIES_FILE})', number)
-        if doc_id not in doc_ids:
-            raise CorpusError(path, f'unknown corpus id "{doc_id}" (not in {CORPUS_FILE})', number)
-        judged = qrels.setdefault(query_id, {})
-        if doc_id in judged:
-            raise CorpusError(path, f'pair ("{query_id}", "{doc_id}") is judged twice', number)
-        judged[doc_id] = grade
+        try:
+            if not line.strip(" \t"):
+                continue
+            columns = line.split("\t")
+            if not seen_header:
+                seen_header = True
+                if tuple(c.strip() for c in columns) != _QRELS_HEADER:
+                    raise CorpusError(path, f"first line must be the header {'<TAB>'.join(_QRELS_HEADER)!r}", number)
+                continue
+            if len(columns) != 3:
+                raise CorpusError(path, f"expected 3 tab-separated columns, found {len(columns)}", number)
+            query_id, doc_id, grade_text = (c.strip() for c in columns)
+            grade = parse_grade(path, number, grade_text)
+            if query_id not in query_ids:
+                raise CorpusError(path, f'unknown query id "{query_id}" (not in {QUERIES_FILE})', number)
+            if doc_id not in doc_ids:
+                raise CorpusError(path, f'unknown corpus id "{doc_id}" (not in {CORPUS_FILE})', number)
+            judged = qrels.setdefault(query_id, {})
+            if doc_id in judged:
+                raise CorpusError(path, f'pair ("{query_id}", "{doc_id}") is judged twice', number)
+            judged[doc_id] = grade
+        except CorpusError as exc:
+            problems.add(exc)
     if not seen_header:
         raise CorpusError(path, "qrels file is empty (no header line)")
     return qrels
 
 
 def _check_answerable(
-    path: Path, queries: list[Query], lines: Mapping[str, int], qrels: Mapping[str, Mapping[str, int]]
+    path: Path,
+    queries: list[Query],
+    lines: Mapping[str, int],
+    qrels: Mapping[str, Mapping[str, int]],
+    problems: _Problems,
 ) -> None:
     for query in queries:
-        has_relevant = any(g > 0 for g in qrels.get(query.query_id, {}).values())
-        if query.answerable and not has_relevant:
-            raise CorpusError(
-                path,
-                f'query "{query.query_id}" has no relevant passage in {QRELS_FILE}; '
-                'judge one or mark it "answerable": false',
-                lines[query.query_id],
-            )
-        if not query.answerable and has_relevant:
-            raise CorpusError(
-                path,
-                f'query "{query.query_id}" is marked "answerable": false but {QRELS_FILE} '
-                "judges a passage relevant to it",
-                lines[query.query_id],
-            )
+        try:
+            has_relevant = any(g > 0 for g in qrels.get(query.query_id, {}).values())
+            if query.answerable and not has_relevant:
+                raise CorpusError(
+                    path,
+                    f'query "{query.query_id}" has no relevant passage in {QRELS_FILE}; '
+                    'judge one or mark it "answerable": false',
+                    lines[query.query_id],
+                )
+            if not query.answerable and has_relevant:
+                raise CorpusError(
+                    path,
+                    f'query "{query.query_id}" is marked "answerable": false but {QRELS_FILE} '
+                    "judges a passage relevant to it",
+                    lines[query.query_id],
+                )
+        except CorpusError as exc:
+            problems.add(exc)

@@ -10,8 +10,9 @@ and the date the inputs were frozen, so that a later edit to a question or a lab
     }
 
 (sorted keys, two-space indentation, one trailing newline: the same inputs and date give the same bytes).
-The files are those the loader reads (:attr:`~sitegen.inputs.corpus.Corpus.input_files`) and the external
-runs in ``runs/*.trec``, less ``README.md``: prose, rendered on the site, that changes no number.
+The files are those the loader reads (:attr:`~sitegen.inputs.corpus.Corpus.input_files`), the external
+runs in ``runs/*.trec`` and supplied vectors in ``embeddings/`` (:mod:`sitegen.inputs.vectors`), less
+``README.md``: prose, rendered on the site, that changes no number.
 
 A build refuses a frozen corpus whose inputs differ from the record (:func:`check_frozen`), naming the files
 changed, added and removed; with ``--allow-edited`` it goes ahead and ``corpus.json`` records
@@ -35,6 +36,7 @@ from typing import Any
 from sitegen.errors import CorpusError
 from sitegen.hashing import sha256_file
 from sitegen.inputs.corpus import README_FILE, RUNS_DIR, Corpus, load_corpus
+from sitegen.inputs.vectors import SUPPLIED_FILES, read_supplied_vectors
 
 __all__ = [
     "FROZEN_FILE",
@@ -102,8 +104,9 @@ def check_date(text: str) -> str:
 
 def tracked_files(corpus: Corpus) -> list[str]:
     """The inputs a freeze covers, sorted: the files the loader read, less README.md, plus ``runs/*.trec``
-    (the build scores those too; the loader refuses a link among them)."""
+    (the build scores those too; the loader refuses a link among them) and supplied ``embeddings/`` files."""
     names = {n for n in corpus.input_files if n != README_FILE}
+    names.update(n for n in SUPPLIED_FILES if (corpus.root / n).is_file())
     runs = corpus.root / RUNS_DIR
     if runs.is_dir():
         names.update(f"{RUNS_DIR}/{p.name}" for p in runs.iterdir() if p.name.endswith(".trec") and p.is_file())
@@ -196,6 +199,7 @@ def freeze_corpus(folder: Path, date: str | None = None) -> tuple[Path, Frozen]:
     folder = Path(folder)
     day = check_date(date) if date is not None else Date.today().isoformat()
     corpus = load_corpus(folder)
+    read_supplied_vectors(corpus)
     frozen = Frozen(day, _hashes(folder, tracked_files(corpus)))
     path = folder / FROZEN_FILE
     fd, tmp = tempfile.mkstemp(prefix=f".{FROZEN_FILE}.", dir=folder)

@@ -5,7 +5,7 @@ Bundle layout under the site folder::
     evidence/manifest.json                       see :func:`write_manifest`
     evidence/<corpus>/corpus.json                summary: counts, kinds, rankers, metrics, depth
     evidence/<corpus>/inputs/...                 byte copies of the frozen inputs
-    evidence/<corpus>/runs/<ranker>.json         see :func:`run_document`
+    evidence/<corpus>/runs/<ranker>.json         see :func:`run_json` (compact, one line per question)
     evidence/<corpus>/runs/<ranker>.trec         TREC run, top 100, score column derived from rank,
                                                  ids with whitespace or % percent-encoded
     evidence/<corpus>/metrics.json               {ranker: {"overall", "by_kind", "per_query"}}
@@ -16,7 +16,8 @@ Bundle layout under the site folder::
     evidence/<corpus>/embeddings/passages.npy    float32 rows in ``index.json`` order
     evidence/<corpus>/embeddings/queries.npy
     evidence/<corpus>/embeddings/index.json      model, weights and configuration sha256, row ids, each
-                                                 row's text sha256 (so a rebuild reuses the rows as frozen inputs)
+                                                 row's text sha256 (so a rebuild reuses the rows as frozen inputs);
+                                                 ``supplied`` when the corpus brought them (sitegen.inputs.vectors)
     evidence/<corpus>/embeddings/sweep-*         vectors of the chunking sweep's chunks (chunked corpora)
 
 Same inputs give the same bytes: keys sorted, floats in Python's shortest
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import platform
 import re
 import shutil
@@ -39,29 +41,40 @@ from urllib.parse import quote
 import numpy as np
 
 from sitegen import __version__
+from sitegen.errors import BundleError
 from sitegen.hashing import sha256_file
 from sitegen.inputs.corpus import Corpus, passage_text
+from sitegen.publish.bundle import load_json
 from sitegen.rankers.base import Family, Run
 from sitegen.rankers.embeddings import CorpusEmbeddings, text_sha256
 
 __all__ = [
     "CHUNKS_FILE",
+    "DEFAULT_TITLE",
     "EVIDENCE_DIR",
+    "RUN_SCHEMA_VERSION",
     "SCHEMA_VERSION",
     "TREC_DEPTH",
     "canonical_json",
+    "expand_run",
     "library_versions",
     "passages_file",
+    "read_run",
     "run_document",
+    "run_json",
     "run_trec",
     "trec_id",
     "write_corpus_evidence",
     "write_json",
     "write_manifest",
+    "write_run",
     "write_sweep_embeddings",
 ]
 
 SCHEMA_VERSION = 1
+# runs/<ranker>.json: 2 is the compact form of run_json (1: one indented object per hit)
+RUN_SCHEMA_VERSION = 2
+_RUN_HEADER = ("schema_version", "corpus", "ranker", "depth", "contract", "params")
 EVIDENCE_DIR = "evidence"
 TREC_DEPTH = 100
 _LIBRARIES = (
@@ -89,7 +102,7 @@ def write_json(path: Path, obj: Any) -> None:
 
 
 def run_document(run: Run, corpus_name: str, depth: int) -> dict[str, Any]:
-    """A run as JSON::
+    """A run in the form every reader gets back from :func:`read_run` (the file is compact, see :func:`run_json`)::
 
     {"schema_version", "corpus", "ranker", "contract", "params", "depth",
      "queries": {query_id: [{"doc_id", "rank", "score", "components"?: {ranker: rank|null}}]}}
@@ -104,7 +117,7 @@ def run_document(run: Run, corpus_name: str, depth: int) -> dict[str, Any]:
             rows.append(row)
         queries[query_id] = rows
     return {
-        "schema_version": SCHEMA_VERSION,
+        "schema_version": RUN_SCHEMA_VERSION,
         "corpus": corpus_name,
         "ranker": run.ranker,
         "contract": run.contract.as_dict(),
@@ -112,6 +125,87 @@ def run_document(run: Run, corpus_name: str, depth: int) -> dict[str, Any]:
         "depth": depth,
         "queries": queries,
     }
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def run_json(doc: Mapping[str, Any]) -> bytes:
+    """``runs/<ranker>.json`` (schema 2): still one JSON document, so JSON pointers name its numbers, but written
+    for size and for line tools: the header fields first, one to a line, then one line per question (ids sorted)
+    whose hits are ``[doc_id, score]`` or, for a fusion, ``[doc_id, score, {component: rank|null}]``; a hit's rank
+    is its position + 1, so ``#/queries/<id>/<rank - 1>/1`` is its score. ``doc`` is the :func:`run_document`
+    form; its hits' order is their rank (a Run's ranks run 1..n). Run schema 1 stored each hit as an indented object."""
+    header = [k for k in _RUN_HEADER if k in doc] + sorted(k for k in doc if k not in _RUN_HEADER and k != "queries")
+    lines = [
+        f"{_compact(key)}:{_compact(RUN_SCHEMA_VERSION if key == 'schema_version' else doc[key])}" for key in header
+    ]
+    rows = []
+    for query_id in sorted(doc["queries"]):
+        hits = doc["queries"][query_id]
+        compact = [[h["doc_id"], h["score"], *([h["components"]] if h.get("components") else [])] for h in hits]
+        rows.append(f"{_compact(query_id)}:{_compact(compact)}")
+    body = ",\n".join(rows)
+    lines.append('"queries":{' + (f"\n{body}\n" if rows else "") + "}")
+    return ("{" + ",\n".join(lines) + "}\n").encode("utf-8")
+
+
+def write_run(path: Path, doc: Mapping[str, Any]) -> None:
+    """Write a run (the :func:`run_document` form) as :func:`run_json`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(run_json(doc))
+
+
+def _finite_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def expand_run(doc: Any) -> dict[str, Any]:
+    """A stored run (schema 1 or 2) in the :func:`run_document` form. The values are the stored objects
+    themselves, so numbers that carry their JSON pointer (the pages' sourced numbers) keep it; a schema-2
+    hit's rank is its position + 1. Raises ValueError naming the first malformed part."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("queries"), dict):
+        raise ValueError('expected a run object with a "queries" object')
+    version = doc.get("schema_version")
+    if version not in (1, RUN_SCHEMA_VERSION):
+        raise ValueError(f"run schema_version {version!r}; sitegen reads 1 and {RUN_SCHEMA_VERSION}")
+    queries: dict[str, list[dict[str, Any]]] = {}
+    for query_id, hits in doc["queries"].items():
+        if not isinstance(hits, list):
+            raise ValueError(f"query {query_id!r}: hits are not a list")
+        rows = []
+        for position, hit in enumerate(hits):
+            if version == 1:
+                row = hit if isinstance(hit, dict) else None
+                ok = row is not None and isinstance(row.get("rank"), int) and not isinstance(row["rank"], bool)
+            else:
+                ok = isinstance(hit, list) and len(hit) in (2, 3) and (len(hit) == 2 or isinstance(hit[2], dict))
+                row = {"doc_id": hit[0], "rank": position + 1, "score": hit[1]} if ok else None
+                if ok and len(hit) == 3:
+                    row["components"] = hit[2]
+            if row is None or not ok or not isinstance(row.get("doc_id"), str) or not _finite_number(row.get("score")):
+                raise ValueError(
+                    f"query {query_id!r}: hit {position + 1} is not "
+                    + (
+                        "an object with a string doc_id, integer rank and finite score"
+                        if version == 1
+                        else "[doc_id, score] or [doc_id, score, components] with a string id and a finite score"
+                    )
+                )
+            rows.append(row)
+        queries[query_id] = rows
+    return {**doc, "queries": queries}
+
+
+def read_run(path: Path) -> dict[str, Any]:
+    """The one reader of ``runs/<ranker>.json`` in sitegen (schema 1 or 2), in the :func:`run_document` form.
+    Raises BundleError naming the file and the problem."""
+    doc = load_json(path)
+    try:
+        return expand_run(doc)
+    except ValueError as exc:
+        raise BundleError(path, str(exc)) from None
 
 
 def trec_id(identifier: str) -> str:
@@ -308,7 +402,7 @@ def write_corpus_evidence(
         shutil.copyfile(corpus.root / name, target)
     query_order = [q.query_id for q in corpus.queries]
     for ranker, run in runs.items():
-        write_json(base / "runs" / f"{ranker}.json", run_document(run, corpus.name, depth))
+        write_run(base / "runs" / f"{ranker}.json", run_document(run, corpus.name, depth))
         (base / "runs" / f"{ranker}.trec").write_text(run_trec(run, query_order), encoding="utf-8")
     write_json(base / "metrics.json", {r: metrics[r] for r in runs})
     write_trec_eval_contract(base, corpus, list(runs), metric_list, chunked="chunking.json" in derived)
@@ -357,6 +451,8 @@ def write_corpus_evidence(
                     "passages": [text_sha256(passage_text(d)) for d in corpus.documents],
                     "queries": [text_sha256(q.text) for q in corpus.queries],
                 },
+                # Vectors the corpus brought (sitegen.inputs.vectors): their files' sha256 and provenance.
+                **({"supplied": dict(embeddings.supplied)} if embeddings.supplied is not None else {}),
             },
         )
 
@@ -395,16 +491,21 @@ def library_versions() -> dict[str, str]:
     return versions
 
 
+#: The title of a report whose ``sitegen.toml`` (or ``--title``) gives none.
+DEFAULT_TITLE = "Retrieval evaluation report"
+
+
 def write_manifest(
     site_dir: Path,
     corpora: list[str],
     model: Mapping[str, str] | None,
     postgres: Mapping[str, str] | None = None,
     command: str = "sitegen build",
+    report: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Write ``evidence/manifest.json``: the sha256 and size of every evidence file
-    (paths relative to the site root, sorted), plus tool, Python, library and model versions, and the
-    command that built it."""
+    (paths relative to the site root, sorted), plus tool, Python, library and model versions, the
+    command that built it, and the report's title and description (from ``sitegen.toml`` or ``--title``)."""
     evidence_dir = site_dir / EVIDENCE_DIR
     manifest_path = evidence_dir / "manifest.json"
     files = {}
@@ -421,6 +522,7 @@ def write_manifest(
         "postgres": dict(postgres) if postgres else None,
         "corpora": corpora,
         "command": command,
+        "report": dict(report) if report else {"title": DEFAULT_TITLE, "description": ""},
         "files": files,
     }
     write_json(manifest_path, manifest)

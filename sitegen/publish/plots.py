@@ -6,7 +6,7 @@ import io
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["grouped_bar_svg", "line_svg"]
+__all__ = ["difference_svg", "grouped_bar_svg", "line_svg"]
 
 _STYLE = {
     "svg.hashsalt": "sitegen",
@@ -85,4 +85,30 @@ def line_svg(
         ax.set_xticks(range(len(x_labels)), list(x_labels))
         _label(ax, title, xlabel, ylabel, ylim)
         ax.legend(fontsize=8, frameon=False)
+        return _svg(fig)
+
+
+def difference_svg(
+    means: Sequence[float],
+    differences: Sequence[float],
+    mean_difference: float,
+    interval: tuple[float, float],
+    title: str,
+    xlabel: str,
+    ylabel: str,
+) -> bytes:
+    """One point per question at (mean of the two scores, their difference), a Bland-Altman view, with the mean
+    difference drawn as a line and its interval as a band; as SVG bytes."""
+    plt = _pyplot()
+    import matplotlib
+
+    with matplotlib.rc_context(_STYLE):
+        fig, ax = plt.subplots(figsize=(5.2, 3.2))
+        ax.axhspan(interval[0], interval[1], color="#c9daf8", alpha=0.6, label="95% interval of the mean difference")
+        ax.axhline(0.0, color="#888888", linewidth=0.8)
+        ax.axhline(mean_difference, color="#1f5fbf", linewidth=1.2, label=f"mean difference {mean_difference:+.3f}")
+        ax.scatter(list(means), list(differences), s=14, color="#333333", alpha=0.7)
+        ax.set_xlim(-0.05, 1.05)
+        _label(ax, title, xlabel, ylabel, (-1.05, 1.05))
+        ax.legend(fontsize=7, frameon=False, loc="lower right")
         return _svg(fig)

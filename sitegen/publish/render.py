@@ -22,11 +22,12 @@ import markdown
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
 
+from sitegen import wording
 from sitegen.hashing import sha256_file
 from sitegen.inputs.corpus import Document, json_lines, passage_text, text_lines
 from sitegen.publish.bundle import REEMBED_TOLERANCE
-from sitegen.publish.evidence import EVIDENCE_DIR, passages_file, write_json
-from sitegen.publish.plots import grouped_bar_svg, line_svg
+from sitegen.publish.evidence import DEFAULT_TITLE, EVIDENCE_DIR, expand_run, passages_file, write_json
+from sitegen.publish.plots import difference_svg, grouped_bar_svg, line_svg
 from sitegen.publish.timings import TIMINGS_DIR, load_timing_files, performance_view
 from sitegen.stepcache import StepCache
 
@@ -159,6 +160,29 @@ def _read_evidence(site_dir: Path, path: Path) -> Any:
     return _with_sources(_read_json(path), f"{path.relative_to(site_dir).as_posix()}#")
 
 
+def _ev_in(value: Any, table: dict[str, str], fmt: str | None = None) -> Markup:
+    """A sourced number in a table that names its source once (``data-ev-base`` ``table["base"]`` and
+    ``data-ev-fmt`` ``table["fmt"]``): the span carries only the rest of its source, and a format only when it
+    differs from the table's; the audit joins them. A number not under the base is an error, never a silent
+    miscitation."""
+    src, base = getattr(value, "src", ""), table["base"]
+    if not src.startswith(base + "/"):
+        raise ValueError(f"{src!r} is not under the table's evidence base {base!r}")
+    name = fmt or table["fmt"]
+    text = str(value._plain(value)) if name == "raw" else _TABLE_FORMATS[name](value)
+    if name == table["fmt"]:
+        return Markup('<span data-ev="{}">{}</span>').format(src[len(base) + 1 :], text)
+    return Markup('<span data-ev="{}" data-fmt="{}">{}</span>').format(src[len(base) + 1 :], name, text)
+
+
+_TABLE_FORMATS: dict[str, Callable[[Any], str]] = {"score": format_score, "score6": lambda value: f"{value:.6f}"}
+
+
+def _pointer_part(key: str) -> str:
+    """One JSON pointer token (RFC 6901), as :func:`_with_sources` writes it."""
+    return key.replace("~", "~0").replace("/", "~1")
+
+
 def _sourced_filter(fmt: Callable[[Any], str], name: str) -> Callable[[Any], Any]:
     def shown(value: Any) -> Any:
         text = fmt(value)
@@ -228,9 +252,17 @@ def _environment() -> Environment:
     env.filters["score"] = _sourced_filter(format_score, "score")
     env.filters["signed"] = _sourced_filter(format_signed, "signed")
     env.filters["score6"] = _sourced_filter(lambda value: f"{value:.6f}", "score6")
+    env.filters["ev_in"] = _ev_in
     env.filters["pvalue"] = _sourced_filter(format_p, "pvalue")
     env.filters["setting"] = _sourced_filter(_setting_label, "setting")
+    env.filters["count"] = _count_filter
     return env
+
+
+def _count_filter(n: Any, singular: str, plural: str | None = None) -> Markup:
+    """``{{ n | count("question") }}``: the number (sourced when it came from the evidence) and the noun
+    that agrees with it."""
+    return Markup("{} {}").format(n, wording.count(int(n), singular, plural).partition(" ")[2])
 
 
 def _corpus_dir(name: str) -> str:
@@ -243,6 +275,22 @@ def _question_path(corpus: str, query_id: str) -> str:
 
 def _passage_title(doc: dict[str, Any]) -> str:
     return doc.get("title") or doc["text"][:80]
+
+
+def _supplied_vectors(base: Path) -> dict[str, Any] | None:
+    """Model, weights sha256 and provenance of vectors the corpus brought (``supplied`` in
+    ``embeddings/index.json``), for the sentence the pages say about them; None when sitegen embedded them."""
+    path = base / "embeddings" / "index.json"
+    index = _read_json(path) if path.is_file() else {}
+    supplied = index.get("supplied")
+    if not isinstance(supplied, dict):
+        return None
+    return {
+        "model": index.get("model"),
+        "weights_sha256": index.get("weights_sha256"),
+        "provenance": supplied.get("provenance"),
+        "normalised_by_sitegen": bool(supplied.get("normalised_by_sitegen")),
+    }
 
 
 def _corpus_context(site_dir: Path, name: str) -> dict[str, Any]:
@@ -259,7 +307,8 @@ def _corpus_context(site_dir: Path, name: str) -> dict[str, Any]:
         if number > 1 and line.strip():
             qid, doc_id, grade = (c.strip() for c in line.split("\t"))
             qrels.setdefault(qid, {})[doc_id] = int(grade)
-    runs = {r: _read_evidence(site_dir, base / "runs" / f"{r}.json") for r in summary["rankers"]}
+    # expanded to {"doc_id", "rank", "score"} hits; the scores keep their pointers into the compact file
+    runs = {r: expand_run(_read_evidence(site_dir, base / "runs" / f"{r}.json")) for r in summary["rankers"]}
     chunking = _read_evidence(site_dir, base / "chunking.json") if (base / "chunking.json").exists() else None
     if chunking is not None:  # labels of a chunked corpus are the chunks derived from the answer spans
         qrels = {q: dict(g) for q, g in chunking["qrels"].items()}
@@ -283,6 +332,11 @@ def _corpus_context(site_dir: Path, name: str) -> dict[str, Any]:
         "chunking": chunking,
         "filtering": _read_evidence(site_dir, base / "filtering.json") if (base / "filtering.json").exists() else None,
         "ties": _read_evidence(site_dir, base / "ties.json") if (base / "ties.json").exists() else None,
+        # question-set hygiene flags (sitegen.scoring.hygiene)
+        "hygiene": _read_evidence(site_dir, base / "hygiene.json") if (base / "hygiene.json").exists() else None,
+        # Changes since a baseline (sitegen build --baseline): sitegen.compare.changes
+        "changes": _read_evidence(site_dir, base / "changes.json") if (base / "changes.json").exists() else None,
+        "supplied_vectors": _supplied_vectors(base),
         # trec_eval commands, measure mapping and averaging policies (sitegen.publish.evidence.write_trec_eval_contract)
         "trec_eval": _read_evidence(site_dir, base / "trec_eval.json") if (base / "trec_eval.json").exists() else None,
         "rankers": summary["rankers"],
@@ -299,9 +353,11 @@ def _table(c: dict[str, Any], scope: str, kind: str | None, metrics: tuple[str, 
     report = c["report"]
     if kind is None:
         n, counts, best = report["questions"]["overall"], report["hit_counts"]["overall"], report["best"]["overall"]
+        clear = report["best_clear"]["overall"]
     else:
         n = report["questions"]["by_kind"][kind]
         counts, best = report["hit_counts"]["by_kind"][kind], report["best"]["by_kind"][kind]
+        clear = report["best_clear"]["by_kind"][kind]
     rows = []
     for ranker in c["rankers"]:
         values = c["metrics"][ranker][scope] if kind is None else c["metrics"][ranker]["by_kind"][kind]
@@ -312,7 +368,10 @@ def _table(c: dict[str, Any], scope: str, kind: str | None, metrics: tuple[str, 
                 {
                     "value": values[m],
                     "count": Markup("{}/{}").format(count, n) if count is not None else None,
-                    "best": ranker in best[m],
+                    # bold only for a lead of more than one question; a narrower lead is marked with a caution,
+                    # and a column where every ranker ties is not marked at all
+                    "best": ranker in best[m] and clear[m],
+                    "close": ranker in best[m] and not clear[m] and len(best[m]) < len(c["rankers"]),
                 }
             )
         rows.append({"ranker": ranker, "cells": cells, "external": ranker in c["external"]})
@@ -361,6 +420,7 @@ def _hits(c: dict[str, Any], ranker: str, query_id: str, top: int) -> list[dict[
                 "rank": hit["rank"],
                 "doc_id": hit["doc_id"],
                 "title": _passage_title(doc) if doc else "(not a passage of this corpus; named by an external run)",
+                "snippet": _passage_snippet(doc) if doc else None,
                 "score": hit["score"],
                 "grade": grades.get(hit["doc_id"], 0),
                 "components": hit.get("components"),
@@ -402,9 +462,9 @@ def _external_runs(c: dict[str, Any]) -> list[dict[str, Any]]:
                 f"e.g. {', '.join(queries[:EXAMPLES_SHOWN])}; their hits are left out"
             )
         if params["queries_without_hits"]:
-            notes.append(
-                f"{len(params['queries_without_hits'])} of {c['summary']['queries']} questions have no hit in this run"
-            )
+            missing = len(params["queries_without_hits"])
+            have = "has" if missing == 1 else "have"
+            notes.append(f"{missing} of {wording.count(c['summary']['queries'], 'question')} {have} no hit in this run")
         views.append(
             {
                 "name": ranker,
@@ -471,29 +531,148 @@ PROMPT_PREAMBLE = (
 )
 
 
-def _prompt_view(c: dict[str, Any], query_id: str) -> list[dict[str, Any]] | None:
-    """For each ranker and packing setting, the evidence block a model would receive, fenced as data."""
+SNIPPET_CHARS = 120
+PASSAGES_PER_SHARD = 50
+
+
+def snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
+    """``text`` with its whitespace collapsed, cut to at most ``limit`` characters at the last word boundary
+    (mid-word only when no boundary falls in the second half of the limit) and marked "…" when cut: a
+    deterministic cut that depends on the characters alone, never on a browser's measure of width."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    cut = flat[: limit - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit // 2 else cut).rstrip() + "…"
+
+
+def _passage_snippet(doc: dict[str, Any]) -> str:
+    title = doc.get("title") or ""
+    return snippet(f"{title}: {doc['text']}" if title else doc["text"])
+
+
+def _anchors(c: dict[str, Any]) -> dict[str, str]:
+    """A fragment id per passage: ``p`` and its 1-based position in the corpus. Safe in HTML and URLs whatever
+    the passage id holds, unique, and short (a long chunk id would otherwise be printed twice per link)."""
+    return {doc_id: f"p{n}" for n, doc_id in enumerate(c["docs"], start=1)}
+
+
+def _passage_shards(c: dict[str, Any], linked: set[str], anchors: dict[str, str]) -> tuple[dict[str, str], list[_Page]]:
+    """Where each passage's full text lives: ``passages/<n>.html#p<position>`` (see :func:`_anchors`), shards of up to
+    PASSAGES_PER_SHARD passages, in corpus order, holding only the passages some page links to.
+
+    Why shards: a page per passage repeats the ~3 KB page frame per passage (about 300 MB of frames alone for
+    100,000 passages) and writes one file each; one file per corpus would make a reader download every text
+    to read one. Shards of 50 bound both: the frame is paid once per 50 texts, a link fetches at most 50
+    texts, and a passage that no question page, prompt view or labels name is not published twice (its
+    text stays in ``evidence/<corpus>/inputs``)."""
+    ordered = [doc_id for doc_id in c["docs"] if doc_id in linked]
+    hrefs: dict[str, str] = {}
+    pages = []
+    count = -(-len(ordered) // PASSAGES_PER_SHARD)
+    for n in range(1, count + 1):
+        ids = ordered[(n - 1) * PASSAGES_PER_SHARD : n * PASSAGES_PER_SHARD]
+        path = f"{c['dir']}/passages/{n}.html"
+        hrefs.update({doc_id: f"{path}#{anchors[doc_id]}" for doc_id in ids})
+        passages = [{"doc_id": d, "anchor": anchors[d], "doc": c["docs"][d]} for d in ids]
+        pages.append(_Page(path, "passages.html", {"corpus": c, "passages": passages, "shard": n, "shards": count}))
+    return hrefs, pages
+
+
+def _prompt_context(c: dict[str, Any], query_id: str, anchors: dict[str, str]) -> dict[str, Any] | None:
+    """What a model would receive for one question, for each ranker and packing setting, without repeating a
+    passage: the packs list their passage ids in prompt order, and each passage sent by any pack is fenced
+    once. A pack's prompt is the preamble, then those fenced blocks in its order, separated by blank lines."""
     packing = c["packing"]
     if packing is None:
         return None
-    views = []
+    packs, sent = [], {}
     for ranker in c["rankers"]:
         blocks = []
         for setting in packing["settings"]:
             entry = packing["packs"][ranker][query_id][setting]
-            fenced = [
-                f'<<<passage id="{doc_id}">>>\n{_passage_text(c["docs"][doc_id])}\n<<<end passage>>>'
-                for doc_id in entry["included"]
-            ]
-            blocks.append(
-                {
-                    "setting": setting,
-                    "entry": entry,
-                    "text": "\n\n".join([PROMPT_PREAMBLE, *fenced]) if fenced else "(no passage fits: nothing is sent)",
-                }
+            for doc_id in entry["included"]:
+                sent.setdefault(
+                    doc_id, f'<<<passage id="{doc_id}">>>\n{_passage_text(c["docs"][doc_id])}\n<<<end passage>>>'
+                )
+            blocks.append({"setting": setting, "entry": entry, "anchors": [(d, anchors[d]) for d in entry["included"]]})
+        packs.append({"ranker": ranker, "blocks": blocks})
+    return {
+        "preamble": PROMPT_PREAMBLE,
+        "packs": packs,
+        "sent": [{"doc_id": d, "anchor": anchors[d], "text": text} for d, text in sent.items()],
+        "setting_titles": {s: _setting_title(s, packing["top_n"]) for s in packing["settings"]},
+    }
+
+
+def _prompt_path(c: dict[str, Any], query_id: str) -> str:
+    return f"{c['dir']}/prompts/{page_name(query_id)}.html"
+
+
+def _question_pages(c: dict[str, Any], common: dict[str, Any]) -> list[_Page]:
+    """Per question: the page (each ranker's top 10 as compact rows, then the labelled passages as snippets,
+    every passage linked to its shard), its prompt view, and the passage shards those pages link to."""
+    report = c["report"]
+    anchors = _anchors(c)
+    views = []
+    linked: set[str] = set()
+    for q in c["queries"]:
+        qid = q["_id"]
+        grades = c["qrels"].get(qid, {})
+        labelled = [
+            {"doc_id": d, "grade": g, "snippet": _passage_snippet(c["docs"][d])}
+            for d, g in sorted(grades.items(), key=lambda item: (-item[1], item[0]))
+            if d in c["docs"]
+        ]
+        rankers = [
+            {
+                "name": r,
+                "hits": _hits(c, r, qid, TOP_N),
+                "run_href": f"{c['evidence']}/runs/{r}.json",
+                # a fusion's rows hold two or more component ranks (raw) per score (score6): the table's
+                # format is the one most of its numbers use, so fewer spans state their own
+                "table": {
+                    "base": f"{c['evidence']}/runs/{r}.json#/queries/{_pointer_part(qid)}",
+                    "fmt": "raw" if c["runs"][r]["params"].get("components") else "score6",
+                },
+                "first_rank": (report["first_relevant_rank"].get(qid) or {}).get(r),
+                "per_query": c["metrics"][r]["per_query"].get(qid),
+                "ties": _question_ties(c, r, qid),
+            }
+            for r in c["rankers"]
+        ]
+        shown: set[str] = set()  # a passage's snippet is printed at its first row on the page only
+        for ranker in rankers:
+            for hit in ranker["hits"]:
+                hit["first"] = hit["doc_id"] not in shown
+                shown.add(hit["doc_id"])
+        prompt = _prompt_context(c, qid, anchors)
+        linked.update(item["doc_id"] for item in labelled)
+        linked.update(hit["doc_id"] for r in rankers for hit in r["hits"] if hit["doc_id"] in c["docs"])
+        linked.update(item["doc_id"] for item in (prompt or {}).get("sent", []))
+        views.append((q, labelled, rankers, prompt))
+    hrefs, pages = _passage_shards(c, linked, anchors)
+    for q, labelled, rankers, prompt in views:
+        prompt_path = _prompt_path(c, q["_id"]) if prompt is not None else None
+        context = common | {
+            "query": q,
+            "passage_href": hrefs,
+            "question_href": _question_path(c["name"], q["_id"]),
+            # the summary and ties tables name their evidence file's folder once (see _ev_in)
+            "summary_table": {"base": c["evidence"], "fmt": "score"},
+            "ties_table": {"base": f"{c['evidence']}/ties.json#/rankers", "fmt": "score"},
+        }
+        pages.append(
+            _Page(
+                _question_path(c["name"], q["_id"]),
+                "question.html",
+                context | {"labelled": labelled, "rankers": rankers, "prompt_href": prompt_path},
             )
-        views.append({"ranker": ranker, "blocks": blocks})
-    return views
+        )
+        if prompt is not None and prompt_path is not None:
+            pages.append(_Page(prompt_path, "prompt.html", context | prompt))
+    return pages
 
 
 def _passage_text(doc: dict[str, Any]) -> str:
@@ -600,6 +779,7 @@ def _corpus_pages(c: dict[str, Any], site: _Site) -> list[_Page]:
                 "postgres": c["postgres"],
                 "chunking": c["chunking"],
                 "filtering": c["filtering"],
+                "hygiene": c["hygiene"],
                 "ties": _ties_table(c),
                 "chunk_plot": _chunk_plot(c, site),
                 "setting_titles": {s: _setting_title(s, c["packing"]["top_n"]) for s in c["packing"]["settings"]}
@@ -619,40 +799,47 @@ def _corpus_pages(c: dict[str, Any], site: _Site) -> list[_Page]:
     ]
     for n, (path, chunk) in enumerate(zip(paths, chunks, strict=True)):
         pages.append(_Page(path, "ranks.html", common | {"heat": chunk, "listing": listing, "current": n}))
-    for q in c["queries"]:
-        qid = q["_id"]
-        grades = c["qrels"].get(qid, {})
-        labelled = [
-            {"doc_id": d, "grade": g, "doc": c["docs"][d]}
-            for d, g in sorted(grades.items(), key=lambda item: (-item[1], item[0]))
-        ]
-        pages.append(
-            _Page(
-                _question_path(name, qid),
-                "question.html",
-                common
-                | {
-                    "query": q,
-                    "labelled": labelled,
-                    "prompt_view": _prompt_view(c, qid),
-                    "setting_titles": {s: _setting_title(s, c["packing"]["top_n"]) for s in c["packing"]["settings"]}
-                    if c["packing"]
-                    else {},
-                    "rankers": [
-                        {
-                            "name": r,
-                            "hits": _hits(c, r, qid, TOP_N),
-                            "run_href": f"{c['evidence']}/runs/{r}.json",
-                            "first_rank": (report["first_relevant_rank"].get(qid) or {}).get(r),
-                            "per_query": c["metrics"][r]["per_query"].get(qid),
-                            "ties": _question_ties(c, r, qid),
-                        }
-                        for r in c["rankers"]
-                    ],
-                },
-            )
-        )
+    pages.extend(_question_pages(c, common))
     return pages
+
+
+def _changes_pages(c: dict[str, Any], site: _Site) -> list[_Page]:
+    """The Changes page of a corpus built with ``--baseline`` and its per-question difference plots (one per
+    ranker whose scores moved); nothing for a corpus without ``changes.json``."""
+    changes = c["changes"]
+    if changes is None:
+        return []
+    current = {q["_id"] for q in c["queries"]}
+
+    def href(qid: str) -> str | None:
+        return _question_path(c["name"], qid) if qid in current else None
+
+    plots = []
+    for row in changes["agreement"]:
+        if not any(p["difference"] for p in row["points"]):
+            continue
+        path = f"{c['dir']}/changes-{page_name(row['ranker'])}.svg"
+        site.plot(
+            path,
+            difference_svg,
+            [float(p["mean"]) for p in row["points"]],
+            [float(p["difference"]) for p in row["points"]],
+            float(row["mean_difference"]),
+            (float(row["ci_low"]), float(row["ci_high"])),
+            f"{c['name']}: {row['ranker']}, {row['metric']} now vs baseline",
+            f"mean of the two {row['metric']} values",
+            "now - baseline",
+        )
+        alt = (
+            f"Scatter plot of {row['questions']} questions: mean of the two {row['metric']} values against their "
+            f"difference for {row['ranker']}; mean difference {format_signed(row['mean_difference'])}, "
+            f"95% interval {format_signed(row['ci_low'])} to {format_signed(row['ci_high'])}"
+        )
+        plots.append({"row": row, "path": path, "alt": alt})
+    moved = [{**m, "href": href(m["query_id"])} for m in changes["moved"]]
+    questions = [{"query_id": q, "href": href(q)} for q in changes["moved_questions"]]
+    context = {"corpus": c, "changes": changes, "moved": moved, "moved_questions": questions, "plots": plots}
+    return [_Page(f"{c['dir']}/changes.html", "changes.html", context)]
 
 
 def render_site(site_dir: Path, steps: StepCache | None = None) -> list[Path]:
@@ -691,6 +878,7 @@ def render_site(site_dir: Path, steps: StepCache | None = None) -> list[Path]:
         pages.append(_Page(PERFORMANCE_PAGE, "performance.html", performance_view(timing_files)))
     for c in corpora:
         pages.extend(_corpus_pages(c, site))
+        pages.extend(_changes_pages(c, site))
     env = _environment()
     written = []
     for page in pages:
@@ -699,6 +887,8 @@ def render_site(site_dir: Path, steps: StepCache | None = None) -> list[Path]:
             page.context
             | {
                 "manifest": manifest,
+                # title and description from sitegen.toml; a bundle written before they were recorded has neither
+                "project": manifest.get("report") or {"title": DEFAULT_TITLE, "description": ""},
                 "audit": audit,
                 "url": url,
                 "page_path": page.path,

@@ -4,7 +4,8 @@ Timings describe one machine on one day, so they are kept apart from the evidenc
 copies the committed ``bench/results*.json`` files to ``timings/`` on the site, outside the
 manifest and the audit, and this module turns them into the rows the page shows. Two kinds are
 read: the benchmark suite's results (``bench/run.py``) and the PostgreSQL cost test
-(``sitegen bench-pg``, ``"kind": "sitegen-pg-cost"``).
+(``sitegen bench-pg``, ``"kind": "sitegen-pg-cost"``), and a third the build writes itself: each
+``--retriever``'s call latency (``timings/retrievers-NAME.json``, ``"kind": "sitegen-retriever-latency"``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ __all__ = ["TIMINGS_DIR", "TimingFile", "copy_timing_files", "load_timing_files"
 TIMINGS_DIR = "timings"
 PATTERN = "results*.json"
 PG_COST_KIND = "sitegen-pg-cost"
+RETRIEVER_PATTERN = "retrievers-*.json"
+RETRIEVER_LATENCY_KIND = "sitegen-retriever-latency"  # sitegen.rankers.retriever.LATENCY_KIND
+_RETRIEVER_KEYS = {"retriever": str, "target": str, "k": int, "machine": dict, "corpora": list, "overall": dict}
 _SUITE_KEYS = {"machine": dict, "targets": list, "sections": dict, "run_at": str}
 _PG_KEYS = {
     "machine": dict,
@@ -33,7 +37,7 @@ _PG_KEYS = {
     "rows": int,
     "corpus": str,
 }
-_LISTS_OF_OBJECTS = ("targets", "rows_matched", "latency")
+_LISTS_OF_OBJECTS = ("targets", "rows_matched", "latency", "corpora")
 _JSON_NAMES = {dict: "object", list: "array", str: "string", int: "integer"}
 STAGES = ("load", "embed", "rank", "score", "experiments", "write", "audit", "render")
 
@@ -61,10 +65,11 @@ def _require(path: Path, data: Mapping[str, Any], keys: Mapping[str, type]) -> N
 
 
 def _result_paths(folder: Path) -> list[Path]:
-    """``results.json`` (the default benchmark run) first, then the others by name."""
+    """``results.json`` (the default benchmark run) first, then the others by name, then retriever latencies."""
     if not folder.is_dir():
         return []
-    return sorted(folder.glob(PATTERN), key=lambda p: (p.name != "results.json", p.name))
+    results = sorted(folder.glob(PATTERN), key=lambda p: (p.name != "results.json", p.name))
+    return results + sorted(folder.glob(RETRIEVER_PATTERN))
 
 
 def load_timing_files(folder: Path) -> list[TimingFile]:
@@ -79,8 +84,8 @@ def load_timing_files(folder: Path) -> list[TimingFile]:
             raise BuildError(f"{path}:{exc.lineno}: malformed JSON: {exc.msg}") from None
         if not isinstance(data, dict):
             raise BuildError(f"{path}: expected a JSON object")
-        kind = "pg-cost" if data.get("kind") == PG_COST_KIND else "suite"
-        _require(path, data, _PG_KEYS if kind == "pg-cost" else _SUITE_KEYS)
+        kind = {PG_COST_KIND: "pg-cost", RETRIEVER_LATENCY_KIND: "retriever"}.get(data.get("kind"), "suite")
+        _require(path, data, {"pg-cost": _PG_KEYS, "retriever": _RETRIEVER_KEYS, "suite": _SUITE_KEYS}[kind])
         files.append(TimingFile(path.name, kind, data))
     return files
 
@@ -268,6 +273,37 @@ def _latency_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
+def _retriever_view(file: TimingFile) -> dict[str, Any]:
+    """One ``--retriever``'s call latency per corpus and over all corpora, in milliseconds."""
+    data = file.data
+    rows = [*data["corpora"], data["overall"] | {"corpus": "all corpora"}]
+    return {
+        "file": file.name,
+        "href": f"{TIMINGS_DIR}/{file.name}",
+        "retriever": data["retriever"],
+        "target": data["target"],
+        "k": data["k"],
+        "run_at": data.get("measured_at", ""),
+        "method": data.get("method", ""),
+        "machine": ", ".join(
+            f"{label}{data['machine'][key]}"
+            for key, label in (("logical_cpus", "logical CPUs: "), ("platform", ""), ("python", "Python "))
+            if data["machine"].get(key) is not None
+        ),
+        "rows": [
+            {
+                "corpus": row.get("corpus"),
+                "questions": _number(row.get("questions")),
+                "p50": _number(row.get("p50_ms"), 2),
+                "p95": _number(row.get("p95_ms"), 2),
+                "max": _number(row.get("max_ms"), 2),
+                "total": _number(row.get("total_s"), 2),
+            }
+            for row in rows
+        ],
+    }
+
+
 def _megabytes(value: Any) -> str:
     return f"{value / 2**20:,.1f} MiB" if isinstance(value, (int, float)) and not isinstance(value, bool) else "-"
 
@@ -277,4 +313,5 @@ def performance_view(files: Sequence[TimingFile]) -> dict[str, Any]:
     return {
         "suites": [_suite_view(f) for f in files if f.kind == "suite"],
         "pg_costs": [_pg_view(f) for f in files if f.kind == "pg-cost"],
+        "retrievers": [_retriever_view(f) for f in files if f.kind == "retriever"],
     }

@@ -56,7 +56,8 @@ RANKERS: dict[str, Callable[[], Ranker]] = {
         "rrf-dense-bm25-filtered", ("dense-filtered", "bm25-filtered"), filtered=True, unfiltered="rrf-dense-bm25"
     ),
     # ef_search at pgvector's ceiling: on corpora up to 1,000 passages the HNSW search visits every
-    # passage, so pg-vector is exact and two builds agree byte for byte.
+    # passage, so pg-vector is exact and two builds agree byte for byte; above it the vector lists run
+    # as an exact scan (sitegen.rankers.pg_index.vector_search).
     "pg-vector": lambda: PgVectorRanker(
         "pg-vector", ef_search=EF_SEARCH_MAX, reproduces=Reproduction("dense", 10, _HNSW)
     ),

@@ -37,6 +37,7 @@ from sitegen.inputs.corpus import Corpus, passage_text
 
 __all__ = [
     "BATCH_SIZE",
+    "DEVICES",
     "EMBEDDING_DIM",
     "MODEL_NAME",
     "UNIT_NORM_TOLERANCE",
@@ -46,6 +47,7 @@ __all__ = [
     "EmbeddingConfig",
     "EmbeddingModel",
     "cache_key",
+    "check_device",
     "default_cache_dir",
     "embed_corpus",
     "embed_texts",
@@ -58,7 +60,9 @@ MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 EMBEDDING_DIM = 384
 # One text per forward pass: a padded batch changes a vector's last bits depending on its
 # neighbours, so with batching an incremental rebuild would not match a cold one byte for byte.
-# Measured here: 46 texts/s at batch size 1 against 65 texts/s at 8 or 32.
+# Measured here: 46 texts/s at batch size 1 against 65 texts/s at 8 or 32. bench/batch_composition.py: even
+# texts of one token length, batched together without padding, move by up to 1.6e-7 (and with other neighbours
+# of that length, 1.3e-7 against each other), though no top-10 ranking of the committed corpora changed.
 BATCH_SIZE = 1
 _PROGRESS_CHUNK = 32
 _WEIGHTS_FILE = "model.safetensors"
@@ -76,6 +80,8 @@ _CONFIG_FILES = (
 )
 # The libraries whose versions are part of the cache key: they run the model.
 _MODEL_LIBRARIES = ("torch", "transformers", "sentence-transformers")
+#: Where ``--device`` may run the model.
+DEVICES = ("cpu", "cuda")
 #: A stored vector whose length differs from 1 by more than this is not a normalised embedding.
 UNIT_NORM_TOLERANCE = 1e-4
 
@@ -87,13 +93,16 @@ class CorpusEmbeddings:
     """Normalised float32 vectors for a corpus's passages and queries, in corpus order."""
 
     model: str
-    weights_sha256: str
+    #: sha256 of the weights that made the vectors; None for supplied vectors that give a provenance instead.
+    weights_sha256: str | None
     doc_ids: tuple[str, ...]
     doc_vectors: np.ndarray
     query_ids: tuple[str, ...]
     query_vectors: np.ndarray
     #: :meth:`EmbeddingConfig.sha256` of the model that made the vectors; None when unknown.
     config_sha256: str | None = None
+    #: Where supplied vectors came from (:meth:`sitegen.inputs.vectors.SuppliedVectors.source`); None: embedded here.
+    supplied: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -173,9 +182,15 @@ def _library_version(name: str) -> str:
         return "not installed"
 
 
-def cache_key(config: EmbeddingConfig) -> str:
-    """The cache file's key: the configuration and the versions of the libraries that run the model."""
-    key = {"config": config.as_dict(), "libraries": {name: _library_version(name) for name in _MODEL_LIBRARIES}}
+def cache_key(config: EmbeddingConfig, device: str = "cpu") -> str:
+    """The cache file's key: the configuration, the versions of the libraries that run the model and,
+    other than ``cpu`` (left out so existing caches stay valid), the device."""
+    key: dict[str, Any] = {
+        "config": config.as_dict(),
+        "libraries": {name: _library_version(name) for name in _MODEL_LIBRARIES},
+    }
+    if device != "cpu":
+        key["device"] = device
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode("utf-8")).hexdigest()
 
 
@@ -212,10 +227,34 @@ def model_folder() -> Path:
     return folder
 
 
-class EmbeddingModel:
-    """The packaged model, loaded only when a text is missing from the cache."""
+def check_device(device: str) -> str:
+    """``device`` if sentence-transformers can run there: ``cpu``, or ``cuda`` when torch sees a GPU."""
+    if device not in DEVICES:
+        raise SitegenError(f"device {device!r}: expected one of {', '.join(DEVICES)}")
+    if device == "cuda":
+        try:
+            import torch
+        except ImportError:
+            raise SitegenError("--device cuda: torch is not installed") from None
+        if not torch.cuda.is_available():
+            build = f"torch {torch.__version__}" + ("" if torch.version.cuda else ", built without CUDA")
+            raise SitegenError(
+                f"--device cuda: no CUDA device is available here ({build}); use --device cpu, or install a "
+                "CUDA build of torch on a machine with an NVIDIA GPU and driver"
+            )
+    return device
 
-    def __init__(self, folder: Path | None = None, batch_size: int = BATCH_SIZE) -> None:
+
+class EmbeddingModel:
+    """The packaged model, loaded only when a text is missing from the cache.
+
+    ``device`` is not part of :class:`EmbeddingConfig`: like another CPU, a GPU changes only a vector's last
+    bits (rounding), and builds take vectors from the bundle as frozen inputs, so a rebuild is the same
+    whichever device filled the cache. The cache file is kept apart per device all the same (:func:`cache_key`),
+    so one build's fresh vectors never come from a mix of devices."""
+
+    def __init__(self, folder: Path | None = None, batch_size: int = BATCH_SIZE, device: str = "cpu") -> None:
+        self.device = check_device(device)
         self.folder = folder or model_folder()
         self.batch_size = batch_size
         self.weights_sha256 = sha256_file(self.folder / _WEIGHTS_FILE)
@@ -236,7 +275,7 @@ class EmbeddingModel:
 
             # sitegen draws its own progress bar; the library's weight-loading bar is noise.
             transformers_logging.disable_progress_bar()
-            self._model = SentenceTransformer(str(self.folder), device="cpu")
+            self._model = SentenceTransformer(str(self.folder), device=self.device)
         return self._model
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:

@@ -7,7 +7,9 @@ the SQL of each is in :mod:`sitegen.rankers.pg_index`.
 
 - ``pg-vector``: ``ORDER BY embedding <=> q`` through the HNSW index (cosine distance);
   score = 1 - distance, the cosine similarity, comparable with ``dense``. Approximate; exact
-  when the corpus has at most ``ef_search`` passages.
+  when the corpus has at most ``ef_search`` passages. Above pgvector's ef_search ceiling (1000
+  passages) it runs as an exact scan instead (:func:`sitegen.rankers.pg_index.vector_search`),
+  and the run's ``vector_search`` parameter says which search ran and why.
 - ``pg-tsvector``: ``to_tsvector('english', title || ' ' || text)`` against
   ``plainto_tsquery('english', q)`` with AND rewritten to OR, only matching passages ranked
   by ``ts_rank_cd`` (cover density, normalisation 0). It is not BM25: there is no idf.
@@ -44,7 +46,8 @@ def _vector_params(ef_search: int) -> dict[str, Any]:
         "distance": "cosine distance (embedding <=> query), pgvector",
         "index": {"type": "hnsw", **_HNSW, "parallel_build_workers": 0},
         "ef_search": ef_search,
-        "ef_search_rule": f"raised to the number of rows asked for, at most {EF_SEARCH_MAX}",
+        "ef_search_rule": f"raised to the number of rows asked for, at most {EF_SEARCH_MAX}; above "
+        f"{EF_SEARCH_MAX} passages an exact scan instead (index scans off), see vector_search",
         "vectors": "the build's normalised float32 embeddings, sent as pgvector text",
     }
 
@@ -100,10 +103,14 @@ def _conditions(ranker: Any, inputs: RankInputs, query: Any) -> tuple[Any, ...]:
     return compile_filter(query.filter, parse_vocabulary(inputs.corpus.config.get("filters", {})))
 
 
-def _run_params(ranker: Any, index: Any) -> dict[str, Any]:
+def _run_params(ranker: Any, index: Any, rows_asked: int | None = None) -> dict[str, Any]:
+    """The ranker's settings, the index it read and, for a vector list of ``rows_asked`` rows, the
+    search that ran (HNSW or exact scan) and why."""
     params = ranker.params()
     if hasattr(index, "index_params"):
         params["index_built"] = index.index_params()
+    if rows_asked is not None and hasattr(index, "vector_search"):
+        params["vector_search"] = index.vector_search(rows_asked, ranker.ef_search).params()
     return params
 
 
@@ -151,7 +158,7 @@ class PgVectorRanker:
                 Hit(doc_id=doc_id, rank=rank, score=1.0 - distance)
                 for rank, (doc_id, distance) in enumerate(rows, start=1)
             )
-        return Run(ranker=self.name, contract=self.contract, params=_run_params(self, index), hits=hits)
+        return Run(ranker=self.name, contract=self.contract, params=_run_params(self, index, depth), hits=hits)
 
 
 class PgTsvectorRanker:
@@ -263,7 +270,8 @@ class PgHybridRanker:
                 )
                 for rank, row in enumerate(rows, start=1)
             )
-        return Run(ranker=self.name, contract=self.contract, params=_run_params(self, index), hits=hits)
+        params = _run_params(self, index, max(depth, self.candidates))
+        return Run(ranker=self.name, contract=self.contract, params=params, hits=hits)
 
 
 def _top_ids(hits: Mapping[str, Sequence[Hit]], query_id: str, n: int) -> list[str]:

@@ -36,6 +36,7 @@ def postgres_evidence(
     if pg_index is None or embeddings is None:
         return evidence
     from sitegen.rankers.pg import same_top
+    from sitegen.rankers.pg_index import EF_SEARCH_MAX
 
     evidence["agreement"] = [
         {
@@ -52,6 +53,8 @@ def postgres_evidence(
     evidence["plans"] = {
         "query_id": corpus.queries[0].query_id,
         "scans": {kind: [dict(vars(node)) for node in nodes] for kind, nodes in plans.items()},
+        # The search the plans ran, with explain_plans' defaults: HNSW, or an exact scan above the ceiling.
+        "vector_search": pg_index.vector_search(20, EF_SEARCH_MAX).params(),
     }
     evidence["index"] = pg_index.index_params()
     return evidence

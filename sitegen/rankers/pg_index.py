@@ -27,11 +27,20 @@ are the same either way, vector results are what the HNSW index returns (approxi
 whenever the corpus has at most ``ef_search`` passages, since the search then visits the whole
 graph). pgvector assigns HNSW levels with the server's unseeded random generator, so on a
 corpus larger than ``ef_search`` two builds may return different approximate neighbours.
+
+The vector search rule (:func:`vector_search`): ``ef_search`` cannot go above pgvector's ceiling
+of 1000, so on a table of more than 1000 passages no HNSW search is sure to visit them all. There
+the vector lists run as an exact scan instead: index scans off in that transaction
+(``enable_indexscan = off``, sequential scans allowed), every distance computed, ordered by
+(distance, id). Exact and the same bytes on every build. Keyword-only queries keep
+``enable_seqscan = off`` and their GIN index; in the one-statement hybrid the planner may scan the
+table for the keyword list too, which matches the same rows.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import re
@@ -60,7 +69,9 @@ __all__ = [
     "HybridRow",
     "PgCorpusIndex",
     "ScanNode",
+    "VectorSearch",
     "format_vector",
+    "vector_search",
 ]
 
 TEXT_SEARCH_CONFIG = "english"
@@ -71,6 +82,44 @@ HNSW_EF_CONSTRUCTION = 64
 # ef_search rows, so a query for n rows raises it to n (pgvector's ceiling is 1000).
 EF_SEARCH = 100
 EF_SEARCH_MAX = 1000
+
+
+@dataclass(frozen=True)
+class VectorSearch:
+    """How a vector list is searched: through the HNSW index with ``ef_search`` candidates, or by an
+    exact scan of every row (``exact``; ``ef_search`` is then unused)."""
+
+    exact: bool
+    ef_search: int
+    rows: int
+
+    def params(self) -> dict[str, Any]:
+        """The evidence's account of which search ran and why."""
+        if self.exact:
+            return {
+                "exact_scan": True,
+                "passages": self.rows,
+                "why": f"{self.rows} passages > {EF_SEARCH_MAX}, pgvector's ef_search ceiling: no HNSW search is "
+                "sure to visit them all, so index scans are off (enable_indexscan = off) and every distance is "
+                "computed, ordered by (distance, id): exact, the same on every build",
+            }
+        complete = self.ef_search >= self.rows
+        return {
+            "exact_scan": False,
+            "passages": self.rows,
+            "ef_search": self.ef_search,
+            "why": f"{self.rows} passages <= {EF_SEARCH_MAX}, pgvector's ef_search ceiling: the HNSW index serves it"
+            + (", and ef_search covers every passage, so the search visits them all" if complete else ""),
+        }
+
+
+def vector_search(rows: int, n: int, ef_search: int) -> VectorSearch:
+    """The rule: an exact scan when the table holds more rows than ``ef_search`` can ever reach
+    (pgvector's ceiling, :data:`EF_SEARCH_MAX`), else HNSW with ``ef_search`` raised to the n rows
+    asked for, at most the ceiling."""
+    if n < 1:
+        raise ValueError(f"n must be at least 1, got {n}")
+    return VectorSearch(exact=rows > EF_SEARCH_MAX, ef_search=min(max(ef_search, n), EF_SEARCH_MAX), rows=rows)
 
 
 @dataclass(frozen=True)
@@ -118,7 +167,7 @@ SELECT id, distance FROM (
     SELECT id, embedding <=> %(vector)s::vector AS distance
     FROM {table}
     WHERE {where}
-    ORDER BY embedding <=> %(vector)s::vector
+    ORDER BY {vector_order}
     LIMIT %(ef_search)s
 ) AS nearest
 ORDER BY distance, id
@@ -132,6 +181,12 @@ WHERE tsv @@ {_OR_QUERY} AND {{where}}
 ORDER BY score DESC, id
 LIMIT %(n)s
 """
+
+# The inner ORDER BY of a vector list: the distance alone, the form pgvector's HNSW index serves
+# (its candidates are then ordered by (distance, id) outside), or (distance, id) for the exact
+# scan, so a tie at the LIMIT keeps the smaller id.
+_HNSW_ORDER = "embedding <=> %(vector)s::vector"
+_EXACT_ORDER = "embedding <=> %(vector)s::vector, id"
 
 _MATCH_COUNT_SQL = f"SELECT count(*) FROM {{table}} WHERE tsv @@ {_OR_QUERY} AND {{where}}"
 
@@ -147,7 +202,7 @@ WITH vector_list AS (
         SELECT id, embedding <=> %(vector)s::vector AS distance
         FROM {{table}}
         WHERE {{where}}
-        ORDER BY embedding <=> %(vector)s::vector
+        ORDER BY {{vector_order}}
         LIMIT %(ef_search)s
     ) AS nearest
     ORDER BY distance, id
@@ -388,55 +443,88 @@ class PgCorpusIndex:
 
     # -- queries
 
+    def vector_search(self, n: int, ef_search: int = EF_SEARCH) -> VectorSearch:
+        """How a query for n rows searches this table's vectors (:func:`vector_search`)."""
+        return vector_search(self.rows, n, ef_search)
+
     @contextlib.contextmanager
-    def _session(self, ef_search: int) -> Iterator[Any]:
+    def _session(self, search: VectorSearch) -> Iterator[Any]:
         psycopg = _import_psycopg()
         try:
             with self.conn.transaction(), self.conn.cursor() as cur:
-                cur.execute("SET LOCAL enable_seqscan = off")
+                if search.exact:  # no HNSW: a sequential scan for the vectors (GIN bitmap scans stay allowed)
+                    cur.execute("SET LOCAL enable_indexscan = off")
+                else:
+                    cur.execute("SET LOCAL enable_seqscan = off")
                 cur.execute("SET LOCAL jit = off")
                 cur.execute("SET LOCAL client_min_messages = warning")  # empty tsquery NOTICEs
-                cur.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef_search),))
+                cur.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(search.ef_search),))
                 yield cur
         except psycopg.Error as exc:
             raise PostgresUnavailable(f"{self.corpus_name}: PostgreSQL query failed: {_one_line(exc)}") from None
 
-    def _ef(self, n: int, ef_search: int) -> int:
-        if n < 1:
-            raise ValueError(f"n must be at least 1, got {n}")
-        return min(max(ef_search, n), EF_SEARCH_MAX)
-
     def _query(
-        self, template: str, params: dict[str, Any], ef: int, conditions: Sequence[Any] = ()
+        self, template: str, params: dict[str, Any], search: VectorSearch, conditions: Sequence[Any] = ()
     ) -> list[tuple[Any, ...]]:
         from psycopg import sql
 
         where, values = _where(conditions)
-        query = sql.SQL(template).format(table=self._table_sql, where=where)
+        order = sql.SQL(_EXACT_ORDER if search.exact else _HNSW_ORDER)
+        query = sql.SQL(template).format(table=self._table_sql, where=where, vector_order=order)
         params = params | values
-        with self._session(ef) as cur:
+        with self._session(search) as cur:
             cur.execute(query, params, prepare=False)
             return cur.fetchall()
 
+    def _keyword_search(self, n: int) -> VectorSearch:
+        """The session of a query without a vector list: index scans on, so the GIN index serves it."""
+        return dataclasses.replace(self.vector_search(n), exact=False)
+
+    @staticmethod
+    def _limit(search: VectorSearch, n: int) -> int:
+        """The inner LIMIT of a vector list: the HNSW candidates, or the n rows an exact scan needs."""
+        return n if search.exact else search.ef_search
+
     def match_count(self, text: str, conditions: Sequence[Any] = ()) -> int:
         """How many passages match at least one lexeme of the query: the rows pg-tsvector ranks."""
-        rows = self._query(_MATCH_COUNT_SQL, {"text": _clean(text)}, EF_SEARCH, conditions)
+        rows = self._query(_MATCH_COUNT_SQL, {"text": _clean(text)}, self._keyword_search(1), conditions)
         return int(rows[0][0])
 
     def vector_top(
-        self, vector: np.ndarray, n: int, ef_search: int = EF_SEARCH, conditions: Sequence[Any] = ()
+        self,
+        vector: np.ndarray,
+        n: int,
+        ef_search: int = EF_SEARCH,
+        conditions: Sequence[Any] = (),
+        search: VectorSearch | None = None,
     ) -> list[tuple[str, float]]:
-        """(id, cosine distance) of the n nearest passages the HNSW scan finds, distance ascending,
-        ties by id; ``ef_search`` is raised to n (at most 1000). ``conditions`` (sitegen.inputs.filters)
-        become a WHERE clause; pgvector 0.6 applies it to the ``ef_search`` rows the index returns."""
-        ef = self._ef(n, ef_search)
-        rows = self._query(_VECTOR_SQL, {"vector": format_vector(vector), "ef_search": ef, "n": n}, ef, conditions)
+        """(id, cosine distance) of the n nearest passages, distance ascending, ties by id, searched as
+        ``search`` says (default: :meth:`vector_search`'s rule; HNSW with ``ef_search`` raised to n, at
+        most 1000, or an exact scan). ``conditions`` (sitegen.inputs.filters) become a WHERE clause;
+        pgvector 0.6 applies it to the ``ef_search`` rows the index returns."""
+        search = search or self.vector_search(n, ef_search)
+        params = {"vector": format_vector(vector), "ef_search": self._limit(search, n), "n": n}
+        rows = self._query(_VECTOR_SQL, params, search, conditions)
         return [(doc_id, float(distance)) for doc_id, distance in rows]
 
     def keyword_top(self, text: str, n: int, conditions: Sequence[Any] = ()) -> list[tuple[str, float]]:
         """(id, ts_rank_cd) of the n best passages matching any query lexeme, score descending, ties by id."""
-        rows = self._query(_KEYWORD_SQL, {"text": _clean(text), "n": n}, self._ef(n, EF_SEARCH), conditions)
+        rows = self._query(_KEYWORD_SQL, {"text": _clean(text), "n": n}, self._keyword_search(n), conditions)
         return [(doc_id, float(score)) for doc_id, score in rows]
+
+    def _hybrid_params(
+        self, vector: np.ndarray, text: str, n: int, k: float, candidates: int, weights: Sequence[float], limit: int
+    ) -> dict[str, Any]:
+        return {
+            "vector": format_vector(vector),
+            "text": _clean(text),
+            "ef_search": limit,
+            "candidates": candidates,
+            "k": float(k),
+            "w_vector": float(weights[0]),
+            "w_keyword": float(weights[1]),
+            "n": n,
+        }
 
     def hybrid_top(
         self,
@@ -455,44 +543,29 @@ class PgCorpusIndex:
             raise ValueError(f"need two positive weights (vector, keyword), got {list(weights)}")
         if candidates < 1 or k < 0:
             raise ValueError(f"candidates must be at least 1 and k non-negative, got {candidates} and {k}")
-        ef = self._ef(max(n, candidates), ef_search)
-        params = {
-            "vector": format_vector(vector),
-            "text": _clean(text),
-            "ef_search": ef,
-            "candidates": candidates,
-            "k": float(k),
-            "w_vector": float(weights[0]),
-            "w_keyword": float(weights[1]),
-            "n": n,
-        }
-        rows = self._query(_HYBRID_SQL, params, ef, conditions)
+        search = self.vector_search(max(n, candidates), ef_search)
+        limit = self._limit(search, max(n, candidates))
+        rows = self._query(
+            _HYBRID_SQL, self._hybrid_params(vector, text, n, k, candidates, weights, limit), search, conditions
+        )
         return [HybridRow(doc_id, float(score), r1, r2) for doc_id, score, r1, r2 in rows]
 
-    def explain_plans(self, vector: np.ndarray, text: str, n: int = 10) -> dict[str, list[ScanNode]]:
+    def explain_plans(
+        self, vector: np.ndarray, text: str, n: int = 10, ef_search: int = EF_SEARCH_MAX
+    ) -> dict[str, list[ScanNode]]:
         """The scan nodes of ``EXPLAIN (ANALYZE, FORMAT JSON)`` for the vector, keyword and hybrid
-        queries, run with the rankers' settings, so a reader sees which index each used."""
-        ef = self._ef(max(n, 20), EF_SEARCH)
-        plans = {}
+        queries, run with the rankers' settings (the same search rule), so a reader sees which index
+        each used, or that the vectors were scanned exactly."""
+        search = self.vector_search(max(n, 20), ef_search)
+        limit = self._limit(search, max(n, 20))
         queries = {
-            "vector": (_VECTOR_SQL, {"vector": format_vector(vector), "ef_search": ef, "n": n}),
+            "vector": (_VECTOR_SQL, {"vector": format_vector(vector), "ef_search": limit, "n": n}),
             "keyword": (_KEYWORD_SQL, {"text": _clean(text), "n": n}),
-            "hybrid": (
-                _HYBRID_SQL,
-                {
-                    "vector": format_vector(vector),
-                    "text": _clean(text),
-                    "ef_search": ef,
-                    "candidates": 20,
-                    "k": 60.0,
-                    "w_vector": 1.0,
-                    "w_keyword": 1.0,
-                    "n": n,
-                },
-            ),
+            "hybrid": (_HYBRID_SQL, self._hybrid_params(vector, text, n, 60.0, 20, (1.0, 1.0), limit)),
         }
+        plans = {}
         for name, (template, params) in queries.items():
-            rows = self._query("EXPLAIN (ANALYZE, FORMAT JSON) " + template, params, ef)
+            rows = self._query("EXPLAIN (ANALYZE, FORMAT JSON) " + template, params, search)
             document = rows[0][0]
             if isinstance(document, str):
                 document = json.loads(document)

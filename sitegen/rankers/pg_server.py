@@ -356,6 +356,23 @@ def _stop_all() -> None:
             server.stop()
 
 
+def _password(dsn: str) -> str | None:
+    """The password a connection string carries (key=value or URL form), or None."""
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+
+        return conninfo_to_dict(dsn).get("password") or None
+    except Exception:
+        found = re.search(r"://[^:/@\s]*:([^@\s]+)@", dsn) or re.search(r"password\s*=\s*'?([^'\s]+)", dsn)
+        return found.group(1) if found else None
+
+
+def _masked(message: str, dsn: str | None) -> str:
+    """``message`` with the connection string's password, wherever it appears, replaced by ``***``."""
+    secret = _password(dsn) if dsn else None
+    return message.replace(secret, "***") if secret else message
+
+
 def _describe_dsn(dsn: str) -> str:
     """The connection string without its password, for messages."""
     try:
@@ -523,7 +540,9 @@ class PostgresServer:
         try:
             conn = psycopg.connect(self.conninfo, autocommit=True, connect_timeout=10)
         except psycopg.Error as exc:
-            raise PostgresUnavailable(f"cannot connect to PostgreSQL at {where}: {_one_line(exc)}") from None
+            raise PostgresUnavailable(
+                _masked(f"cannot connect to PostgreSQL at {where}: {_one_line(exc)}", self.dsn)
+            ) from None
         with conn:
             try:
                 version_num = int(conn.execute("SHOW server_version_num").fetchone()[0])
@@ -534,12 +553,22 @@ class PostgresServer:
                     )
                 row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
                 if row is None:
-                    conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+                    try:
+                        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+                    except psycopg.Error as exc:
+                        raise PostgresUnavailable(
+                            _masked(
+                                f"pgvector is not usable on PostgreSQL at {where}: the database has no vector "
+                                f"extension and creating it failed ({_one_line(exc)}); install pgvector on that "
+                                "server and run CREATE EXTENSION vector as a role allowed to, or pick another database",
+                                self.dsn,
+                            )
+                        ) from None
                     row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
                 encoding = conn.execute("SHOW server_encoding").fetchone()[0]
             except psycopg.Error as exc:
                 raise PostgresUnavailable(
-                    f"pgvector is not usable on PostgreSQL at {where}: {_one_line(exc)}"
+                    _masked(f"pgvector is not usable on PostgreSQL at {where}: {_one_line(exc)}", self.dsn)
                 ) from None
         pgvector = row[0]
         if tuple(int(p) for p in re.findall(r"\d+", pgvector)[:2]) < (0, 5):
@@ -568,7 +597,7 @@ class PostgresServer:
         try:
             conn = psycopg.connect(self.conninfo, autocommit=True, connect_timeout=10)
         except psycopg.Error as exc:
-            raise PostgresUnavailable(f"cannot connect to PostgreSQL: {_one_line(exc)}") from None
+            raise PostgresUnavailable(_masked(f"cannot connect to PostgreSQL: {_one_line(exc)}", self.dsn)) from None
         self._connections.append(conn)
         return conn
 

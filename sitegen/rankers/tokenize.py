@@ -9,6 +9,7 @@ passed through :func:`strip_plural`.
 
 from __future__ import annotations
 
+import functools
 import re
 
 __all__ = ["STOP_WORDS", "strip_plural", "tokenize", "tokenize_stemmed"]
@@ -30,6 +31,7 @@ def tokenize(text: str) -> list[str]:
     return _TOKEN.findall(text.lower())
 
 
+@functools.lru_cache(maxsize=1 << 20)  # a corpus repeats its words: stem each once
 def strip_plural(token: str) -> str:
     """Strip an English plural ending from an alphabetic token longer than three letters.
 

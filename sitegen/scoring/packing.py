@@ -14,6 +14,7 @@ provenance, not that the claim citing it follows from the passage.
 ``evidence/<corpus>/packing.json`` shape::
 
     {"schema_version": 1, "unit", "candidates", "top_n", "budgets": [..], "settings": ["top3", "20", ...],
+     "budgets_from": "sitegen.json" | {"median_characters": m, "multiples": [1, 3, 5, 10]},
      "packs": {ranker: {qid: {setting: {"included": [ids], "skipped": [ids], "used": n}}}},
      "results": {ranker: {"overall": row, "by_kind": {kind: row}}}
          row = {"questions", "rank1", "top3", "answer_included": {setting: count},
@@ -31,19 +32,22 @@ from typing import Any
 from sitegen.inputs.corpus import Corpus, passage_text
 
 __all__ = [
+    "BUDGET_MULTIPLES",
     "BUDGET_UNIT",
-    "DEFAULT_BUDGETS",
     "PACK_CANDIDATES",
     "TOP_N",
     "VERDICTS",
     "Packed",
     "check_citation",
+    "derived_budgets",
     "pack",
     "packing_report",
 ]
 
 BUDGET_UNIT = "characters (Unicode code points) of each passage's title, newline and text"
-DEFAULT_BUDGETS: tuple[int, ...] = (20, 200, 1000, 4000)
+#: Budgets of a corpus whose sitegen.json sets none: room for about 1, 3, 5 and 10 of its median-length passages,
+#: so the budgets suit the corpus (fixed budgets of 20 and 200 characters fit no passage of most corpora).
+BUDGET_MULTIPLES: tuple[int, ...] = (1, 3, 5, 10)
 PACK_CANDIDATES = 10
 TOP_N = 3
 VERDICTS = {
@@ -92,6 +96,14 @@ def check_citation(doc_id: str, quote: str, packed: Packed, passages: Mapping[st
     return "valid" if quote in passages[doc_id] else "quote-not-found"
 
 
+def derived_budgets(corpus: Corpus) -> tuple[int, tuple[int, ...]]:
+    """The median passage length in characters (the lower median, an integer, so every machine agrees) and the
+    budgets it gives: that length times each of :data:`BUDGET_MULTIPLES`; at least 1 character."""
+    lengths = sorted(len(passage_text(d)) for d in corpus.documents)
+    median = max(1, lengths[(len(lengths) - 1) // 2]) if lengths else 1
+    return median, tuple(median * k for k in BUDGET_MULTIPLES)
+
+
 def _settings(budgets: Sequence[int]) -> list[str]:
     return [f"top{TOP_N}"] + [str(b) for b in budgets]
 
@@ -100,9 +112,16 @@ def packing_report(
     corpus: Corpus,
     rankings: Mapping[str, Mapping[str, Sequence[str]]],
     citations: Mapping[str, Sequence[Mapping[str, str]]] | None = None,
-    budgets: Sequence[int] = DEFAULT_BUDGETS,
+    budgets: Sequence[int] | None = None,
 ) -> dict[str, Any]:
-    """Packs per ranker, question and setting, the answer-reached-the-prompt counts, and citation verdicts."""
+    """Packs per ranker, question and setting, the answer-reached-the-prompt counts, and citation verdicts.
+
+    ``budgets`` are the corpus's configured ones (sitegen.json ``packing.budgets``); None derives them from its
+    passage lengths (:func:`derived_budgets`), and the evidence records which."""
+    budgets_from: str | dict[str, Any] = "sitegen.json"
+    if budgets is None:
+        median, budgets = derived_budgets(corpus)
+        budgets_from = {"median_characters": median, "multiples": list(BUDGET_MULTIPLES)}
     passages = {d.doc_id: passage_text(d) for d in corpus.documents}
     settings = _settings(budgets)
     packs: dict[str, dict[str, dict[str, Any]]] = {}
@@ -147,6 +166,7 @@ def packing_report(
         "candidates": PACK_CANDIDATES,
         "top_n": TOP_N,
         "budgets": list(budgets),
+        "budgets_from": budgets_from,
         "settings": settings,
         "verdict_meanings": VERDICTS,
         "packs": packs,

@@ -9,6 +9,7 @@ Shape::
      "questions": {"overall": n, "by_kind": {kind: n}},
      "hit_counts": {"overall": {ranker: {"hit@k": count}}, "by_kind": {kind: {ranker: {...}}}},
      "best": {"overall": {metric: [rankers]}, "by_kind": {kind: {metric: [rankers]}}},
+     "best_clear": {"overall": {metric: bool}, "by_kind": {kind: {metric: bool}}},
      "first_relevant_rank": {query_id: {ranker: rank or null}},
      "rank1_disagreements": [{"query_id", "kind", "right_at_1": [...], "wrong_at_1": [...]}],
      "wins_losses": {ranker: {"right_at_1", "only_right_at_1", "only_wrong_at_1"}},
@@ -29,7 +30,11 @@ SAMPLE_RULE = (
     "for each question kind, the first question of that kind (in queries.jsonl order) on which the "
     "rankers disagree about rank 1; if they agree on every question of the kind, its first question"
 )
-BEST_RULE = "the highest value in the column is marked; equal values (within 1e-12) are all marked"
+BEST_RULE = (
+    "the highest value in a column is in bold when it leads the next ranker by more than one question "
+    "(1/n of a mean over n questions); a highest value that leads by one question or less is marked "
+    "\u2020 instead, since one question's luck could reverse it; equal values (within 1e-12) are marked alike"
+)
 _EQUAL = 1e-12
 
 
@@ -44,6 +49,14 @@ def first_relevant_rank(ranking: Sequence[str], grades: Mapping[str, int]) -> in
 def _best(values: Mapping[str, float]) -> list[str]:
     top = max(values.values())
     return [r for r, v in values.items() if top - v <= _EQUAL]
+
+
+def _clear_lead(values: Mapping[str, float], questions: int) -> bool:
+    """Whether the highest value leads the next one by more than one question can move a mean of per-question
+    values in [0, 1] (1/n): false when every ranker ties, or with one ranker or no question."""
+    top = max(values.values(), default=0.0)
+    rest = [v for v in values.values() if top - v > _EQUAL]
+    return bool(rest) and questions > 0 and top - max(rest) > 1 / questions + _EQUAL
 
 
 def _hit_counts(
@@ -67,11 +80,16 @@ def derive_report(
     all_ids = [q.query_id for q in scored]
 
     best: dict[str, Any] = {"overall": {}, "by_kind": {k: {} for k in kinds}}
+    clear: dict[str, Any] = {"overall": {}, "by_kind": {k: {} for k in kinds}}
     metric_list = list(metrics[rankers[0]]["overall"]) if rankers else []
     for metric in metric_list:
-        best["overall"][metric] = _best({r: metrics[r]["overall"][metric] for r in rankers})
+        values = {r: metrics[r]["overall"][metric] for r in rankers}
+        best["overall"][metric] = _best(values)
+        clear["overall"][metric] = _clear_lead(values, len(all_ids))
         for kind in kinds:
-            best["by_kind"][kind][metric] = _best({r: metrics[r]["by_kind"][kind][metric] for r in rankers})
+            values = {r: metrics[r]["by_kind"][kind][metric] for r in rankers}
+            best["by_kind"][kind][metric] = _best(values)
+            clear["by_kind"][kind][metric] = _clear_lead(values, len(members[kind]))
 
     first = {
         q.query_id: {
@@ -111,6 +129,7 @@ def derive_report(
             },
         },
         "best": best,
+        "best_clear": clear,
         "first_relevant_rank": first,
         "rank1_disagreements": disagreements,
         "wins_losses": wins_losses,

@@ -27,7 +27,7 @@ import numpy as np
 from sitegen.errors import BundleError
 from sitegen.inputs.corpus import Corpus, Document, json_lines, load_corpus
 from sitegen.publish.bundle import Bundle, load_json, open_bundle
-from sitegen.publish.evidence import CHUNKS_FILE
+from sitegen.publish.evidence import CHUNKS_FILE, read_run
 from sitegen.rankers import RANKERS, RankInputs, Run, make_rankers, needs_postgres
 from sitegen.rankers.embeddings import CorpusEmbeddings
 
@@ -65,10 +65,7 @@ def _stored_runs(bundle: Bundle, corpus: str) -> dict[str, dict[str, Any]]:
     for rel in bundle.files:
         path = PurePosixPath(rel)
         if path.parent == folder and path.suffix == ".json":
-            run = load_json(bundle.path(rel))
-            if not isinstance(run, dict) or not isinstance(run.get("queries"), dict):
-                raise BundleError(bundle.path(rel), "expected a run object with 'queries'")
-            runs[path.stem] = run
+            runs[path.stem] = read_run(bundle.path(rel))
     return runs
 
 

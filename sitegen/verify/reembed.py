@@ -3,6 +3,10 @@
 The standalone audit recomputes every ranking from the stored vectors but cannot
 run the model; this check re-embeds the bundled input copies with the packaged
 model and compares each vector with the stored one.
+
+Vectors a corpus supplied (``"supplied"`` in ``embeddings/index.json``) were made by
+another model, which sitegen does not have: they are re-embedded only when they name the
+packaged model and its weights sha256; otherwise the result says why they were not checked.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import numpy as np
 from sitegen.inputs.corpus import Document, json_lines, passage_text
 from sitegen.publish.bundle import REEMBED_TOLERANCE
 from sitegen.publish.evidence import passages_file
-from sitegen.rankers.embeddings import EmbeddingModel
+from sitegen.rankers.embeddings import MODEL_NAME, EmbeddingModel
 
 __all__ = ["ReembedResult", "reembed_bundle"]
 
@@ -28,10 +32,31 @@ class ReembedResult:
     max_abs_diff: float
     worst: str
     weights_match: bool
+    #: Why the vectors were not re-embedded (supplied by the corpus, made by a model sitegen lacks); None: checked.
+    not_checked: str | None = None
 
     @property
     def ok(self) -> bool:
-        return self.weights_match and self.max_abs_diff <= REEMBED_TOLERANCE
+        """Checked and within tolerance, or not checkable (which :attr:`not_checked` states)."""
+        return self.not_checked is not None or (self.weights_match and self.max_abs_diff <= REEMBED_TOLERANCE)
+
+
+def _not_rederivable(index: dict, model: EmbeddingModel) -> str | None:
+    """Why supplied vectors cannot be re-derived here, or None when they name the packaged model and weights."""
+    supplied = index.get("supplied")
+    if not isinstance(supplied, dict):
+        return None
+    if index.get("model") == MODEL_NAME and index.get("weights_sha256") == model.weights_sha256:
+        return None
+    made_by = f"model {index.get('model')!r}, " + (
+        f"weights sha256 {index['weights_sha256']}"
+        if index.get("weights_sha256")
+        else f"provenance: {supplied.get('provenance')}"
+    )
+    return (
+        f"vectors supplied by the corpus ({made_by}); sitegen can re-derive them only with that model, and the "
+        f"packaged one is {MODEL_NAME} with weights sha256 {model.weights_sha256}"
+    )
 
 
 def _texts(base: Path) -> dict[str, dict[str, str]]:
@@ -53,6 +78,11 @@ def reembed_bundle(site_dir: Path, model: EmbeddingModel | None = None) -> list[
         if not (base / "embeddings" / "index.json").is_file():
             continue
         index = json.loads((base / "embeddings" / "index.json").read_text(encoding="utf-8"))
+        reason = _not_rederivable(index, model)
+        if reason is not None:
+            rows = len(index.get("passages", [])) + len(index.get("queries", []))
+            results.append(ReembedResult(corpus, rows, 0.0, "", False, not_checked=reason))
+            continue
         texts = _texts(base)
         worst, worst_where, count = 0.0, "", 0
         for name in ("passages", "queries"):

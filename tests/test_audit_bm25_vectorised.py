@@ -1,0 +1,152 @@
+"""The audit's numpy BM25 gives the plain dictionary loop's scores bit for bit, agrees with the
+build's ranker, and its ranking check still catches a tampered score or hit."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+
+from sitegen import audit
+from sitegen.rankers.bm25 import bm25_scores as build_bm25_scores
+from sitegen.rankers.bm25 import build_bm25_index
+
+WORDS = ["alpha", "beta", "gamma", "delta", "boxes", "box", "über", "e4012", "x", "policies"]
+
+
+def reference_bm25(docs: dict[str, list[str]], queries: dict[str, list[str]], k1: float, b: float) -> Iterator:
+    """The audit's earlier pure-Python definition, kept as the reference."""
+    postings: dict[str, dict[str, int]] = {}
+    for doc, toks in docs.items():
+        for t in toks:
+            postings.setdefault(t, {})[doc] = postings.get(t, {}).get(doc, 0) + 1
+    n = len(docs)
+    avgdl = (sum(len(t) for t in docs.values()) / n) or 1.0
+    for qid, query in queries.items():
+        scores: dict[str, float] = {}
+        for term in sorted(set(query)):
+            having = postings.get(term, {})
+            idf = math.log(1.0 + (n - len(having) + 0.5) / (len(having) + 0.5))
+            for d, tf in having.items():
+                norm = k1 * (1.0 - b + b * len(docs[d]) / avgdl)
+                scores[d] = scores.get(d, 0.0) + idf * tf * (k1 + 1.0) / (tf + norm)
+        yield qid, {d: s for d, s in scores.items() if s > 0}
+
+
+def random_collection(seed: int) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """Small corpora with empty passages, repeated words, shared passages and unknown query words."""
+    rng = np.random.default_rng(seed)
+    vocab = WORDS[: int(rng.integers(1, len(WORDS) + 1))]
+    docs = {
+        f"d{int(i):03d}": [vocab[int(j)] for j in rng.integers(0, len(vocab), size=int(rng.integers(0, 12)))]
+        for i in rng.permutation(int(rng.integers(1, 40)))
+    }
+    queries = {
+        f"q{i}": [[*vocab, "unseen"][int(j)] for j in rng.integers(0, len(vocab) + 1, size=int(rng.integers(0, 6)))]
+        for i in range(8)
+    }
+    return docs, queries
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_numpy_bm25_equals_the_dictionary_loop_bit_for_bit(seed: int) -> None:
+    docs, queries = random_collection(seed)
+    rng = np.random.default_rng(seed + 1000)
+    k1, b = float(rng.uniform(0.5, 2.0)), float(rng.uniform(0.0, 1.0))
+    ids = list(docs)
+    got = {
+        q: {ids[i]: float(v) for i, v in enumerate(values) if v > 0}
+        for q, values in audit.bm25_scores(docs.values(), queries, k1, b)
+    }
+    assert got == dict(reference_bm25(docs, queries, k1, b))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_numpy_bm25_agrees_with_the_build_ranker(seed: int) -> None:
+    docs, queries = random_collection(seed)
+    index = build_bm25_index(list(docs.values()), k1=1.2, b=0.75)
+    for qid, values in audit.bm25_scores(docs.values(), queries, 1.2, 0.75):
+        theirs = build_bm25_scores(index, queries[qid])
+        np.testing.assert_allclose(values, theirs, rtol=audit.TOLERANCES["bm25_score_relative"], atol=0.0)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_top_scores_holds_the_full_sort_top(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 60))
+    values = rng.integers(0, 5, size=n).astype(np.float64) / 4  # many exact ties
+    keep = rng.random(n) < 0.8
+    ids = [f"d{int(i):02d}" for i in rng.permutation(n)]
+    full = {ids[i]: float(values[i]) for i in range(n) if keep[i]}
+    for depth in (1, 3, n, n + 2):
+        top = audit.top_scores(values, ids, keep, depth, [0, n - 1])
+        assert set(top) <= set(full)
+        assert {ids[i] for i in (0, n - 1) if keep[i]} <= set(top)
+        assert top == {d: full[d] for d in top}
+        assert sorted(top, key=lambda d: (-top[d], d))[:depth] == sorted(full, key=lambda d: (-full[d], d))[:depth]
+
+
+def bm25_case(depth: int = 5) -> tuple[Any, dict[str, Any]]:
+    """A fake bundle (inputs only) and a run written from the reference scores."""
+    rng = np.random.default_rng(7)
+    text = {f"d{i:02d}": " ".join(rng.choice(WORDS, size=int(rng.integers(3, 9)))) for i in range(30)}
+    questions = {"q1": {"text": "alpha boxes gamma"}, "q2": {"text": "beta delta x"}}
+    inputs = SimpleNamespace(doc_text=text, queries=questions)
+    bundle = SimpleNamespace(inputs=lambda corpus: inputs)
+    docs = {d: audit.tokens(t) for d, t in text.items()}
+    queries = {q: audit.tokens(v["text"]) for q, v in questions.items()}
+    run_queries = {}
+    for q, scores in reference_bm25(docs, queries, 1.2, 0.75):
+        ranked = sorted(scores, key=lambda d: (-scores[d], d))[:depth]
+        run_queries[q] = [{"doc_id": d, "rank": r, "score": scores[d]} for r, d in enumerate(ranked, start=1)]
+    params = {"k1": 1.2, "b": 0.75, "stemmed": False, "stop_words": []}
+    return bundle, {"params": params, "queries": run_queries, "depth": depth}
+
+
+def verify(bundle: Any, run: dict[str, Any]) -> list[str]:
+    check = audit.Check("run")
+    audit._verify_bm25(check, bundle, "c", run, "runs/bm25.json")
+    return check.mismatches
+
+
+def test_a_true_run_passes() -> None:
+    assert verify(*bm25_case()) == []
+
+
+def test_a_tampered_score_is_caught() -> None:
+    bundle, run = bm25_case()
+    hit = run["queries"]["q1"][2]
+    true_score = hit["score"]
+    hit["score"] = true_score * (1 + 1e-6)
+    assert verify(bundle, run) == [
+        f"runs/bm25.json: query q1: rank 3 doc {hit['doc_id']}: score {hit['score']!r}, recomputed {true_score!r}"
+    ]
+
+
+def test_a_lower_passage_swapped_into_the_ranking_is_caught() -> None:
+    bundle, run = bm25_case()
+    docs = {d: audit.tokens(t) for d, t in bundle.inputs("c").doc_text.items()}
+    scores = dict(reference_bm25(docs, {"q1": audit.tokens("alpha boxes gamma")}, 1.2, 0.75))["q1"]
+    ranked = sorted(scores, key=lambda d: (-scores[d], d))
+    deep = next(d for d in ranked[5:] if scores[d] < scores[ranked[4]])  # scored, but outside the top 5
+    last = run["queries"]["q1"][4]
+    want = last["doc_id"]
+    last["doc_id"], last["score"] = deep, scores[deep]
+    assert verify(bundle, run) == [f"runs/bm25.json: query q1: rank 5 is doc {deep}, recomputed {want}"]
+
+
+def test_a_passage_sharing_no_word_is_caught() -> None:
+    bundle, run = bm25_case()
+    docs = {d: audit.tokens(t) for d, t in bundle.inputs("c").doc_text.items()}
+    scores = dict(reference_bm25(docs, {"q2": audit.tokens("beta delta x")}, 1.2, 0.75))["q2"]
+    unmatched = next(d for d in sorted(docs) if d not in scores)
+    last = run["queries"]["q2"][4]
+    want = last["doc_id"]
+    last["doc_id"], last["score"] = unmatched, last["score"] / 2  # still in stored order
+    assert verify(bundle, run) == [
+        f"runs/bm25.json: query q2: rank 5 is doc {unmatched}, which recomputes to no score; recomputed {want}"
+    ]
