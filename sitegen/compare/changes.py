@@ -39,7 +39,6 @@ from __future__ import annotations
 import difflib
 import json
 import math
-import re
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -47,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from sitegen.compare.diff import compare_first_relevant, first_relevant_ranks, relevance_grades
+from sitegen.compare.order import natural_key
 from sitegen.errors import BuildError, BundleError
 from sitegen.hashing import sha256_file
 from sitegen.inputs.corpus import json_lines
@@ -154,12 +154,6 @@ def open_baseline(path: Path) -> Baseline:
 # ------------------------------------------------------------------------------------------ pure parts
 
 
-def _natural_key(text: str) -> tuple[Any, ...]:
-    """q2 before q10; the text itself breaks ties (q01 vs q1)."""
-    parts = re.split(r"([0-9]+)", text)
-    return (tuple(int(p) if i % 2 else p for i, p in enumerate(parts)), text)
-
-
 def _record_lines(record: Mapping[str, Any]) -> list[str]:
     return json.dumps(record, sort_keys=True, indent=1, ensure_ascii=False).split("\n")
 
@@ -175,11 +169,11 @@ def _records(records: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any
 def _record_changes(before: Sequence[Mapping[str, Any]], after: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     a, b = _records(before), _records(after)
     return {
-        "added": sorted(b.keys() - a.keys(), key=_natural_key),
-        "removed": sorted(a.keys() - b.keys(), key=_natural_key),
+        "added": sorted(b.keys() - a.keys(), key=natural_key),
+        "removed": sorted(a.keys() - b.keys(), key=natural_key),
         "edited": [
             {"id": key, "diff": _diff(_record_lines(a[key]), _record_lines(b[key]))}
-            for key in sorted(a.keys() & b.keys(), key=_natural_key)
+            for key in sorted(a.keys() & b.keys(), key=natural_key)
             if a[key] != b[key]
         ],
     }
@@ -193,7 +187,7 @@ def _label_changes(before: Mapping[str, Mapping[str, int]], after: Mapping[str, 
     a, b = _pairs(before), _pairs(after)
 
     def key(pair: tuple[str, str]) -> tuple[Any, ...]:
-        return (_natural_key(pair[0]), _natural_key(pair[1]))
+        return (natural_key(pair[0]), natural_key(pair[1]))
 
     return {
         "added": [{"query_id": q, "doc_id": d, "grade": b[q, d]} for q, d in sorted(b.keys() - a.keys(), key=key)],
@@ -255,10 +249,10 @@ def _metric_rows(
 ) -> tuple[list[dict[str, Any]], dict[str, int]]:
     rows: list[dict[str, Any]] = []
     for ranker in rankers:
-        questions = sorted(baseline[ranker].keys() & now[ranker].keys(), key=_natural_key)
+        questions = sorted(baseline[ranker].keys() & now[ranker].keys(), key=natural_key)
         if not questions:
             continue
-        metrics = sorted(set(baseline[ranker][questions[0]]) & set(now[ranker][questions[0]]), key=_natural_key)
+        metrics = sorted(set(baseline[ranker][questions[0]]) & set(now[ranker][questions[0]]), key=natural_key)
         for metric in metrics:
             before = [float(baseline[ranker][q][metric]) for q in questions]
             after = [float(now[ranker][q][metric]) for q in questions]
@@ -301,7 +295,7 @@ def _agreement(
     :data:`PLOT_METRIC`, with the mean difference and its 95% bootstrap interval: a Bland-Altman view."""
     rows = []
     for ranker in rankers:
-        questions = sorted(baseline[ranker].keys() & now[ranker].keys(), key=_natural_key)
+        questions = sorted(baseline[ranker].keys() & now[ranker].keys(), key=natural_key)
         if not questions or PLOT_METRIC not in now[ranker][questions[0]]:
             continue
         before = [float(baseline[ranker][q][PLOT_METRIC]) for q in questions]
@@ -351,7 +345,7 @@ def changes_report(
             }
             for m in moves
         ]
-    moved.sort(key=lambda m: (-m["distance"], _natural_key(m["query_id"]), _natural_key(m["ranker"])))
+    moved.sort(key=lambda m: (-m["distance"], natural_key(m["query_id"]), natural_key(m["ranker"])))
     return {
         "schema_version": CHANGES_SCHEMA_VERSION,
         "baseline": {"manifest_sha256": baseline["manifest_sha256"], "command": baseline["command"]},
@@ -374,7 +368,7 @@ def changes_report(
         "family": family,
         "metrics": rows,
         "moved": moved,
-        "moved_questions": sorted({m["query_id"] for m in moved}, key=_natural_key),
+        "moved_questions": sorted({m["query_id"] for m in moved}, key=natural_key),
         "agreement": _agreement(baseline["per_query"], per_query, compared, settings),
     }
 

@@ -73,6 +73,7 @@ from sitegen.compare.diff_results import (
     Reproduction,
     RunDiff,
 )
+from sitegen.compare.order import natural_key
 from sitegen.compare.repro import (
     DEFAULT_PAIR,
     PairEffect,
@@ -112,12 +113,6 @@ _NPY_PATH = re.compile(r"^evidence/([^/]+)/embeddings/([^/]+)\.npy$")
 # ---------------------------------------------------------------------------------- pure comparisons
 
 
-def _natural_key(text: str) -> tuple[tuple[Any, ...], str]:
-    """Sort q2 before q10 and hit@5 before hit@10; the text itself breaks ties (q01 vs q1)."""
-    parts = re.split(r"([0-9]+)", text)
-    return tuple(int(p) if i % 2 else p for i, p in enumerate(parts)), text
-
-
 def compare_files(a: Mapping[str, str], b: Mapping[str, str]) -> FileDiff:
     """Partition manifest paths (path -> sha256) by whether both sides list them with the same hash."""
     common = sorted(a.keys() & b.keys())
@@ -147,7 +142,7 @@ def compare_runs(corpus: str, ranker: str, a: Mapping[str, Any], b: Mapping[str,
     compared = 0
     worst = 0.0
     where: HitRef | None = None
-    for qid in sorted(qa.keys() | qb.keys(), key=_natural_key):
+    for qid in sorted(qa.keys() | qb.keys(), key=natural_key):
         hits_a, hits_b = _ranked(qa.get(qid, ())), _ranked(qb.get(qid, ()))
         if [h["doc_id"] for h in hits_a] != [h["doc_id"] for h in hits_b]:
             differing.append(qid)
@@ -176,10 +171,10 @@ def compare_metrics(corpus: str, a: Mapping[str, Any], b: Mapping[str, Any]) -> 
     """Every overall value of ``metrics.json`` (``{ranker: {"overall": {metric: value}}}``) on either side,
     in ranker then metric order; a ranker or metric present on one side only has ``None`` on the other."""
     changes = []
-    for ranker in sorted(a.keys() | b.keys(), key=_natural_key):
+    for ranker in sorted(a.keys() | b.keys(), key=natural_key):
         overall_a: Mapping[str, Any] = a.get(ranker, {}).get("overall", {})
         overall_b: Mapping[str, Any] = b.get(ranker, {}).get("overall", {})
-        for metric in sorted(overall_a.keys() | overall_b.keys(), key=_natural_key):
+        for metric in sorted(overall_a.keys() | overall_b.keys(), key=natural_key):
             changes.append(MetricChange(corpus, ranker, metric, overall_a.get(metric), overall_b.get(metric)))
     return tuple(changes)
 
@@ -220,7 +215,7 @@ def first_relevant_ranks(run: Mapping[str, Any], grades: Mapping[str, Mapping[st
     queries: Mapping[str, Sequence[Mapping[str, Any]]] = run.get("queries", {})
     return {
         qid: first_relevant_rank([h["doc_id"] for h in _ranked(queries.get(qid, ()))], grades.get(qid, {}))
-        for qid in sorted(queries.keys() | grades.keys(), key=_natural_key)
+        for qid in sorted(queries.keys() | grades.keys(), key=natural_key)
     }
 
 
@@ -230,7 +225,7 @@ def compare_first_relevant(
     """The questions whose first relevant rank differs between A (``before``) and B (``after``)."""
     return tuple(
         RankMove(corpus, ranker, qid, before.get(qid), after.get(qid))
-        for qid in sorted(before.keys() | after.keys(), key=_natural_key)
+        for qid in sorted(before.keys() | after.keys(), key=natural_key)
         if before.get(qid) != after.get(qid)
     )
 
@@ -425,7 +420,7 @@ def diff_bundles(a: Path, b: Path, tolerance: float = 0.0, pairs: Sequence[tuple
     moves: list[RankMove] = []
     rankings: list[RankingAgreement] = []
     # One pair of runs in memory at a time: a large bundle holds many.
-    for corpus, ranker in sorted(runs_a.keys() & runs_b.keys(), key=lambda k: (k[0], _natural_key(k[1]))):
+    for corpus, ranker in sorted(runs_a.keys() & runs_b.keys(), key=lambda k: (k[0], natural_key(k[1]))):
         run_a, run_b = _read_run(bundle_a, runs_a[corpus, ranker]), _read_run(bundle_b, runs_b[corpus, ranker])
         run_diffs.append(compare_runs(corpus, ranker, run_a, run_b))
         if corpus not in grades_a:
@@ -445,7 +440,7 @@ def diff_bundles(a: Path, b: Path, tolerance: float = 0.0, pairs: Sequence[tuple
         scored_b = _read_metrics(bundle_b, metrics_b[corpus,]) if (corpus,) in metrics_b else {}
         metric_changes.extend(compare_metrics(corpus, scored_a, scored_b))
         per_query_a, per_query_b = _per_query(scored_a), _per_query(scored_b)
-        for ranker in sorted(per_query_a.keys() & per_query_b.keys(), key=_natural_key):
+        for ranker in sorted(per_query_a.keys() & per_query_b.keys(), key=natural_key):
             scores.extend(score_agreement(corpus, ranker, per_query_a[ranker], per_query_b[ranker]))
         found, not_found = compare_pairs(corpus, per_query_a, per_query_b, pairs)
         effects.extend(found)

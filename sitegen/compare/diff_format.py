@@ -11,6 +11,7 @@ from typing import Any
 from sitegen.compare.diff import is_finite_number
 from sitegen.compare.diff_results import BundleDiff, Reproduction
 from sitegen.compare.repro import DEFAULT_PAIR, KTU_NOTE, RBO_P, PairEffect
+from sitegen.wording import count
 
 __all__ = ["format_diff"]
 
@@ -23,10 +24,6 @@ def _capped(lines: Sequence[str], cap: int = _CAP) -> list[str]:
     if len(lines) > cap:
         shown.append(f"  and {len(lines) - cap} more")
     return shown
-
-
-def _count(n: int, noun: str, plural: str | None = None) -> str:
-    return f"{n} {noun if n == 1 else plural or noun + 's'}"
 
 
 def _differ(n: int) -> str:
@@ -57,12 +54,12 @@ def _summary(d: BundleDiff) -> str:
         else:
             differing = [r for r in d.runs if not r.rankings_identical]
             queries = sum(len(r.differing_queries) for r in differing)
-            text = f"rankings differ ({_count(queries, 'query', 'queries')} in {_count(len(differing), 'run')}"
+            text = f"rankings differ ({count(queries, 'query', 'queries')} in {count(len(differing), 'run')}"
             one_side = len(d.runs_only_in_a) + len(d.runs_only_in_b)
-            parts.append(text + (f", {_count(one_side, 'run')} in one bundle only)" if one_side else ")"))
+            parts.append(text + (f", {count(one_side, 'run')} in one bundle only)" if one_side else ")"))
         changed = sum(1 for m in d.metrics if m.changed)
         parts.append(
-            "identical metrics" if d.metrics_identical else f"{_count(changed, 'metric value')} {_differ(changed)}"
+            "identical metrics" if d.metrics_identical else f"{count(changed, 'metric value')} {_differ(changed)}"
         )
     parts.append(f"{len(d.files.identical)} of {d.files.total} files identical")
     worst = d.largest_score_diff
@@ -119,7 +116,7 @@ def format_diff(d: BundleDiff) -> str:
 
     changed_metrics = [m for m in d.metrics if m.changed]
     out.append(
-        f"metrics: {_count(len(d.metrics), 'overall value')} compared, "
+        f"metrics: {count(len(d.metrics), 'overall value')} compared, "
         f"{len(changed_metrics)} {_differ(len(changed_metrics))}"
     )
     out += _capped(
@@ -130,13 +127,13 @@ def format_diff(d: BundleDiff) -> str:
         ]
     )
 
-    out.append(f"first relevant rank: {_count(len(d.moves), 'question')} moved")
+    out.append(f"first relevant rank: {count(len(d.moves), 'question')} moved")
     out += _capped([f"{m.corpus}/{m.ranker} {m.query_id}: {_rank(m.before)} -> {_rank(m.after)}" for m in d.moves])
 
     comparable = [e for e in d.embeddings if e.max_abs_diff is not None]
     largest = max((e.max_abs_diff for e in comparable if e.max_abs_diff is not None), default=0.0)
     out.append(
-        f"embeddings: {_count(len(d.embeddings), 'array')}, {len(comparable)} comparable, "
+        f"embeddings: {count(len(d.embeddings), 'array')}, {len(comparable)} comparable, "
         f"largest component difference {largest:g}"
     )
     lines = []
@@ -148,7 +145,7 @@ def format_diff(d: BundleDiff) -> str:
             lines.append(f"{e.corpus}/{e.file}: {e.max_abs_diff:g} at {e.at_id}, component {e.at_component}")
     out += _capped(lines)
 
-    out.append(f"manifest: {_count(len(d.manifest), 'field')} {_differ(len(d.manifest))}")
+    out.append(f"manifest: {count(len(d.manifest), 'field')} {_differ(len(d.manifest))}")
     out += _capped([f"{c.field}: {_value(c.a)} -> {_value(c.b)}" for c in d.manifest])
     out += _reproduction_lines(d.reproduction)
     return "\n".join(out)
@@ -174,14 +171,14 @@ def _reproduction_lines(r: Reproduction) -> list[str]:
     largest = max((s.rmse or 0.0 for s in defined), default=0.0)
     flat = sum(1 for s in defined if s.nrmse is None)
     out.append(
-        f"RMSE of per-question scores: {_count(len(r.scores), '(ranker, metric) series', '(ranker, metric) series')}, "
+        f"RMSE of per-question scores: {count(len(r.scores), '(ranker, metric) series', '(ranker, metric) series')}, "
         f"{len(moved)} above 0, largest {_g(largest)}; nRMSE = RMSE / (max - min) of A's per-question scores, "
         f"undefined for {flat} (range 0)"
     )
     lines = [
         f"{s.corpus}/{s.ranker} {s.metric}: RMSE {_g(s.rmse or 0.0)}, "
         + (f"nRMSE {_g(s.nrmse)}" if s.nrmse is not None else "nRMSE undefined")
-        + f" over {_count(s.questions, 'question')}"
+        + f" over {count(s.questions, 'question')}"
         for s in moved
     ]
     lines += [f"{s.corpus}/{s.ranker} {s.metric}: {s.undefined}" for s in r.scores if s.rmse is None]
@@ -197,8 +194,8 @@ def _reproduction_lines(r: Reproduction) -> list[str]:
         ranges = [f"ER {_g(min(ers))} to {_g(max(ers))}" if ers else "ER undefined"]
         ranges.append(f"ΔRI {_signed(min(deltas))} to {_signed(max(deltas))}" if deltas else "ΔRI undefined")
         out.append(
-            f"effect ratio and ΔRI ({pairs}) on {_count(corpora, 'corpus', 'corpora')}: "
-            f"{_count(len(r.effects), 'metric value')}, {', '.join(ranges)}, {undefined} undefined; "
+            f"effect ratio and ΔRI ({pairs}) on {count(corpora, 'corpus', 'corpora')}: "
+            f"{count(len(r.effects), 'metric value')}, {', '.join(ranges)}, {undefined} undefined; "
             "ER = mean improvement in B / in A (1: reproduced), ΔRI = RI_A - RI_B (0: reproduced)"
         )
     else:
@@ -224,14 +221,14 @@ def _reproduction_lines(r: Reproduction) -> list[str]:
     depth = max((g.depth for g in r.rankings), default=0)
     header = (
         f"RBO_ext of rankings (p = {RBO_P:g}, to the stored hits, at most {depth}; lists of different lengths "
-        f"extrapolated): mean over questions for {_count(len(r.rankings), 'run')}, {len(scored) - len(below)} at 1"
+        f"extrapolated): mean over questions for {count(len(r.rankings), 'run')}, {len(scored) - len(below)} at 1"
     )
     if below:
         header += f", lowest {_g(below[0].mean_rbo or 0.0)} ({below[0].corpus}/{below[0].ranker})"
     out.append(header)
     out += _capped(
         [
-            f"{g.corpus}/{g.ranker}: {_g(g.mean_rbo or 0.0)} over {_count(g.questions, 'question')}, "
+            f"{g.corpus}/{g.ranker}: {_g(g.mean_rbo or 0.0)} over {count(g.questions, 'question')}, "
             f"lowest {_g(g.min_rbo or 0.0)} at {g.min_at}"
             for g in below
         ]

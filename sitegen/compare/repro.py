@@ -48,10 +48,11 @@ in common (``[a, b, c]`` against ``[d, e, f]``) score 1.0.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from sitegen.compare.order import natural_key
 
 __all__ = [
     "DEFAULT_PAIR",
@@ -80,11 +81,6 @@ KTU_NOTE = (
     "union of both lists, so its value depends on how ids sort, and two lists with no document in common "
     "can score 1.0"
 )
-
-
-def _natural_key(text: str) -> tuple[tuple[Any, ...], str]:
-    parts = re.split(r"([0-9]+)", text)
-    return tuple(int(p) if i % 2 else p for i, p in enumerate(parts)), text
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -137,9 +133,9 @@ def score_agreement(
     metrics = {m for s in per_query_a.values() for m in s} | {m for s in per_query_b.values() for m in s}
     out = []
     why: str | None
-    for metric in sorted(metrics, key=_natural_key):
+    for metric in sorted(metrics, key=natural_key):
         sa, sb = _scores(per_query_a, metric), _scores(per_query_b, metric)
-        common = sorted(sa.keys() & sb.keys(), key=_natural_key)
+        common = sorted(sa.keys() & sb.keys(), key=natural_key)
         only_a, only_b = len(sa.keys() - sb.keys()), len(sb.keys() - sa.keys())
         if not common:
             why = "no question scored in both"
@@ -180,7 +176,7 @@ def _side(
     base: Mapping[str, float], adv: Mapping[str, float], side: str
 ) -> tuple[int, float | None, float | None, str]:
     """(questions, mean improvement, RI, why RI is undefined) of one bundle."""
-    common = sorted(base.keys() & adv.keys(), key=_natural_key)
+    common = sorted(base.keys() & adv.keys(), key=natural_key)
     if not common:
         return 0, None, None, f"no question scored for both rankers in {side}"
     improvement = _mean([adv[q] - base[q] for q in common])
@@ -243,7 +239,7 @@ def pair_effects(
     metrics = set.intersection(*names)
     return tuple(
         effect(corpus, baseline, advanced, m, *(_scores(side, m) for side in sides))
-        for m in sorted(metrics, key=_natural_key)
+        for m in sorted(metrics, key=natural_key)
     )
 
 
@@ -327,7 +323,7 @@ def ranking_agreement(
     """RBO_ext per question over the union of both runs' questions (``{qid: [doc_id best first]}``)."""
     values: list[float] = []
     low: tuple[float, str] | None = None
-    for qid in sorted(rankings_a.keys() | rankings_b.keys(), key=_natural_key):
+    for qid in sorted(rankings_a.keys() | rankings_b.keys(), key=natural_key):
         value = rbo_ext(rankings_a.get(qid, ()), rankings_b.get(qid, ()), p)
         values.append(value)
         if low is None or value < low[0]:

@@ -48,6 +48,7 @@ from sitegen.inputs.corpus import Corpus
 from sitegen.rankers.base import Contract, Family
 from sitegen.rankers.fusion import reciprocal_rank_fusion
 from sitegen.scoring.metrics import evaluate
+from sitegen.wording import count
 
 __all__ = [
     "CORRECTIONS",
@@ -474,7 +475,7 @@ def run_experiments(
                         "tune_size": size,
                         "too_small": size < settings_count,
                         "note": (
-                            f"fold {tune_on} has {size} question{'s' if size != 1 else ''}, fewer than the "
+                            f"fold {tune_on} has {count(size, 'question')}, fewer than the "
                             f"{settings_count} settings it chooses among: the choice is not evidence"
                             if size < settings_count
                             else None
