@@ -50,6 +50,7 @@ __all__ = [
     "Query",
     "Span",
     "discover_corpora",
+    "input_path",
     "json_lines",
     "load_corpus",
     "parse_grade",
@@ -182,7 +183,7 @@ def _load(folder: Path, problems: _Problems) -> Corpus:
     if not folder.is_dir():
         raise CorpusError(folder, "corpus folder does not exist")
     # Every file the format names is checked before any is read: none may be a link.
-    present = {name: _input_path(folder, name) for name in (*_REQUIRED, *_OPTIONAL)}
+    present = {name: input_path(folder, name) for name in (*_REQUIRED, *_OPTIONAL)}
     missing = [CorpusError(folder / name, "required file is missing") for name in _REQUIRED if present[name] is None]
     if missing:
         for problem in missing[:-1]:
@@ -222,7 +223,7 @@ _REQUIRED = (CORPUS_FILE, QUERIES_FILE, QRELS_FILE)
 _OPTIONAL = (README_FILE, CONFIG_FILE, CITATIONS_FILE)
 
 
-def _input_path(folder: Path, name: str) -> Path | None:
+def input_path(folder: Path, name: str) -> Path | None:
     """``folder/name`` if it exists as a regular file, None if absent; links are refused (see below)."""
     _refuse_links(folder, name)
     path = folder / name
@@ -256,7 +257,7 @@ def _check_runs(folder: Path) -> None:
         return
     for entry in sorted(runs.iterdir()):
         if entry.name.endswith(".trec"):
-            _input_path(folder, f"{RUNS_DIR}/{entry.name}")
+            input_path(folder, f"{RUNS_DIR}/{entry.name}")
 
 
 def _load_config(path: Path) -> dict[str, Any]:

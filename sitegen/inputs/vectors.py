@@ -32,7 +32,7 @@ import numpy as np
 
 from sitegen.errors import CorpusError
 from sitegen.hashing import sha256_file
-from sitegen.inputs.corpus import Corpus, _input_path, passage_text
+from sitegen.inputs.corpus import Corpus, input_path, passage_text
 from sitegen.rankers.embeddings import CorpusEmbeddings, text_sha256
 
 __all__ = [
@@ -210,7 +210,7 @@ def _read_matrix(path: Path, rows: int, dimensions: int, normalised: bool, ids: 
 def read_supplied_vectors(corpus: Corpus) -> SuppliedVectors | None:
     """The corpus's ``embeddings/`` vectors, checked against its passages and questions; None without them."""
     folder = corpus.root
-    paths = [_input_path(folder, name) for name in SUPPLIED_FILES]
+    paths = [input_path(folder, name) for name in SUPPLIED_FILES]
     if all(p is None for p in paths) and not (folder / SUPPLIED_DIR).exists():
         return None
     for name, path in zip(SUPPLIED_FILES, paths, strict=True):
