@@ -67,7 +67,7 @@ import math
 import re
 import shlex
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import date
@@ -87,8 +87,12 @@ except ModuleNotFoundError as _missing:
 __all__ = ["CORPUS_CHECKS", "RANKER_CHECKS", "TOLERANCES", "main", "run_audit"]
 
 SCHEMA_VERSION = 1
-RUN_SCHEMA_VERSION = 2  # runs/<ranker>.json: compact hits [doc_id, score]; 1 (hit objects) is read too
+# runs/<ranker>.json: compact hits [doc_id, score] or [doc_id, score, [rank per params.components]]; 2 (component
+# ranks as an object) and 1 (hit objects) are read too
+RUN_SCHEMA_VERSION = 3
 TREC_DEPTH = 100
+PACKING_SCHEMA_VERSION = 2  # packing.json: each pack as the run ranks it sends; 1 (ids sent and skipped) is read too
+DENSE_BATCH = 64  # questions scored by one matrix product in the dense check (64 x 100,000 float32: 25 MB)
 MAX_LISTED = 200  # mismatches kept per check in audit.json
 MAX_PRINTED = 10  # mismatches printed under a FAIL line
 TOLERANCES = {
@@ -131,6 +135,7 @@ class Inputs:
     problems: list[str]
     doc_meta: dict[str, dict[str, Any]] = field(default_factory=dict)
     filters: dict[str, tuple[str, str]] = field(default_factory=dict)  # filter key -> (metadata field, op)
+    passages: list[tuple[str, str, str]] = field(default_factory=list)  # corpus.jsonl's (id, title, text), every row
 
 
 @dataclass
@@ -157,6 +162,12 @@ class Bundle:
         if error is not None:
             raise error
         return value
+
+    def release(self) -> None:
+        """Forget what only the evidence checks read (file texts, inputs, expanded runs, word ids, vectors):
+        the parsed JSON the pages check points into stays, and anything else is read again if asked for."""
+        for key in [k for k in self._memo if k[0] in ("text", "inputs", "run", "words", "embeddings")]:
+            del self._memo[key]
 
     def text(self, rel: str) -> str:
         def load() -> str:
@@ -240,23 +251,33 @@ class Bundle:
 
     def _load_run(self, corpus: str, ranker: str) -> dict[str, Any]:
         """The run with each hit as ``{"doc_id", "rank", "score", "components"?}``, whichever schema stored it:
-        2 (``[doc_id, score]`` or ``[doc_id, score, components]``, rank = position + 1) or 1 (those objects)."""
+        3 (``[doc_id, score]`` or ``[doc_id, score, [rank per params.components]]``, rank = position + 1), 2 (the
+        component ranks as an object) or 1 (those objects)."""
         rel = f"evidence/{corpus}/runs/{ranker}.json"
         run = self.json(rel)
         if not isinstance(run.get("queries"), dict) or not isinstance(run.get("params"), dict):
             raise AuditError(f"{rel}: expected 'params' and 'queries' objects")
-        compact = run.get("schema_version") == RUN_SCHEMA_VERSION
+        version = run.get("schema_version")
+        compact = version in (2, RUN_SCHEMA_VERSION)
+        names = run["params"].get("components")
+        if not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
+            names = None  # a schema-3 hit with component ranks is then refused below
         queries: dict[str, list[dict[str, Any]]] = {}
         for qid, hits in run["queries"].items():
             rows = []
             for position, hit in enumerate(hits if isinstance(hits, list) else [None]):
                 if compact:  # a list [doc_id, score] or [doc_id, score, components]; anything else is refused
-                    shaped = isinstance(hit, list) and (len(hit) == 2 or (len(hit) == 3 and isinstance(hit[2], dict)))
+                    shaped, ranks = isinstance(hit, list) and len(hit) in (2, 3), None
+                    if shaped and len(hit) == 3:  # component ranks: an object (2), a list in params order (3)
+                        ranks = hit[2] if version == 2 else None
+                        if version == RUN_SCHEMA_VERSION and isinstance(hit[2], list) and names is not None:
+                            ranks = dict(zip(names, hit[2], strict=True)) if len(hit[2]) == len(names) else None
+                        shaped = isinstance(ranks, dict)
                     row = {"doc_id": hit[0], "rank": position + 1, "score": hit[1]} if shaped else None
-                    hit = {**row, "components": hit[2]} if row and len(hit) == 3 else row
+                    hit = {**row, "components": ranks} if row and ranks is not None else row
                 ok = isinstance(hit, dict) and isinstance(hit.get("doc_id"), str) and type(hit.get("rank")) is int
                 if not ok or not _is_number(hit.get("score")):
-                    shape = "[doc_id, score, components?], a string doc_id" if compact else "a string doc_id, int rank"
+                    shape = "[doc_id, score, ranks?], a string doc_id" if compact else "a string doc_id, int rank"
                     raise AuditError(f"{rel}: query {qid}: each hit needs {shape}, finite score")
                 rows.append(hit)
             queries[qid] = rows
@@ -267,6 +288,10 @@ class Bundle:
 
     def embeddings(self, corpus: str) -> Embeddings:
         return self._cached(("embeddings", corpus), lambda: _read_embeddings(self, corpus))
+
+    def words(self, corpus: str) -> Words:
+        """The words of every passage the rankers index (``Inputs.doc_text``), tokenised once for every check."""
+        return self._cached(("words", corpus), lambda: words_of(self.inputs(corpus).doc_text.values()))
 
 
 def _jsonl(bundle: Bundle, rel: str) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -287,6 +312,7 @@ def _read_inputs(bundle: Bundle, corpus: str) -> Inputs:
     problems: list[str] = []
     doc_text: dict[str, str] = {}
     documents: dict[str, dict[str, Any]] = {}
+    passages: list[tuple[str, str, str]] = []
     for number, obj in _jsonl(bundle, f"{base}/corpus.jsonl"):
         title = obj.get("title") or ""
         if not isinstance(title, str):
@@ -295,6 +321,7 @@ def _read_inputs(bundle: Bundle, corpus: str) -> Inputs:
             problems.append(f"{base}/corpus.jsonl: line {number}: duplicate doc id {obj['_id']}")
         doc_text[obj["_id"]] = f"{title}\n{obj['text']}" if title else obj["text"]
         documents[obj["_id"]] = obj
+        passages.append((obj["_id"], title, obj["text"]))
     queries: dict[str, dict[str, Any]] = {}
     for number, obj in _jsonl(bundle, f"{base}/queries.jsonl"):
         kind, answerable = obj.get("kind", "unlabelled"), obj.get("answerable", True)
@@ -336,7 +363,7 @@ def _read_inputs(bundle: Bundle, corpus: str) -> Inputs:
         if query["answerable"] != any(g > 0 for g in qrels.get(qid, {}).values()):
             problems.append(f"{base}/queries.jsonl: query {qid}: answerable={query['answerable']} disagrees with qrels")
     filters = {k: (v["field"], v["op"]) for k, v in config.get("filters", {}).items()}
-    return Inputs(doc_text, queries, qrels, judged, problems, doc_meta, filters)
+    return Inputs(doc_text, queries, qrels, judged, problems, doc_meta, filters, passages)
 
 
 def chunk_ranges(text: str, method: str, size: int, overlap: float) -> list[tuple[int, int]]:
@@ -484,29 +511,75 @@ def _singular(token: str) -> str:
     return token[:-1]
 
 
-def bm25_scores(docs: Iterable[list[str]], queries: dict[str, list[str]], k1: float, b: float) -> Iterator:
-    """Yield (query id, float64 scores of the docs in ``docs`` order) for Okapi BM25,
-    idf = ln(1 + (N - df + 0.5)/(df + 0.5)), query terms deduplicated; 0.0 where no term matches.
+@dataclass(frozen=True)
+class Words:
+    """Texts' words (``tokens`` with no stop list and no stemming) as ids into ``vocab``, numbered by first
+    appearance, in one flat array: text i is ``ids[starts[i]:starts[i + 1]]``. A corpus is tokenised once
+    and its BM25 checks and hygiene check share it (100,000 passages: 4 bytes a word)."""
 
-    ``docs`` (each passage's tokens) is read once, so a generator keeps no token list alive: 100,000
-    passages take seconds and a few hundred MB. Each document's score still adds its terms in sorted
-    order from 0.0 with the formula's float64 operations in the formula's order, so every score is what
-    the plain dictionary loop gives, bit for bit."""
+    vocab: list[str]
+    ids: np.ndarray  # int32
+    starts: np.ndarray  # int64, one more than the texts
+
+
+def words_of(texts: Iterable[Iterable[str] | str]) -> Words:
+    """``Words`` of raw texts (tokenised here) or of word lists already tokenised."""
     vocab: defaultdict[str, int] = defaultdict()
-    vocab.default_factory = vocab.__len__  # a new term gets the next id, with no Python call per token
+    vocab.default_factory = vocab.__len__  # a new word gets the next id, with no Python call per word
     counts: list[int] = []
 
     def counted() -> Iterator[list[str]]:
-        for toks in docs:
-            counts.append(len(toks))
-            yield toks
+        for text in texts:
+            words = _WORD.findall(text.lower()) if isinstance(text, str) else list(text)
+            counts.append(len(words))
+            yield words
 
-    terms = np.fromiter(map(vocab.__getitem__, itertools.chain.from_iterable(counted())), dtype=np.int64)
-    n, lengths = len(counts), np.array(counts, dtype=np.int64)
+    ids = np.fromiter(map(vocab.__getitem__, itertools.chain.from_iterable(counted())), dtype=np.int32)
+    starts = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=starts[1:])
+    return Words(list(vocab), ids, starts)
+
+
+def filtered_words(words: Words, stop_words: frozenset[str] = frozenset(), stem: bool = False) -> Words:
+    """``words`` as ``tokens(text, stop_words, stem)`` gives them: the stop list and the stemmer are applied
+    to each distinct word once, then to every text's ids by one array lookup."""
+    if not stop_words and not stem:
+        return words
+    vocab: dict[str, int] = {}
+    table = np.array(
+        [-1 if w in stop_words else vocab.setdefault(_singular(w) if stem else w, len(vocab)) for w in words.vocab],
+        dtype=np.int32,
+    )
+    mapped = table[words.ids]
+    kept = mapped >= 0
+    kept_before = np.zeros(len(kept) + 1, dtype=np.int64)  # kept words before each position
+    np.cumsum(kept, out=kept_before[1:])
+    return Words(list(vocab), mapped[kept], kept_before[words.starts])
+
+
+def bm25_scores(docs: Iterable[list[str]] | Words, queries: dict[str, list[str]], k1: float, b: float) -> Iterator:
+    """Yield (query id, float64 scores of the docs in ``docs`` order) for Okapi BM25,
+    idf = ln(1 + (N - df + 0.5)/(df + 0.5)), query terms deduplicated; 0.0 where no term matches.
+
+    ``docs`` (each passage's tokens, or their ``Words``) is read once, so a generator keeps no token list
+    alive: 100,000 passages take seconds and a few hundred MB. Each document's score still adds its terms
+    in sorted order from 0.0 with the formula's float64 operations in the formula's order, so every score
+    is what the plain dictionary loop gives, bit for bit."""
+    words = docs if isinstance(docs, Words) else words_of(docs)
+    vocab = {w: i for i, w in enumerate(words.vocab)}
+    n, lengths = len(words.starts) - 1, np.diff(words.starts)
+    terms = words.ids.astype(np.int64)
+    del words, docs  # only the postings below are kept
     terms *= max(n, 1)
     terms += np.repeat(np.arange(n, dtype=np.int64), lengths)
-    pairs, tf = np.unique(terms, return_counts=True)
-    del terms
+    terms.sort()  # in place: np.unique would sort a copy
+    first = np.empty(len(terms), dtype=bool)
+    first[:1] = True
+    np.not_equal(terms[1:], terms[:-1], out=first[1:])
+    at = np.flatnonzero(first)
+    del first
+    pairs, tf = terms[at], np.diff(at, append=len(terms))
+    del terms, at
     term_of, doc_of = np.divmod(pairs, max(n, 1))
     del pairs
     starts = np.searchsorted(term_of, np.arange(len(vocab) + 1))
@@ -865,7 +938,6 @@ def _verify_bm25(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any],
     if not (_is_number(k1) and _is_number(b) and isinstance(stem, bool) and isinstance(stop, list)):
         raise AuditError(f"{rel}: params need numeric k1 and b, boolean stemmed, a stop_words list")
     inputs, stop_set = bundle.inputs(corpus), frozenset(stop)
-    docs = (tokens(text, stop_set, stem) for text in inputs.doc_text.values())
     queries = {q: tokens(inputs.queries[q]["text"], stop_set, stem) for q in run["queries"] if q in inputs.queries}
     rel_tol = TOLERANCES["bm25_score_relative"]
 
@@ -874,7 +946,7 @@ def _verify_bm25(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any],
 
     swaps, ids = 0, list(inputs.doc_text)
     position = {d: i for i, d in enumerate(ids)}
-    for q, values in bm25_scores(docs, queries, k1, b):
+    for q, values in bm25_scores(filtered_words(bundle.words(corpus), stop_set, stem), queries, k1, b):
         keep, hits = values > 0, run["queries"][q]
         if p.get("filtered"):
             keep &= np.fromiter((allowed(inputs, q, d) for d in ids), dtype=bool, count=len(ids))
@@ -893,11 +965,15 @@ def _verify_dense(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any]
     tol = TOLERANCES["dense_score_absolute"]
     swaps, ids = 0, emb.index["passages"]
     position = {d: i for i, d in enumerate(ids)}
+    present, done, batch = [q for q in run["queries"] if q in rows], 0, {}
     for qid, hits in run["queries"].items():
         if qid not in rows:
             check.fail(f"{rel}: query {qid}: no vector in embeddings/queries.npy")
             continue
-        values = emb.passages @ emb.queries[rows[qid]]  # float32 dot products, as documented
+        if qid not in batch:  # float32 dot products, as documented, of DENSE_BATCH questions in one product
+            ahead, done = present[done : done + DENSE_BATCH], done + DENSE_BATCH
+            batch = dict(zip(ahead, emb.queries[[rows[q] for q in ahead]] @ emb.passages.T, strict=True))
+        values = batch[qid]
         keep = np.ones(len(ids), dtype=bool)
         if run["params"].get("filtered"):
             inputs = bundle.inputs(corpus)
@@ -1199,8 +1275,8 @@ def expected_contract(bundle: Bundle, corpus: str, ranker: str, run: dict[str, A
 def check_run(check: Check, bundle: Bundle, corpus: str, ranker: str) -> str:
     rel = f"evidence/{corpus}/runs/{ranker}.json"
     run, inputs = bundle.run(corpus, ranker), bundle.inputs(corpus)
-    if run.get("schema_version") not in (1, RUN_SCHEMA_VERSION):
-        check.fail(f"{rel}: schema_version is {run.get('schema_version')!r}, this audit reads runs of 1 and 2")
+    if run.get("schema_version") not in (1, 2, RUN_SCHEMA_VERSION):
+        check.fail(f"{rel}: schema_version is {run.get('schema_version')!r}, this audit reads runs of 1 to 3")
     for key, want in (("corpus", corpus), ("ranker", ranker)):
         if run.get(key) != want:
             check.fail(f"{rel}: {key} is {run.get(key)!r}, expected {want!r}")
@@ -1905,6 +1981,10 @@ def check_packing(check: Check, bundle: Bundle, corpus: str) -> str:
                 skipped.append(doc)
         return {"included": included, "skipped": skipped, "used": used}
 
+    # schema 2 stores a pack as the run ranks it sends ({"ranks", "used"}); 1 as the ids sent and skipped
+    by_rank = stored.get("schema_version") == PACKING_SCHEMA_VERSION
+    if stored.get("schema_version") not in (1, PACKING_SCHEMA_VERSION):
+        check.fail(f"{rel}: schema_version is {stored.get('schema_version')!r}, this audit reads packing 1 and 2")
     packs: dict[str, dict[str, dict[str, Any]]] = {}
     for r in rankers:
         hits = bundle.run(corpus, r)["queries"]
@@ -1914,6 +1994,9 @@ def check_packing(check: Check, bundle: Bundle, corpus: str) -> str:
             ids = [d for d in ids if d in text]  # an external run may name passages the corpus lacks
             want = {f"top{top_n}": fill(ids[:top_n], None)} | {str(b): fill(ids, b) for b in budgets}
             packs[r][q] = want
+            if by_rank:
+                rank = {h["doc_id"]: h["rank"] for h in hits.get(q, [])}
+                want = {s: {"ranks": [rank[d] for d in p["included"]], "used": p["used"]} for s, p in want.items()}
             got = stored.get("packs", {}).get(r, {}).get(q)
             if got != want:
                 check.fail(f"{rel}: packs.{r}.{q}: stored {got!r}, recomputed {want!r}")
@@ -2192,10 +2275,11 @@ def tie_expected(name: str, blocks: list[list[str]], grades: dict[str, int]) -> 
     share = [sum(1 for d in block if grades.get(d, 0) > 0) for block in blocks]
 
     def none_in_first(t: int) -> float:
+        # Blocks with no slot in the first t multiply by C(., 0) / C(., 0) = 1.0 exactly, so only the blocks
+        # holding those slots are visited, in block order (``where`` is in block order).
         p = 1.0
-        for b, block in enumerate(blocks):
-            slots = sum(1 for bb, _ in where[:t] if bb == b)
-            p *= math.comb(len(block) - share[b], slots) / math.comb(len(block), slots)
+        for b, slots in Counter(bb for bb, _ in where[:t]).items():
+            p *= math.comb(len(blocks[b]) - share[b], slots) / math.comb(len(blocks[b]), slots)
         return p
 
     if family in ("recall", "precision"):
@@ -2235,15 +2319,69 @@ def _jaccard_at_least(shared: int, union: int, fraction: tuple[int, int]) -> boo
     return union > 0 and shared * fraction[1] >= fraction[0] * union
 
 
-def _passage_words(title: str, text: str) -> list[str]:
-    return tokens(f"{title}\n{text}" if title else text)
+def _passage_text(title: str, text: str) -> str:
+    return f"{title}\n{text}" if title else text
 
 
-def _passage_shingles(words: list[str]) -> set[tuple[str, ...]]:
+def _passage_shingles(words: list[Any]) -> set[tuple[Any, ...]]:
     """A passage's set of HYGIENE_SHINGLE-word windows (zip of shifted lists: one window per start)."""
     if len(words) < HYGIENE_SHINGLE:
         return {tuple(words)} if words else set()
     return set(zip(*(words[k:] for k in range(HYGIENE_SHINGLE)), strict=False))
+
+
+def _window_keys(columns: list[np.ndarray]) -> np.ndarray:
+    """One uint64 per window of word ids (``columns[k]``: each window's k-th id), a polynomial that wraps
+    around: equal windows get equal keys, so a key not wanted rules its window out; a wanted key is then
+    confirmed on the ids themselves."""
+    key = np.zeros(len(columns[0]), dtype=np.uint64)
+    for column in columns:
+        key *= np.uint64(1_000_003)
+        key += column.astype(np.uint64)
+    return key
+
+
+def _windows_found(words: Words, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(start, passage) of each window of ``wanted``'s width inside one passage whose key is a row of
+    ``wanted``'s: a bitmap of the keys' low 20 bits rules most windows out, a binary search confirms the key;
+    2**20 windows at a time, so a few MB at most."""
+    low, chunk, width = (1 << 20) - 1, 1 << 20, wanted.shape[1]
+    table = np.unique(_window_keys([wanted[:, k] for k in range(width)]))
+    bitmap = np.zeros(1 << 20, dtype=bool)
+    bitmap[(table & low).astype(np.int64)] = True
+    found = [np.zeros(0, dtype=np.int64)]
+    windows = len(words.ids) - width + 1
+    for start in range(0, windows if len(table) else 0, chunk):
+        keys = _window_keys([words.ids[start + k : min(start + chunk, windows) + k] for k in range(width)])
+        maybe = np.flatnonzero(bitmap[(keys & low).astype(np.int64)])
+        at = np.minimum(np.searchsorted(table, keys[maybe]), len(table) - 1)
+        found.append(start + maybe[table[at] == keys[maybe]])
+    at = np.concatenate(found)
+    owner = np.searchsorted(words.starts, at, side="right") - 1
+    inside = at + width <= words.starts[owner + 1]
+    return at[inside], owner[inside]
+
+
+def _hygiene_candidates(
+    words: Words, tables: list[tuple[int, dict[tuple[int, ...], set[str]]]], holders: dict[tuple[int, ...], set[str]]
+) -> tuple[dict[int, set[str]], set[int]]:
+    """The passage loop of ``hygiene_flags`` over all passages' ids at once: {passage: the questions whose
+    n-gram (``tables``, by length) stands in it} and the passages that may share a shingle with a labelled
+    one (a window keyed as a holder shingle, or a passage shorter than a shingle). A window is looked up in a
+    table only when its key is one of the table's, so every match is still decided on the words' ids."""
+    found: dict[int, set[str]] = {}
+    for length, table in tables:
+        at, owner = _windows_found(words, np.array(list(table), dtype=np.int64).reshape(-1, length))
+        for i, p in zip(at.tolist(), owner.tolist(), strict=True):
+            if hit := table.get(tuple(words.ids[i : i + length].tolist())):
+                found.setdefault(p, set()).update(hit)
+    near: set[int] = set()
+    if holders:
+        lengths = np.diff(words.starts)
+        near.update(np.flatnonzero((lengths > 0) & (lengths < HYGIENE_SHINGLE)).tolist())
+        full = [s for s in holders if len(s) == HYGIENE_SHINGLE]
+        near.update(_windows_found(words, np.array(full, dtype=np.int64).reshape(-1, HYGIENE_SHINGLE))[1].tolist())
+    return found, near
 
 
 def hygiene_flags(
@@ -2251,49 +2389,55 @@ def hygiene_flags(
     questions: list[tuple[str, str]],
     qrels: dict[str, dict[str, int]],
     filters: dict[str, Any] | None = None,
+    words: Words | None = None,
 ) -> dict[str, Any]:
     """The flags and counts of hygiene.json from the source passages (id, title, text), the questions (id, text),
     the labels and the questions' metadata filters (questions under different filters are never duplicates):
     every passage's windows looked up in a table of the questions' n-grams (only where the window's first two
     words open one); near-duplicate questions by comparing every pair; near-duplicate passages among those
-    sharing a shingle with a labelled one. Passages are read twice and tokenised one at a time, so only the
-    labelled passages' shingle sets stay in memory, not 100,000 passages' words."""
+    sharing a shingle with a labelled one. Passages are tokenised once into word ids (``words``, when given,
+    holds them for these passages' texts), and n-grams and shingles are tuples of ids: the same words give
+    the same ids, so every comparison is the one on words."""
+    if words is None:
+        words = words_of(_passage_text(title, text) for _, title, text in passages)
+    word_id = {w: i for i, w in enumerate(words.vocab)}
+    starts = words.starts.tolist()
+
+    def ids_of(i: int) -> list[int]:
+        return words.ids[starts[i] : starts[i + 1]].tolist()
+
     q_words = [(qid, tokens(text)) for qid, text in questions]
-    grams: dict[int, dict[tuple[str, ...], set[str]]] = {}
-    for qid, words in q_words:
-        if len(words) >= HYGIENE_LEAK_NGRAM:
-            for i in range(len(words) - HYGIENE_LEAK_NGRAM + 1):
-                grams.setdefault(HYGIENE_LEAK_NGRAM, {}).setdefault(tuple(words[i : i + HYGIENE_LEAK_NGRAM]), set())
-                grams[HYGIENE_LEAK_NGRAM][tuple(words[i : i + HYGIENE_LEAK_NGRAM])].add(qid)
-        elif len(words) >= HYGIENE_LEAK_MIN:
-            grams.setdefault(len(words), {}).setdefault(tuple(words), set()).add(qid)
-    heads = {gram[:2] for table in grams.values() for gram in table}  # every n-gram has at least 2 words
+    grams: dict[int, dict[tuple[int, ...], set[str]]] = {}
+    for qid, q in q_words:
+        q_ids = [word_id.get(w, -1) for w in q]  # -1: no passage has the word, so no n-gram holding it matches
+        if len(q) >= HYGIENE_LEAK_NGRAM:
+            for i in range(len(q) - HYGIENE_LEAK_NGRAM + 1):
+                gram = tuple(q_ids[i : i + HYGIENE_LEAK_NGRAM])
+                if -1 not in gram:
+                    grams.setdefault(HYGIENE_LEAK_NGRAM, {}).setdefault(gram, set()).add(qid)
+        elif len(q) >= HYGIENE_LEAK_MIN and -1 not in q_ids:
+            grams.setdefault(len(q), {}).setdefault(tuple(q_ids), set()).add(qid)
     tables = sorted(grams.items())
     order = {doc_id: i for i, (doc_id, _, _) in enumerate(passages)}
     labelled_ids = {d for grades in qrels.values() for d, g in grades.items() if g > 0 and d in order}
     labelled = sorted(labelled_ids, key=order.get)
     shingles = {
-        doc_id: _passage_shingles(_passage_words(title, text))
-        for i, (doc_id, title, text) in enumerate(passages)
+        doc_id: _passage_shingles(ids_of(i))
+        for i, (doc_id, _, _) in enumerate(passages)
         if doc_id in labelled_ids and order[doc_id] == i
     }
-    holders: dict[tuple[str, ...], set[str]] = {}
+    holders: dict[tuple[int, ...], set[str]] = {}
     for d in labelled:
         for shingle in shingles[d]:
             holders.setdefault(shingle, set()).add(d)
     leaked: dict[str, list[str]] = {}
     near_passages: dict[str, list[str]] = {d: [] for d in labelled}
-    for doc_id, title, text in passages:
-        words = _passage_words(title, text)
-        found: set[str] = set()
-        for i, head in enumerate(itertools.pairwise(words)):
-            if head in heads:
-                for length, table in tables:
-                    if i + length <= len(words) and (hit := table.get(tuple(words[i : i + length]))):
-                        found |= hit
-        for qid in found:
+    leaks, near_candidates = _hygiene_candidates(words, tables, holders)
+    for p in sorted(leaks.keys() | near_candidates):  # every other passage finds nothing: see there
+        doc_id = passages[p][0]
+        for qid in leaks.get(p, ()):
             leaked.setdefault(qid, []).append(doc_id)
-        mine = _passage_shingles(words)
+        mine = _passage_shingles(ids_of(p)) if p in near_candidates else set()
         if not holders.keys().isdisjoint(mine):  # iterates the passage's ~100 shingles, not every holder
             sharing = {d for shingle in mine if shingle in holders for d in holders[shingle]} - {doc_id}
             for d in sharing:
@@ -2303,12 +2447,12 @@ def hygiene_flags(
     leakage = [{"query_id": qid, "doc_ids": leaked[qid]} for qid, _ in q_words if qid in leaked]
     scope = {qid: json.dumps((filters or {}).get(qid) or {}, sort_keys=True) for qid, _ in q_words}
     texts: dict[tuple[str, str], list[str]] = {}
-    for qid, words in q_words:
-        if words:
-            texts.setdefault((scope[qid], " ".join(words)), []).append(qid)
+    for qid, q in q_words:
+        if q:
+            texts.setdefault((scope[qid], " ".join(q)), []).append(qid)
     duplicates = [{"query_ids": group, "text": key[1]} for key, group in texts.items() if len(group) > 1]
     near_questions = []
-    nonempty = [(qid, words, set(words), scope[qid]) for qid, words in q_words if words]
+    nonempty = [(qid, q, set(q), scope[qid]) for qid, q in q_words if q]
     for (a, wa, sa, scope_a), (b, wb, sb, scope_b) in itertools.combinations(nonempty, 2):
         if scope_a == scope_b and wa != wb:
             shared = len(sa & sb)
@@ -2319,9 +2463,7 @@ def hygiene_flags(
     for doc_id, title, _ in passages:
         if title_words := tokens(title):
             titles.setdefault(" ".join(title_words), []).append(doc_id)
-    title_questions = [
-        {"query_id": qid, "doc_ids": titles[" ".join(words)]} for qid, words in q_words if " ".join(words) in titles
-    ]
+    title_questions = [{"query_id": qid, "doc_ids": titles[" ".join(q)]} for qid, q in q_words if " ".join(q) in titles]
     unlabelled = []
     for qid, _ in q_words:
         grades = qrels.get(qid, {})
@@ -2345,7 +2487,12 @@ def check_hygiene(check: Check, bundle: Bundle, corpus: str) -> str:
     rel = f"evidence/{corpus}/hygiene.json"
     stated = bundle.json(rel)
     base = f"evidence/{corpus}/inputs"
-    passages = [(o["_id"], o.get("title") or "", o["text"]) for _, o in _jsonl(bundle, f"{base}/corpus.jsonl")]
+    try:
+        inputs = bundle.inputs(corpus)
+        passages, doc_text = inputs.passages, inputs.doc_text
+    except AuditError:  # the inputs check reports it; hygiene reads the passages on its own
+        passages = [(o["_id"], o.get("title") or "", o["text"]) for _, o in _jsonl(bundle, f"{base}/corpus.jsonl")]
+        doc_text = {}
     raw_questions = [o for _, o in _jsonl(bundle, f"{base}/queries.jsonl")]
     questions = [(o["_id"], o["text"]) for o in raw_questions]
     filters = {o["_id"]: o.get("filter") or {} for o in raw_questions}
@@ -2375,7 +2522,10 @@ def check_hygiene(check: Check, bundle: Bundle, corpus: str) -> str:
         check.fail(
             f"{rel}: rules.unlabelled_near_duplicates.measure {shingle!r} names no {HYGIENE_SHINGLE}-word shingle"
         )
-    expected = hygiene_flags(passages, questions, qrels, filters)
+    same = len(doc_text) == len(passages) and all(  # not chunked: the BM25 checks' words are these passages'
+        doc_text.get(doc_id) == _passage_text(title, text) for doc_id, title, text in passages
+    )
+    expected = hygiene_flags(passages, questions, qrels, filters, bundle.words(corpus) if same else None)
     for key, want in (("questions", len(questions)), ("passages", len(passages)), ("counts", expected["counts"])):
         if stated.get(key) != want:
             check.fail(f"{rel}: {key} is {stated.get(key)!r}, the inputs give {want!r}")
@@ -2417,12 +2567,13 @@ def check_ties(check: Check, bundle: Bundle, corpus: str) -> str:
         depending = set()
         for qid in scored:
             hits, grades = queries.get(qid, []), inputs.qrels[qid]
-            blocks = _score_blocks(hits)
-            worst = [d for block in blocks for d in sorted(block, key=lambda d: grades.get(d, 0))]
-            best = [d for block in blocks for d in sorted(block, key=lambda d: -grades.get(d, 0))]
+            blocks, ranking = _score_blocks(hits), [h["doc_id"] for h in hits]
+            tied = len(blocks) < len(hits)  # else the worst and best orders are the reported one
+            worst = [d for block in blocks for d in sorted(block, key=lambda d: grades.get(d, 0))] if tied else []
+            best = [d for block in blocks for d in sorted(block, key=lambda d: -grades.get(d, 0))] if tied else []
             for n in names:
-                reported = metric(n, [h["doc_id"] for h in hits], grades)
-                low, high = metric(n, worst, grades), metric(n, best, grades)
+                reported = metric(n, ranking, grades)
+                low, high = (metric(n, worst, grades), metric(n, best, grades)) if tied else (reported, reported)
                 expected = tie_expected(n, blocks, grades) if high - low > 1e-12 else reported
                 sums[n][0] += reported
                 sums[n][1] += expected
@@ -3014,6 +3165,7 @@ def evidence_checks(bundle: Bundle) -> list[Check]:
         checks += [_run_check(f"{prefix}:{corpus}", fn, bundle, corpus) for prefix, fn in CORPUS_CHECKS]
         for prefix, fn in RANKER_CHECKS:
             checks += [_run_check(f"{prefix}:{corpus}/{r}", fn, bundle, corpus, r) for r in bundle.rankers(corpus)]
+    bundle.release()  # a build renders the pages next, with this bundle still held for the pages check
     return checks
 
 

@@ -379,7 +379,7 @@ def test_a_changed_pack_or_answer_count_is_caught(site: Path) -> None:
     rel = "evidence/tiny/packing.json"
     packing = load(site, rel)
     smallest = packing["settings"][1]  # the smallest budget, derived from the passage lengths
-    packing["packs"]["dense"]["q1"][smallest]["included"] = ["d1", "d2", "d3"]
+    packing["packs"]["dense"]["q1"][smallest]["ranks"] = [1, 2, 3]
     packing["results"]["bm25"]["overall"]["answer_included"]["top3"] += 1
     save(site, rel, packing)
     messages = failures(site)["packing:tiny"]

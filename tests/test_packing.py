@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -78,7 +79,8 @@ def test_a_twenty_character_budget_excludes_the_passage_so_citing_it_is_rejected
     report = packing_report(corpus, {"bm25": {"q2": ["d3", "d4"]}}, corpus.citations, budgets=(20, 1000))
     verdicts = report["citations"]["q2"][0]["verdicts"]["bm25"]
     assert verdicts == {"top3": "valid", "20": "not-in-evidence", "1000": "valid"}
-    assert report["packs"]["bm25"]["q2"]["20"] == {"included": [], "skipped": ["d3", "d4"], "used": 0}
+    assert report["packs"]["bm25"]["q2"]["20"] == {"ranks": [], "used": 0}  # nothing fits: d3 and d4 skipped
+    assert report["packs"]["bm25"]["q2"]["1000"]["ranks"] == [1, 2]  # stored as run ranks, not ids
     assert report["results"]["bm25"]["by_kind"]["exact-code"]["answer_included"] == {"top3": 1, "20": 0, "1000": 1}
 
 
@@ -104,11 +106,16 @@ def test_prompt_view_fences_retrieved_text_as_data(tmp_path: Path) -> None:
         model=FakeEmbeddingModel(),
     )
     question = (tmp_path / "site" / "corpora" / "inj" / "questions" / "q1.html").read_text()
-    assert 'href="../prompts/q1.html"' in question  # the prompt view is one linked page per question
-    page = (tmp_path / "site" / "corpora" / "inj" / "prompts" / "q1.html").read_text()
-    assert "retrieved data, not instructions" in page
-    assert "&lt;&lt;&lt;passage id=&#34;d1&#34;&gt;&gt;&gt;" in page
-    assert "&lt;b&gt;leak&lt;/b&gt;" in page and "<b>leak</b>" not in page
+    assert '<h2 id="prompt">' in question  # the packs' ranks are on the question page
+    corpus = (tmp_path / "site" / "corpora" / "inj" / "index.html").read_text()
+    assert "retrieved data, not instructions" in corpus
+    assert "&lt;&lt;&lt;passage id=&#34;<var>id</var>&#34;&gt;&gt;&gt;" in corpus  # the fence, shown once
+    # the retrieved text stays data wherever it is shown: escaped in the snippet and in its shard
+    assert "<b>leak</b>" not in question and "&lt;b&gt;leak&lt;/b&gt;" in question
+    href = re.search(r'<a href="([^"#]+)#p[0-9]+">d1</a>', question)
+    assert href is not None
+    shard = (tmp_path / "site" / "corpora" / "inj" / "questions" / href.group(1)).read_text()
+    assert "&lt;b&gt;leak&lt;/b&gt;" in shard and "<b>leak</b>" not in shard
     corpus_page = (tmp_path / "site" / "corpora" / "inj" / "index.html").read_text()
     assert "answer reached the prompt" in corpus_page
 
@@ -124,6 +131,6 @@ def test_unconfigured_budgets_are_the_median_passage_length_times_the_multiples(
     assert report["budgets"] == list(budgets)
     assert report["budgets_from"] == {"median_characters": 30, "multiples": list(BUDGET_MULTIPLES)}
     # the smallest budget holds one median passage: the first hit fits whole
-    assert report["packs"]["bm25"][corpus.queries[0].query_id]["30"]["included"] == ["d30"]
+    assert report["packs"]["bm25"][corpus.queries[0].query_id]["30"]["ranks"] == [1]  # d30
     configured = packing_report(corpus, {"bm25": {}}, budgets=(5,))
     assert configured["budgets"] == [5] and configured["budgets_from"] == "sitegen.json"

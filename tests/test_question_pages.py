@@ -16,7 +16,7 @@ from conftest import FakeEmbeddingModel, evidence_failures, rehash_manifest, wri
 from sitegen import audit
 from sitegen.build import BuildOptions, build_site
 from sitegen.publish.evidence import canonical_json, expand_run, read_run, run_json
-from sitegen.publish.render import snippet, write_page_listing
+from sitegen.publish.render import TABLE_METRICS, _legend, _letter, _question_ties, snippet, write_page_listing
 
 # A passage id with characters that are unsafe in a file name, a URL and an HTML attribute.
 LONG_ID = '../long "doc" <1>'
@@ -115,13 +115,47 @@ def test_the_shards_hold_each_linked_passage_once_and_nothing_else(site: Path) -
     assert linked and linked == set(anchors)
 
 
-def test_the_prompt_view_is_a_linked_page_per_question_with_each_passage_fenced_once(site: Path) -> None:
-    question = (site / "corpora" / "long" / "questions" / "q1.html").read_text(encoding="utf-8")
-    assert 'href="../prompts/q1.html"' in question and "&lt;&lt;&lt;passage" not in question
-    prompt = (site / "corpora" / "long" / "prompts" / "q1.html").read_text(encoding="utf-8")
-    assert "retrieved data, not instructions" in prompt
-    fences = re.findall(r"&lt;&lt;&lt;passage id=&#34;(.*?)&#34;&gt;&gt;&gt;", prompt)
-    assert fences and len(fences) == len(set(fences))
+def test_the_prompt_view_on_the_question_page_gives_each_packs_ranks_which_name_passages_linked_to_their_text(
+    site: Path,
+) -> None:
+    page_path = site / "corpora" / "long" / "questions" / "q1.html"
+    page = page_path.read_text(encoding="utf-8")
+    assert not (site / "corpora" / "long" / "prompts").exists()  # no page of its own per question
+    assert 'href="#prompt"' in page and "&lt;&lt;&lt;passage" not in page  # the fence is on the corpus page
+    corpus_page = (site / "corpora" / "long" / "index.html").read_text(encoding="utf-8")
+    assert corpus_page.count("&lt;&lt;&lt;end passage&gt;&gt;&gt;") == 1 and "not instructions" in corpus_page
+    packing = json.loads((site / "evidence" / "long" / "packing.json").read_text(encoding="utf-8"))
+    tables = _tables(page_path)
+    packs = next(t for t in tables if t["class"] == "packs")
+    header, *rows = (row["cells"] for row in packs["rows"])
+    assert len(header) == 1 + len(packing["settings"]) and [r[0]["text"] for r in rows] == list(packing["packs"])
+    hits_tables = {t["caption"]: t for t in tables if t["class"] == "hits"}
+    legend = {row["id"]: row for row in next(t for t in tables if t["class"] == "legend")["rows"] if row["id"]}
+    texts = {d["_id"]: d["text"] for d in DOCS}
+    sent = 0
+    for row in rows:
+        ranker = row[0]["text"]
+        hits = read_run(site / "evidence" / "long" / "runs" / f"{ranker}.json")["queries"]["q1"]
+        letters = [c["text"].removesuffix(" \u2713") for c in hits_tables[ranker]["rows"][1]["cells"][1:]]
+        for setting, cell in zip(packing["settings"], row[1:], strict=True):
+            pack = packing["packs"][ranker]["q1"][setting]
+            shown, _, used = cell["text"].partition(" (")
+            assert used == f"{pack['used']})"
+            expanded = [int(r) for part in shown.split(", ") if part != "none fits" for r in _span(part)]
+            assert expanded == pack["ranks"]
+            for rank in pack["ranks"]:  # the rank's letter names the passage, linked to its whole text
+                doc_id = hits[rank - 1]["doc_id"]
+                entry = legend[letters[rank - 1]]
+                assert entry["cells"][1]["text"] == doc_id
+                target, _, fragment = urljoin(page_path.as_uri(), entry["cells"][1]["hrefs"][0]).partition("#")
+                assert texts[doc_id] in "".join(_parsed(Path(unquote(target.removeprefix("file://")))).ids[fragment])
+                sent += 1
+    assert sent
+
+
+def _span(part: str) -> range:
+    first, _, last = part.partition("-")
+    return range(int(first), int(last or first) + 1)
 
 
 def test_question_page_scores_point_into_the_compact_run_through_the_table_base(site: Path) -> None:
@@ -132,8 +166,6 @@ def test_question_page_scores_point_into_the_compact_run_through_the_table_base(
         first = read_run(site / "evidence" / "long" / "runs" / f"{ranker}.json")["queries"]["q1"][0]
         src = f"evidence/long/runs/{ranker}.json#/queries/q1/0"
         assert (f"{src}/1", "score6", f"{first['score']:.6f}") in parser.numbers
-        if ranker.startswith("rrf"):
-            assert (f"{src}/2/bm25", "raw", str(first["components"]["bm25"])) in parser.numbers
     assert 'data-ev-base="evidence/long/runs/bm25.json#/queries/q1"' in page.read_text(encoding="utf-8")
     assert json.loads((site / "audit.json").read_text())["verdict"] == "pass"
 
@@ -157,7 +189,7 @@ def test_a_score_table_whose_base_names_another_run_fails_the_pages_check(site: 
 def test_a_run_file_has_one_line_per_question_and_round_trips_through_the_reader(site: Path) -> None:
     path = site / "evidence" / "long" / "runs" / "rrf-dense-bm25.json"
     lines = path.read_text(encoding="utf-8").splitlines()
-    assert lines[0].startswith('{"schema_version":2,') and lines[-1] == "}}"
+    assert lines[0].startswith('{"schema_version":3,') and lines[-1] == "}}"
     assert [line.split(":", 1)[0] for line in lines[:6]] == [
         '{"schema_version"', '"corpus"', '"ranker"', '"depth"', '"contract"', '"params"'
     ]  # fmt: skip
@@ -169,22 +201,31 @@ def test_a_run_file_has_one_line_per_question_and_round_trips_through_the_reader
     assert run_json(run) == path.read_bytes()  # written back, the same bytes
 
 
-def test_the_reader_gives_the_same_run_from_either_schema() -> None:
+def test_the_reader_gives_the_same_run_from_any_schema() -> None:
     hits = [
         {"doc_id": "a/b", "rank": 1, "score": 2.5, "components": {"bm25": 1, "dense": None}},
         {"doc_id": "Ünï", "rank": 2, "score": 0.1},
     ]
-    doc = {"schema_version": 2, "corpus": "c", "ranker": "r", "depth": 100, "contract": {}, "params": {"k": 1}}
+    params = {"components": ["dense", "bm25"], "k": 1}  # not sorted: schema 3 lists ranks in this order
+    doc = {"schema_version": 3, "corpus": "c", "ranker": "r", "depth": 100, "contract": {}, "params": params}
     doc["queries"] = {"q/1": hits, "q2": []}
     compact = json.loads(run_json(doc))
-    assert compact["queries"]["q/1"] == [["a/b", 2.5, {"bm25": 1, "dense": None}], ["Ünï", 0.1]]
+    assert compact["queries"]["q/1"] == [["a/b", 2.5, [None, 1]], ["Ünï", 0.1]]
     assert expand_run(compact) == doc
+    schema_2 = {
+        **compact,
+        "schema_version": 2,
+        "queries": {"q/1": [["a/b", 2.5, {"bm25": 1, "dense": None}], ["Ünï", 0.1]]},
+    }
+    assert expand_run(schema_2) == {**doc, "schema_version": 2, "queries": {"q/1": hits}}
     assert expand_run(json.loads(canonical_json({**doc, "schema_version": 1}))) == {**doc, "schema_version": 1}
-    for bad in ([["d", "high"]], [{"doc_id": "d", "rank": 1, "score": 1.0}], [["d", 1.0, 3]]):
+    for bad in ([["d", "high"]], [{"doc_id": "d", "rank": 1, "score": 1.0}], [["d", 1.0, 3]], [["d", 1.0, [1]]]):
         with pytest.raises(ValueError, match="query 'q'"):
             expand_run({**compact, "queries": {"q": bad}})
-    with pytest.raises(ValueError, match="schema_version 3"):
-        expand_run({**compact, "schema_version": 3})
+    with pytest.raises(ValueError, match="query 'q'"):  # schema 2's object is not schema 3's list
+        expand_run({**compact, "queries": {"q": [["d", 1.0, {"bm25": 1, "dense": 2}]]}})
+    with pytest.raises(ValueError, match="schema_version 4"):
+        expand_run({**compact, "schema_version": 4})
 
 
 def test_the_audit_rejects_a_tampered_score_in_a_compact_run(site: Path, tmp_path: Path) -> None:
@@ -214,3 +255,124 @@ def test_the_audit_rejects_a_tampered_score_in_a_compact_run(site: Path, tmp_pat
 def test_a_snippet_is_cut_at_a_word_boundary_and_marked(text: str, limit: int, want: str) -> None:
     assert snippet(text, limit) == want
     assert len(snippet(text, limit)) <= limit
+
+
+class _Tables(HTMLParser):
+    """Each table of a page: its class, caption and rows of cells (element id of the row, cell text, cell class,
+    link targets)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: list[dict] = []
+        self._cell: dict | None = None
+        self._in_caption = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        if tag == "table":
+            self.tables.append({"class": found.get("class") or "", "caption": "", "rows": []})
+        elif tag == "caption":
+            self._in_caption = True
+        elif tag == "tr" and self.tables:
+            self.tables[-1]["rows"].append({"id": found.get("id"), "class": found.get("class"), "cells": []})
+        elif tag in ("td", "th") and self.tables:
+            self._cell = {"text": "", "class": found.get("class"), "hrefs": []}
+            self.tables[-1]["rows"][-1]["cells"].append(self._cell)
+        elif tag == "a" and self._cell is not None:
+            self._cell["hrefs"].append(found.get("href"))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "caption":
+            self._in_caption = False
+        elif tag == "table":
+            self._cell = None
+            for row in self.tables[-1]["rows"]:
+                for cell in row["cells"]:
+                    cell["text"] = cell["text"].strip()  # a row's last cell holds the newline before the next
+
+    def handle_data(self, data: str) -> None:
+        if self._in_caption:
+            self.tables[-1]["caption"] += data
+        elif self._cell is not None:
+            self._cell["text"] += data
+
+
+def _tables(path: Path) -> list[dict]:
+    parser = _Tables()
+    parser.feed(path.read_text(encoding="utf-8"))
+    return parser.tables
+
+
+def test_each_hit_is_a_letter_that_names_one_passage_of_the_legend_printed_once_with_its_link(site: Path) -> None:
+    corpus = {
+        json.loads(line)["_id"]: json.loads(line)
+        for line in (site / "evidence" / "long" / "inputs" / "corpus.jsonl").read_text().splitlines()
+    }
+    for qid in ("q1", "q2"):
+        page_path = site / "corpora" / "long" / "questions" / f"{qid}.html"
+        page = page_path.read_text(encoding="utf-8")
+        tables = _tables(page_path)
+        legend_table = next(t for t in tables if t["class"] == "legend")
+        legend = {row["id"]: row for row in legend_table["rows"] if row["id"]}
+        hits_tables = [t for t in tables if t["class"] == "hits"]
+        assert [t["caption"] for t in hits_tables] == ["bm25", "dense", "rrf-dense-bm25"]
+        used = []
+        for table in hits_tables:
+            header, passages, scores, *component_rows = (row["cells"] for row in table["rows"])
+            run = read_run(site / "evidence" / "long" / "runs" / f"{table['caption']}.json")
+            hits = run["queries"][qid][:10]
+            assert [c["text"] for c in header] == ["rank", *(str(h["rank"]) for h in hits)]
+            assert [c["text"] for c in scores] == ["score", *(f"{h['score']:.6f}" for h in hits)]
+            # a fusion shows each fused list's own rank of every hit, a dash where that list did not offer it
+            components = sorted(run["params"].get("components") or [])
+            assert [row[0]["text"] for row in component_rows] == [f"rank in {c}" for c in components]
+            for component, row in zip(components, component_rows, strict=True):
+                ranks = [h["components"].get(component) for h in hits]
+                expected = [str(rank) if rank is not None else "\u2013" for rank in ranks]
+                assert [c["text"] for c in row[1:]] == expected
+            letters = [c["text"].removesuffix(" \u2713") for c in passages[1:]]
+            # the letter names the hit's passage; a labelled hit is marked
+            assert [legend[letter]["cells"][1]["text"] for letter in letters] == [h["doc_id"] for h in hits]
+            labelled = {d for q, d, _ in QRELS if q == qid}
+            assert [c["class"] == "relevant" for c in passages[1:]] == [h["doc_id"] in labelled for h in hits]
+            used += [letter for letter in letters if letter not in used]
+        # letters in order of first appearance, each passage once, its id linked to its full text
+        assert list(legend) == used and len({row["cells"][1]["text"] for row in legend.values()}) == len(legend)
+        for row in legend.values():
+            _, passage, grade, text = (c["text"] for c in row["cells"])
+            assert row["cells"][1]["hrefs"] == [f"../passages/1.html#p{list(corpus).index(passage) + 1}"]
+            assert grade == str(dict((d, g) for q, d, g in QRELS if q == qid).get(passage, ""))
+            assert text == snippet(f"{corpus[passage]['title']}: {corpus[passage]['text']}")
+            assert page.count(text[:60]) == 1  # the snippet is printed once per page
+
+
+def test_the_legend_gives_each_passage_one_letter_and_appends_labelled_passages_no_ranker_found() -> None:
+    def hit(doc_id: str) -> dict:
+        return {"doc_id": doc_id, "snippet": f"text of {doc_id}", "title": doc_id}
+
+    rankers = [{"hits": [hit("a"), hit("b")]}, {"hits": [hit("b"), hit("c")]}, {"hits": []}]
+    labelled = [{"doc_id": "z", "grade": 2, "snippet": "text of z"}, {"doc_id": "b", "grade": 1, "snippet": "x"}]
+    legend = _legend(rankers, labelled, {"z": 2, "b": 1})
+    assert [(e["label"], e["doc_id"], e["grade"]) for e in legend] == [
+        ("A", "a", None), ("B", "b", 1), ("C", "c", None), ("D", "z", 2)
+    ]  # fmt: skip
+    assert [[h["label"] for h in r["hits"]] for r in rankers] == [["A", "B"], ["B", "C"], []]
+
+
+def test_passage_letters_run_a_to_z_then_two_letters_and_never_repeat() -> None:
+    assert [_letter(n) for n in (0, 25, 26, 27, 51, 52, 701, 702)] == ["A", "Z", "AA", "AB", "AZ", "BA", "ZZ", "AAA"]
+    labels = [_letter(n) for n in range(2000)]
+    assert len(set(labels)) == len(labels) and all(re.fullmatch(r"[A-Z]+", label) for label in labels)
+
+
+def test_a_question_page_tables_the_tie_dependent_metrics_of_the_corpus_table_and_flags_the_other_cutoffs() -> None:
+    values = {"reported": 1.0, "expected": 0.5, "min": 0.0, "max": 1.0}
+    metrics = {m: {"questions": {"q1": values}} for m in ("mrr@20", "ndcg@10", "hit@1", "mrr@5")}
+    metrics["hit@3"] = {"questions": {"q2": values}}
+    c = {"ties": {"rankers": {"bm25": {"metrics": metrics}}}}
+    shown, elsewhere = _question_ties(c, "bm25", "q1")
+    assert [t["metric"] for t in shown] == [m for m in TABLE_METRICS if m in ("hit@1", "ndcg@10")]
+    assert shown[0] == {"metric": "hit@1", **values} and elsewhere
+    assert _question_ties(c, "bm25", "q2") == ([{"metric": "hit@3", **values}], False)
+    assert _question_ties(c, "dense", "q1") == ([], False)
+    assert _question_ties({"ties": None}, "bm25", "q1") == ([], False)

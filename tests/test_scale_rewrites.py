@@ -1,9 +1,11 @@
 """The rewrites made for the 100,000 x 1,000 scale build (issue 17) compute what the code before them did.
 
 Each rewritten function is compared, on random inputs, with the previous implementation kept here as a reference:
-the audit's hygiene flags (now streamed over the passages), sitegen's hygiene (now in chunks of passages), and the
-bootstrap intervals and sign-flip tests of both (now reusing one draw of bootstrap indices across pairs). The
-committed evidence must stay byte-identical, so every comparison is exact equality."""
+the audit's hygiene flags (now streamed over the passages, then over word ids shared with the BM25 checks),
+sitegen's hygiene (now in chunks of passages), the bootstrap intervals and sign-flip tests of both (now reusing one
+draw of bootstrap indices across pairs), the BM25 indexes and scores of both built from one tokenising of the
+passages, and the audit's tie expectation. The committed evidence must stay byte-identical, so every comparison is
+exact equality."""
 
 from __future__ import annotations
 
@@ -20,7 +22,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sitegen import audit
-from sitegen.inputs.corpus import Corpus, Document, Query
+from sitegen.inputs.corpus import Corpus, Document, Query, passage_text
+from sitegen.rankers import bm25, dense
+from sitegen.rankers.base import RankInputs, doc_id_order
+from sitegen.rankers.embeddings import CorpusEmbeddings
+from sitegen.rankers.tokenize import STOP_WORDS, tokenize, tokenize_stemmed
 from sitegen.scoring import experiments, hygiene
 
 
@@ -333,3 +339,133 @@ def built_site_pages() -> list[Path]:
     pages = sorted((Path(__file__).resolve().parent.parent / "site").rglob("*.html"))
     assert pages
     return pages
+
+
+# ----------------------------------------------------------------------------- tokenise once: BM25 and hygiene
+
+TEXTS = st.lists(
+    st.lists(st.sampled_from(["The", "cards", "card", "boxes", "is", "ÉTÉS", "a_b", "x1", "", "  ", "\n", "?"])).map(
+        " ".join
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(texts=TEXTS, stem=st.booleans(), stop=st.booleans())
+def test_the_audit_s_shared_word_ids_give_each_text_s_tokens(texts: list[str], stem: bool, stop: bool) -> None:
+    stop_words = frozenset(STOP_WORDS) if stop else frozenset()
+    words = audit.filtered_words(audit.words_of(texts), stop_words, stem)
+    got = [[words.vocab[i] for i in words.ids[a:b].tolist()] for a, b in itertools.pairwise(words.starts.tolist())]
+    assert got == [audit.tokens(t, stop_words, stem) for t in texts]
+
+
+@settings(max_examples=100, deadline=None)
+@given(texts=TEXTS, queries=TEXTS, stem=st.booleans())
+def test_the_audit_s_bm25_over_shared_word_ids_equals_bm25_over_token_lists(
+    texts: list[str], queries: list[str], stem: bool
+) -> None:
+    stop_words = frozenset(STOP_WORDS) if stem else frozenset()
+    qs = {f"q{i}": audit.tokens(t, stop_words, stem) for i, t in enumerate(queries)}
+    ids = audit.filtered_words(audit.words_of(texts), stop_words, stem)
+    lists = [audit.tokens(t, stop_words, stem) for t in texts]
+    pairs = zip(audit.bm25_scores(ids, qs, 1.2, 0.75), audit.bm25_scores(lists, qs, 1.2, 0.75), strict=True)
+    for (q1, got), (q2, want) in pairs:
+        assert q1 == q2 and got.tobytes() == want.tobytes()
+
+
+@settings(max_examples=100, deadline=None)
+@given(passages=PASSAGES, questions=QUESTIONS, labels=LABELS)
+def test_the_audit_s_hygiene_flags_from_shared_word_ids_equal_its_own_tokenising(
+    passages: list, questions: list, labels: list
+) -> None:
+    docs, qs, qrels = _inputs(passages, questions, labels)
+    words = audit.words_of(audit._passage_text(title, text) for _, title, text in docs)
+    assert audit.hygiene_flags(docs, qs, qrels, None, words) == _reference_hygiene_flags(docs, qs, qrels)
+
+
+@settings(max_examples=100, deadline=None)
+@given(texts=TEXTS, titles=st.lists(st.sampled_from(["", "Cards", "the boxes"]), min_size=12, max_size=12))
+def test_sitegen_s_bm25_indexes_from_one_tokenising_equal_indexes_of_token_lists(
+    texts: list[str], titles: list[str]
+) -> None:
+    documents = tuple(
+        Document(f"d{i}", title, text) for i, (title, text) in enumerate(zip(titles, texts, strict=False))
+    )
+    for stemmed, tokenizer in ((False, tokenize), (True, tokenize_stemmed)):
+        words = bm25._passage_words(documents, stemmed)
+        words = bm25._stemmed(words) if stemmed else words
+        got = bm25._index(words.vocabulary, words.ids.astype(np.int64), words.lengths, 1.2, 0.75)
+        want = bm25.build_bm25_index([tokenizer(passage_text(d)) for d in documents], 1.2, 0.75)
+        assert list(got.vocabulary.items()) == list(want.vocabulary.items())  # term ids: first appearance
+        for name in ("starts", "doc_indices", "weights"):
+            mine, theirs = getattr(got, name), getattr(want, name)
+            assert mine.dtype == theirs.dtype and mine.tobytes() == theirs.tobytes(), name
+
+
+def test_sitegen_tokenises_a_corpus_once_for_both_lexical_rankers_then_lets_it_go() -> None:
+    documents = (Document("d1", "", "cards and boxes"), Document("d2", "T", "a card"))
+    first = bm25._passage_words(documents, False)
+    assert bm25._passage_words(documents, True) is first  # the other variant, the same tuple object
+    assert not bm25._last_tokenised  # both served: released
+    again = bm25._passage_words(documents, True)
+    assert again is not first
+    assert bm25._passage_words(documents, True) is not again  # a variant asking twice: tokenised again
+    assert bm25._passage_words((*documents, Document("d3", "", "x")), False) is not first
+
+
+# ----------------------------------------------------------------------------- ties: the previous expectation
+
+
+def _reference_tie_expected(name: str, blocks: list[list[str]], grades: dict[str, int]) -> float:
+    """audit.tie_expected before it visited only the blocks holding slots."""
+    family, _, cut = name.partition("@")
+    k = int(cut)
+    where = [(b, i) for b, block in enumerate(blocks) for i in range(len(block))][:k]
+    share = [sum(1 for d in block if grades.get(d, 0) > 0) for block in blocks]
+
+    def none_in_first(t: int) -> float:
+        p = 1.0
+        for b, block in enumerate(blocks):
+            slots = sum(1 for bb, _ in where[:t] if bb == b)
+            p *= math.comb(len(block) - share[b], slots) / math.comb(len(block), slots)
+        return p
+
+    if family == "hit":
+        return 1.0 - none_in_first(len(where))
+    return math.fsum((none_in_first(t) - none_in_first(t + 1)) / (t + 1) for t in range(len(where)))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_audit_s_tie_expectation_equals_the_previous_one_bit_for_bit(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 6, size=int(rng.integers(0, 30)))
+    blocks = [[f"d{b}_{i}" for i in range(int(s))] for b, s in enumerate(sizes)]
+    grades = {d: int(rng.integers(0, 3)) for block in blocks for d in block if rng.random() < 0.3}
+    for name in ("hit@1", "hit@5", "hit@10", "mrr@1", "mrr@10", "mrr@100"):
+        assert audit.tie_expected(name, blocks, grades) == _reference_tie_expected(name, blocks, grades), name
+
+
+# ----------------------------------------------------------------------------- dense: BLAS scores in batches
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_dense_ranker_s_batched_blas_scores_rank_as_one_product_per_query(seed: int) -> None:
+    """The batch's BLAS scores only narrow the candidates, so the hits are the per-query path's, bit for bit."""
+    rng = np.random.default_rng(seed)
+    docs = rng.standard_normal((400, 16)).astype(np.float32)
+    docs[::7] = docs[0]  # exact ties, settled by document id
+    docs /= np.linalg.norm(docs, axis=1, keepdims=True)
+    queries = docs[rng.integers(0, 400, dense.QUERY_BATCH + 9)] + np.float32(0.01)
+    doc_ids = tuple(f"d{i:03d}" for i in rng.permutation(400))
+    query_ids = tuple(f"q{i}" for i in range(len(queries)))
+    corpus = _corpus([(d, "", "x") for d in doc_ids], [(q, "x") for q in query_ids], {})
+    vectors = CorpusEmbeddings("m", None, doc_ids, docs, query_ids, queries)
+    run = dense.DenseRanker().rank(RankInputs(corpus=corpus, embeddings=vectors), 10)
+    key = doc_id_order(doc_ids)
+    for row, qid in enumerate(query_ids):
+        best, scores = dense.dense_top_k(docs, queries[row], key, 10)
+        assert [(h.doc_id, h.score) for h in run.hits[qid]] == [
+            (doc_ids[i], float(s)) for i, s in zip(best, scores, strict=True)
+        ]

@@ -118,6 +118,18 @@ def test_the_evidence_and_pages_state_where_the_vectors_came_from(supplied_site:
         assert "supplied by the corpus" in text and "acme-embed-2" in text and PROVENANCE in text.replace("&#39;", "'")
 
 
+def test_supplied_vectors_are_pinned_by_their_files_not_by_a_hash_per_text(supplied_site: Path, tmp_path: Path) -> None:
+    # text hashes are what a later build reuses packaged-model rows by; supplied rows are never reused from a
+    # bundle (config_sha256 null), so their index carries the supplied files' sha256 instead of 64 hex per row
+    index = json.loads((supplied_site / "evidence/tiny/embeddings/index.json").read_text())
+    assert "text_sha256" not in index and index["supplied"]["files_sha256"]
+    corpora = write_corpus(tmp_path / "corpora" / "tiny").parent
+    packaged = _build(corpora, tmp_path / "site", FakeEmbeddingModel(dim=DIM))
+    assert packaged.audit_verdict == "pass"
+    index = json.loads((tmp_path / "site/evidence/tiny/embeddings/index.json").read_text())
+    assert "supplied" not in index and len(index["text_sha256"]["passages"]) == len(index["passages"])
+
+
 def test_a_tampered_supplied_vector_in_the_evidence_fails_the_audit(supplied_site: Path, tmp_path: Path) -> None:
     site = Path(shutil.copytree(supplied_site, tmp_path / "site"))
     path = site / "evidence" / "tiny" / "embeddings" / "passages.npy"

@@ -8,7 +8,8 @@ Layout, the same as a bundle's ``evidence/<corpus>/embeddings/`` so one descript
     embeddings/passages.npy  float32, one row per passage id
     embeddings/queries.npy   float32, one row per question id
 
-An evidence ``index.json`` copied here is accepted too: its ``text_sha256`` lists are then checked against
+An evidence ``index.json`` copied here is accepted too: its ``text_sha256`` lists, which a bundle holds for
+vectors sitegen embedded (supplied ones are pinned by their files' sha256 instead), are then checked against
 the corpus texts, so vectors of edited texts are refused. Every problem is a :class:`CorpusError` naming the
 file. With ``"normalised": true`` every row must already be of unit length (within the audit's 1e-5);
 with ``false`` the rows are scaled to unit length here, in a fixed summation order, and the evidence says so.

@@ -17,11 +17,13 @@ Bundle layout under the site folder::
     evidence/<corpus>/embeddings/queries.npy
     evidence/<corpus>/embeddings/index.json      model, weights and configuration sha256, row ids, each
                                                  row's text sha256 (so a rebuild reuses the rows as frozen inputs);
-                                                 ``supplied`` when the corpus brought them (sitegen.inputs.vectors)
+                                                 instead of those hashes, ``supplied`` when the corpus brought
+                                                 the vectors (sitegen.inputs.vectors)
     evidence/<corpus>/embeddings/sweep-*         vectors of the chunking sweep's chunks (chunked corpora)
 
 Same inputs give the same bytes: keys sorted, floats in Python's shortest
-round-trip form, two-space indentation, UTF-8, one trailing newline.
+round-trip form, the line layout of :func:`canonical_json` (compact records, two-space
+indentation above them), UTF-8, one trailing newline.
 """
 
 from __future__ import annotations
@@ -72,8 +74,9 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 1
-# runs/<ranker>.json: 2 is the compact form of run_json (1: one indented object per hit)
-RUN_SCHEMA_VERSION = 2
+# runs/<ranker>.json: 3 is the compact form of run_json, a fusion's component ranks as a list in the order of
+# params.components (2: the same with a {component: rank} object per hit; 1: one indented object per hit)
+RUN_SCHEMA_VERSION = 3
 _RUN_HEADER = ("schema_version", "corpus", "ranker", "depth", "contract", "params")
 EVIDENCE_DIR = "evidence"
 TREC_DEPTH = 100
@@ -90,10 +93,45 @@ _LIBRARIES = (
 )
 
 
+#: A JSON value whose compact form fits this many characters (indentation included) is written on one line.
+LINE_WIDTH = 1000
+
+
 def canonical_json(obj: Any) -> bytes:
-    """The one serialisation every evidence file uses."""
-    text = json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False)
-    return (text + "\n").encode("utf-8")
+    """The one serialisation every evidence file uses (runs excepted, see :func:`run_json`): the top-level
+    object has one key per line; below it, a value whose compact form fits in :data:`LINE_WIDTH` characters on
+    its line is written compact on that line, a larger object or list is opened with one key (or item) per
+    line, indented two spaces a level, and a large list of numbers or strings is filled into lines of that
+    width. So a 100,000-question file costs no indentation per number and one record (a question's metrics, a
+    pack) stays on one line for line tools. The layout depends on the characters alone: the same on every
+    machine."""
+    plain = json.loads(_compact(obj))  # keys as JSON has them (strings), so the layout below sorts what it writes
+    return (_layout(plain, 0, 0) + "\n").encode("utf-8")
+
+
+def _layout(value: Any, indent: int, taken: int) -> str:
+    """``value`` at ``indent``, on a line whose other characters (indentation, key, a trailing comma) number
+    ``taken``."""
+    flat = _compact(value)
+    fits = indent > 0 and taken + len(flat) <= LINE_WIDTH
+    if fits or not isinstance(value, dict | list) or not value:
+        return flat
+    pad = " " * (indent + 2)
+    if isinstance(value, dict):
+        keys = {key: _compact(key) for key in value}
+        parts = [f"{pad}{keys[k]}: {_layout(value[k], indent + 2, len(pad) + len(keys[k]) + 3)}" for k in sorted(value)]
+    elif any(isinstance(item, dict | list) for item in value):
+        parts = [pad + _layout(item, indent + 2, len(pad) + 1) for item in value]
+    else:  # numbers and strings: as many to a line as fit
+        parts, line = [], ""
+        for item in map(_compact, value):
+            if line and len(pad) + len(line) + 1 + len(item) + 1 > LINE_WIDTH:
+                parts.append(pad + line)
+                line = ""
+            line = f"{line},{item}" if line else item
+        parts.append(pad + line)
+    opening, closing = ("{", "}") if isinstance(value, dict) else ("[", "]")
+    return opening + "\n" + ",\n".join(parts) + "\n" + " " * indent + closing
 
 
 def write_json(path: Path, obj: Any) -> None:
@@ -132,19 +170,28 @@ def _compact(value: Any) -> str:
 
 
 def run_json(doc: Mapping[str, Any]) -> bytes:
-    """``runs/<ranker>.json`` (schema 2): still one JSON document, so JSON pointers name its numbers, but written
+    """``runs/<ranker>.json`` (schema 3): still one JSON document, so JSON pointers name its numbers, but written
     for size and for line tools: the header fields first, one to a line, then one line per question (ids sorted)
-    whose hits are ``[doc_id, score]`` or, for a fusion, ``[doc_id, score, {component: rank|null}]``; a hit's rank
-    is its position + 1, so ``#/queries/<id>/<rank - 1>/1`` is its score. ``doc`` is the :func:`run_document`
-    form; its hits' order is their rank (a Run's ranks run 1..n). Run schema 1 stored each hit as an indented object."""
+    whose hits are ``[doc_id, score]`` or, for a fusion, ``[doc_id, score, [rank|null, ...]]``, one rank per
+    component in the order of ``params.components``; a hit's rank is its position + 1, so
+    ``#/queries/<id>/<rank - 1>/1`` is its score. ``doc`` is the :func:`run_document` form; its hits' order is
+    their rank (a Run's ranks run 1..n). Run schema 2 stored the component ranks as an object (about 16 bytes
+    more a hit: 1.4 MB of two fusions at 100,000 x 1,000), schema 1 each hit as an indented object."""
     header = [k for k in _RUN_HEADER if k in doc] + sorted(k for k in doc if k not in _RUN_HEADER and k != "queries")
     lines = [
         f"{_compact(key)}:{_compact(RUN_SCHEMA_VERSION if key == 'schema_version' else doc[key])}" for key in header
     ]
+    order = list(doc["params"].get("components") or [])
     rows = []
     for query_id in sorted(doc["queries"]):
         hits = doc["queries"][query_id]
-        compact = [[h["doc_id"], h["score"], *([h["components"]] if h.get("components") else [])] for h in hits]
+        for hit in hits:
+            if hit.get("components") and sorted(hit["components"]) != sorted(order):
+                raise ValueError(f"query {query_id!r}: a hit's components are not params.components {order!r}")
+        compact = [
+            [h["doc_id"], h["score"], *([[h["components"][c] for c in order]] if h.get("components") else [])]
+            for h in hits
+        ]
         rows.append(f"{_compact(query_id)}:{_compact(compact)}")
     body = ",\n".join(rows)
     lines.append('"queries":{' + (f"\n{body}\n" if rows else "") + "}")
@@ -162,14 +209,19 @@ def _finite_number(value: Any) -> bool:
 
 
 def expand_run(doc: Any) -> dict[str, Any]:
-    """A stored run (schema 1 or 2) in the :func:`run_document` form. The values are the stored objects
-    themselves, so numbers that carry their JSON pointer (the pages' sourced numbers) keep it; a schema-2
-    hit's rank is its position + 1. Raises ValueError naming the first malformed part."""
+    """A stored run (schema 1, 2 or 3) in the :func:`run_document` form. The values are the stored objects
+    themselves, so numbers that carry their JSON pointer (the pages' sourced numbers) keep it; a schema-2 or 3
+    hit's rank is its position + 1, and a schema-3 hit's component ranks are named by ``params.components``.
+    Raises ValueError naming the first malformed part."""
     if not isinstance(doc, dict) or not isinstance(doc.get("queries"), dict):
         raise ValueError('expected a run object with a "queries" object')
     version = doc.get("schema_version")
-    if version not in (1, RUN_SCHEMA_VERSION):
-        raise ValueError(f"run schema_version {version!r}; sitegen reads 1 and {RUN_SCHEMA_VERSION}")
+    if version not in (1, 2, RUN_SCHEMA_VERSION):
+        raise ValueError(f"run schema_version {version!r}; sitegen reads 1 to {RUN_SCHEMA_VERSION}")
+    params = doc.get("params")
+    order = params.get("components") if isinstance(params, dict) else None
+    named = isinstance(order, list) and all(isinstance(c, str) for c in order)
+    ranks_shape = dict if version == 2 else list
     queries: dict[str, list[dict[str, Any]]] = {}
     for query_id, hits in doc["queries"].items():
         if not isinstance(hits, list):
@@ -180,17 +232,20 @@ def expand_run(doc: Any) -> dict[str, Any]:
                 row = hit if isinstance(hit, dict) else None
                 ok = row is not None and isinstance(row.get("rank"), int) and not isinstance(row["rank"], bool)
             else:
-                ok = isinstance(hit, list) and len(hit) in (2, 3) and (len(hit) == 2 or isinstance(hit[2], dict))
+                ok = isinstance(hit, list) and len(hit) in (2, 3) and (len(hit) == 2 or isinstance(hit[2], ranks_shape))
+                if ok and len(hit) == 3 and version == RUN_SCHEMA_VERSION:
+                    ok = named and len(hit[2]) == len(order)
                 row = {"doc_id": hit[0], "rank": position + 1, "score": hit[1]} if ok else None
                 if ok and len(hit) == 3:
-                    row["components"] = hit[2]
+                    row["components"] = hit[2] if version == 2 else dict(zip(order, hit[2], strict=True))
             if row is None or not ok or not isinstance(row.get("doc_id"), str) or not _finite_number(row.get("score")):
                 raise ValueError(
                     f"query {query_id!r}: hit {position + 1} is not "
                     + (
                         "an object with a string doc_id, integer rank and finite score"
                         if version == 1
-                        else "[doc_id, score] or [doc_id, score, components] with a string id and a finite score"
+                        else "[doc_id, score] or [doc_id, score, component ranks] with a string id and a finite "
+                        "score" + (", one rank per params.components" if version == RUN_SCHEMA_VERSION else "")
                     )
                 )
             rows.append(row)
@@ -447,12 +502,20 @@ def write_corpus_evidence(
                 "normalised": True,
                 "passages": list(embeddings.doc_ids),
                 "queries": list(embeddings.query_ids),
-                "text_sha256": {
-                    "passages": [text_sha256(passage_text(d)) for d in corpus.documents],
-                    "queries": [text_sha256(q.text) for q in corpus.queries],
-                },
-                # Vectors the corpus brought (sitegen.inputs.vectors): their files' sha256 and provenance.
-                **({"supplied": dict(embeddings.supplied)} if embeddings.supplied is not None else {}),
+                # Each row's text sha256, what a later build reuses a row by (with config_sha256). Vectors the
+                # corpus brought (sitegen.inputs.vectors) are never reused from a bundle (config_sha256 null;
+                # each build reads them from the corpus), so they record their files' sha256 and provenance
+                # instead: 6.8 MB of hashes saved at 100,000 passages.
+                **(
+                    {"supplied": dict(embeddings.supplied)}
+                    if embeddings.supplied is not None
+                    else {
+                        "text_sha256": {
+                            "passages": [text_sha256(passage_text(d)) for d in corpus.documents],
+                            "queries": [text_sha256(q.text) for q in corpus.queries],
+                        }
+                    }
+                ),
             },
         )
 

@@ -24,7 +24,7 @@ from markupsafe import Markup
 
 from sitegen import wording
 from sitegen.hashing import sha256_file
-from sitegen.inputs.corpus import Document, json_lines, passage_text, text_lines
+from sitegen.inputs.corpus import json_lines, text_lines
 from sitegen.publish.bundle import REEMBED_TOLERANCE
 from sitegen.publish.evidence import DEFAULT_TITLE, EVIDENCE_DIR, expand_run, passages_file, write_json
 from sitegen.publish.plots import difference_svg, grouped_bar_svg, line_svg
@@ -54,6 +54,7 @@ PAGE_LISTING = "pages.json"
 AUDIT_SCRIPT = "audit.py"
 PERFORMANCE_PAGE = "performance.html"
 METRICS_PAGE = "metrics.html"
+STYLESHEET = "style.css"  # templates/style.css, copied to the site's root; every page links it
 TOP_N = 10
 QUESTIONS_PER_PAGE = 100
 SHOWN_DISAGREEMENTS = 100
@@ -398,16 +399,16 @@ def _ties_table(c: dict[str, Any]) -> dict[str, Any] | None:
     return {"metrics": TABLE_METRICS, "rows": rows, "rule": ties["rule"], "any": any(r["depending"] for r in rows)}
 
 
-def _question_ties(c: dict[str, Any], ranker: str, query_id: str) -> list[dict[str, Any]]:
-    """The metrics of one ranker on one question that depend on the tie order, with their range."""
+def _question_ties(c: dict[str, Any], ranker: str, query_id: str) -> tuple[list[dict[str, Any]], bool]:
+    """The metrics of TABLE_METRICS (the corpus page's ties table) on which one ranker's value on one question
+    depends on the tie order, with their range; and whether a metric at another cutoff does too (ties.json
+    lists it; the page says so rather than print a row per cutoff, up to 25 per ranker)."""
     entry = (c["ties"] or {}).get("rankers", {}).get(ranker)
     if entry is None:
-        return []
-    return [
-        {"metric": m, **values["questions"][query_id]}
-        for m, values in entry["metrics"].items()
-        if query_id in values["questions"]
-    ]
+        return [], False
+    depending = {m for m, values in entry["metrics"].items() if query_id in values["questions"]}
+    shown = [{"metric": m, **entry["metrics"][m]["questions"][query_id]} for m in TABLE_METRICS if m in depending]
+    return shown, bool(depending - set(TABLE_METRICS))
 
 
 def _hits(c: dict[str, Any], ranker: str, query_id: str, top: int) -> list[dict[str, Any]]:
@@ -580,39 +581,84 @@ def _passage_shards(c: dict[str, Any], linked: set[str], anchors: dict[str, str]
     return hrefs, pages
 
 
-def _prompt_context(c: dict[str, Any], query_id: str, anchors: dict[str, str]) -> dict[str, Any] | None:
-    """What a model would receive for one question, for each ranker and packing setting, without repeating a
-    passage: the packs list their passage ids in prompt order, and each passage sent by any pack is fenced
-    once. A pack's prompt is the preamble, then those fenced blocks in its order, separated by blank lines."""
+def _rank_ranges(ranks: list[int]) -> str:
+    """Ascending ranks as runs: ``[1, 2, 3, 4, 7, 9, 10]`` is ``1-4, 7, 9-10``."""
+    runs: list[list[int]] = []
+    for rank in ranks:
+        if runs and rank == runs[-1][-1] + 1:
+            runs[-1].append(rank)
+        else:
+            runs.append([rank])
+    return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
+
+
+PROMPT_FENCE = ('<<<passage id="', '">>>', "<<<end passage>>>")
+
+
+def _prompt_context(c: dict[str, Any], query_id: str) -> dict[str, Any] | None:
+    """What a model would receive for one question, as a table on its question page: for each ranker and packing
+    setting, the ranks of the ranker's list the pack sends (in that order) and the characters used. The passages
+    behind those ranks are the page's top-10 tables and passage list; the preamble and the fence every sent
+    passage is wrapped in are shown once, on the corpus page. A page of its own per question, listing each
+    ranker's candidates again, cost 6.9 MB at 1,000 questions; printing every sent text on it cost 28 MB."""
     packing = c["packing"]
     if packing is None:
         return None
-    packs, sent = [], {}
-    for ranker in c["rankers"]:
-        blocks = []
-        for setting in packing["settings"]:
-            entry = packing["packs"][ranker][query_id][setting]
-            for doc_id in entry["included"]:
-                sent.setdefault(
-                    doc_id, f'<<<passage id="{doc_id}">>>\n{_passage_text(c["docs"][doc_id])}\n<<<end passage>>>'
-                )
-            blocks.append({"setting": setting, "entry": entry, "anchors": [(d, anchors[d]) for d in entry["included"]]})
-        packs.append({"ranker": ranker, "blocks": blocks})
+    packs = [
+        {
+            "ranker": ranker,
+            "blocks": [
+                {"entry": entry, "ranks": _rank_ranges(entry["ranks"])}
+                for entry in (packing["packs"][ranker][query_id][setting] for setting in packing["settings"])
+            ],
+        }
+        for ranker in c["rankers"]
+    ]
     return {
-        "preamble": PROMPT_PREAMBLE,
         "packs": packs,
-        "sent": [{"doc_id": d, "anchor": anchors[d], "text": text} for d, text in sent.items()],
+        "pack_table": {"base": f"{c['evidence']}/packing.json#/packs", "fmt": "raw"},
+        "packing_candidates": packing["candidates"],
+        "pack_settings": packing["settings"],
         "setting_titles": {s: _setting_title(s, packing["top_n"]) for s in packing["settings"]},
     }
 
 
-def _prompt_path(c: dict[str, Any], query_id: str) -> str:
-    return f"{c['dir']}/prompts/{page_name(query_id)}.html"
+def _letter(n: int) -> str:
+    """The ``n``-th (0-based) passage letter of a page: A to Z, then AA, AB and so on. A letter is shorter than
+    most passage ids and cannot be mistaken for a rank or a score."""
+    label = ""
+    n += 1
+    while n:
+        n, rest = divmod(n - 1, 26)
+        label = chr(ord("A") + rest) + label
+    return label
+
+
+def _legend(
+    rankers: list[dict[str, Any]], labelled: list[dict[str, Any]], grades: dict[str, int]
+) -> list[dict[str, Any]]:
+    """Each passage of a question page once, with its letter: the hits in order of first appearance (ranker
+    order, then rank), then the labelled passages no ranker put in its top 10. Gives each hit its ``label``, so
+    the rankers' tables print a letter per hit and the long id and snippet are printed once, here."""
+    legend: dict[str, dict[str, Any]] = {}
+
+    def item(doc_id: str, grade: int | None, text: str) -> dict[str, Any]:
+        label = _letter(len(legend))  # the next letter, used only if the passage is new
+        return legend.setdefault(doc_id, {"label": label, "doc_id": doc_id, "grade": grade, "text": text})
+
+    for ranker in rankers:
+        for hit in ranker["hits"]:
+            text = hit["snippet"] if hit["snippet"] is not None else hit["title"]
+            hit["label"] = item(hit["doc_id"], grades.get(hit["doc_id"]), text)["label"]
+    for entry in labelled:
+        item(entry["doc_id"], entry["grade"], entry["snippet"])
+    return list(legend.values())
 
 
 def _question_pages(c: dict[str, Any], common: dict[str, Any]) -> list[_Page]:
-    """Per question: the page (each ranker's top 10 as compact rows, then the labelled passages as snippets,
-    every passage linked to its shard), its prompt view, and the passage shards those pages link to."""
+    """Per question: the page (the rankers' summary, each ranker's top 10 as a compact table of letters and
+    scores, then each passage of the page once with its id, grade and snippet, linked to its shard), its prompt
+    view, and the passage shards those pages link to."""
     report = c["report"]
     anchors = _anchors(c)
     views = []
@@ -630,53 +676,44 @@ def _question_pages(c: dict[str, Any], common: dict[str, Any]) -> list[_Page]:
                 "name": r,
                 "hits": _hits(c, r, qid, TOP_N),
                 "run_href": f"{c['evidence']}/runs/{r}.json",
-                # a fusion's rows hold two or more component ranks (raw) per score (score6): the table's
-                # format is the one most of its numbers use, so fewer spans state their own
+                # the table names the run file and question once; each span gives only ``<index>/1`` (a score)
+                # or ``<index>/2/<component>`` (a fusion's component rank, the format most of its spans use)
                 "table": {
                     "base": f"{c['evidence']}/runs/{r}.json#/queries/{_pointer_part(qid)}",
                     "fmt": "raw" if c["runs"][r]["params"].get("components") else "score6",
                 },
+                "components": sorted(c["runs"][r]["params"].get("components") or []),
                 "first_rank": (report["first_relevant_rank"].get(qid) or {}).get(r),
                 "per_query": c["metrics"][r]["per_query"].get(qid),
-                "ties": _question_ties(c, r, qid),
             }
             for r in c["rankers"]
         ]
-        shown: set[str] = set()  # a passage's snippet is printed at its first row on the page only
         for ranker in rankers:
-            for hit in ranker["hits"]:
-                hit["first"] = hit["doc_id"] not in shown
-                shown.add(hit["doc_id"])
-        prompt = _prompt_context(c, qid, anchors)
+            ranker["ties"], ranker["ties_elsewhere"] = _question_ties(c, ranker["name"], qid)
+        legend = _legend(rankers, labelled, grades)
+        prompt = _prompt_context(c, qid)
         linked.update(item["doc_id"] for item in labelled)
         linked.update(hit["doc_id"] for r in rankers for hit in r["hits"] if hit["doc_id"] in c["docs"])
-        linked.update(item["doc_id"] for item in (prompt or {}).get("sent", []))
-        views.append((q, labelled, rankers, prompt))
+        views.append((q, labelled, rankers, legend, prompt))
     hrefs, pages = _passage_shards(c, linked, anchors)
-    for q, labelled, rankers, prompt in views:
-        prompt_path = _prompt_path(c, q["_id"]) if prompt is not None else None
+    for q, labelled, rankers, legend, prompt in views:
         context = common | {
             "query": q,
             "passage_href": hrefs,
             "question_href": _question_path(c["name"], q["_id"]),
-            # the summary and ties tables name their evidence file's folder once (see _ev_in)
-            "summary_table": {"base": c["evidence"], "fmt": "score"},
+            # the summary and ties tables name their evidence file once (see _ev_in); the summary's first
+            # relevant ranks, from report.json, carry their whole source
+            "summary_table": {"base": f"{c['evidence']}/metrics.json#", "fmt": "score"},
             "ties_table": {"base": f"{c['evidence']}/ties.json#/rankers", "fmt": "score"},
         }
         pages.append(
             _Page(
                 _question_path(c["name"], q["_id"]),
                 "question.html",
-                context | {"labelled": labelled, "rankers": rankers, "prompt_href": prompt_path},
+                context | {"labelled": labelled, "rankers": rankers, "legend": legend, "prompt": prompt},
             )
         )
-        if prompt is not None and prompt_path is not None:
-            pages.append(_Page(prompt_path, "prompt.html", context | prompt))
     return pages
-
-
-def _passage_text(doc: dict[str, Any]) -> str:
-    return passage_text(Document(doc_id=doc["_id"], title=doc.get("title") or "", text=doc["text"]))
 
 
 def _setting_title(setting: str, top_n: int) -> str:
@@ -776,6 +813,8 @@ def _corpus_pages(c: dict[str, Any], site: _Site) -> list[_Page]:
                 "external_runs": _external_runs(c),
                 "experiments": _experiments_context(c, site),
                 "packing": c["packing"],
+                "prompt_preamble": PROMPT_PREAMBLE,
+                "prompt_fence": PROMPT_FENCE,
                 "postgres": c["postgres"],
                 "chunking": c["chunking"],
                 "filtering": c["filtering"],
@@ -843,7 +882,7 @@ def _changes_pages(c: dict[str, Any], site: _Site) -> list[_Page]:
 
 
 def render_site(site_dir: Path, steps: StepCache | None = None) -> list[Path]:
-    """Write every page, plot and ``.nojekyll`` from ``site_dir/evidence``; return the pages written.
+    """Write every page, plot, ``.nojekyll`` and the stylesheet from ``site_dir/evidence``; return the pages written.
 
     ``steps`` may hold plots drawn before from the same data (see :mod:`sitegen.stepcache`).
     """
@@ -899,6 +938,7 @@ def render_site(site_dir: Path, steps: StepCache | None = None) -> list[Path]:
         target.write_text(html, encoding="utf-8")
         written.append(target)
     site.claim(".nojekyll").write_bytes(b"")
+    site.claim(STYLESHEET).write_bytes((TEMPLATES_DIR / STYLESHEET).read_bytes())
     return written
 
 

@@ -148,10 +148,12 @@ def ties_report(
         depending: set[str] = set()
         for qid in scored:
             ranking, run_scores, grades = list(by_query.get(qid, ())), list(scores[ranker].get(qid, ())), qrels[qid]
-            lows, highs = tie_range(names, ranking, run_scores, grades)
+            # With no tied scores every order is the reported one: nothing can move, nothing to range over.
+            tied = any(end - start > 1 for start, end in tie_groups(run_scores))
+            lows, highs = tie_range(names, ranking, run_scores, grades) if tied else ({}, {})
             reported = metrics[ranker]["per_query"][qid]
             for n in names:
-                moves = highs[n] - lows[n] > _MOVES
+                moves = tied and highs[n] - lows[n] > _MOVES
                 expected = float(expected_metric(n, ranking, run_scores, grades)) if moves else reported[n]
                 entry = per_metric[n]
                 entry["expected"].append(expected)
