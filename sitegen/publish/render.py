@@ -329,6 +329,8 @@ def _corpus_context(site_dir: Path, name: str) -> dict[str, Any]:
         "runs": runs,
         "experiments": experiments,
         "packing": packing,
+        # a packing setting's column title, on the corpus page and each question page
+        "setting_titles": {s: _setting_title(s, packing["top_n"]) for s in packing["settings"]} if packing else {},
         "postgres": postgres,
         "chunking": chunking,
         "filtering": _read_evidence(site_dir, base / "filtering.json") if (base / "filtering.json").exists() else None,
@@ -566,7 +568,7 @@ def _passage_shards(c: dict[str, Any], linked: set[str], anchors: dict[str, str]
     Why shards: a page per passage repeats the ~3 KB page frame per passage (about 300 MB of frames alone for
     100,000 passages) and writes one file each; one file per corpus would make a reader download every text
     to read one. Shards of 50 bound both: the frame is paid once per 50 texts, a link fetches at most 50
-    texts, and a passage that no question page, prompt view or labels name is not published twice (its
+    texts, and a passage that no question page or label names is not published twice (its
     text stays in ``evidence/<corpus>/inputs``)."""
     ordered = [doc_id for doc_id in c["docs"] if doc_id in linked]
     hrefs: dict[str, str] = {}
@@ -614,13 +616,7 @@ def _prompt_context(c: dict[str, Any], query_id: str) -> dict[str, Any] | None:
         }
         for ranker in c["rankers"]
     ]
-    return {
-        "packs": packs,
-        "pack_table": {"base": f"{c['evidence']}/packing.json#/packs", "fmt": "raw"},
-        "packing_candidates": packing["candidates"],
-        "pack_settings": packing["settings"],
-        "setting_titles": {s: _setting_title(s, packing["top_n"]) for s in packing["settings"]},
-    }
+    return {"packs": packs, "pack_table": {"base": f"{c['evidence']}/packing.json#/packs", "fmt": "raw"}}
 
 
 def _letter(n: int) -> str:
@@ -657,8 +653,8 @@ def _legend(
 
 def _question_pages(c: dict[str, Any], common: dict[str, Any]) -> list[_Page]:
     """Per question: the page (the rankers' summary, each ranker's top 10 as a compact table of letters and
-    scores, then each passage of the page once with its id, grade and snippet, linked to its shard), its prompt
-    view, and the passage shards those pages link to."""
+    scores, the ranks each pack sends, then each passage of the page once with its id, grade and snippet, linked
+    to its shard), and the passage shards those pages link to."""
     report = c["report"]
     anchors = _anchors(c)
     views = []
@@ -677,7 +673,7 @@ def _question_pages(c: dict[str, Any], common: dict[str, Any]) -> list[_Page]:
                 "hits": _hits(c, r, qid, TOP_N),
                 "run_href": f"{c['evidence']}/runs/{r}.json",
                 # the table names the run file and question once; each span gives only ``<index>/1`` (a score)
-                # or ``<index>/2/<component>`` (a fusion's component rank, the format most of its spans use)
+                # or ``<index>/2/<n>`` (a fusion's rank in its n-th component, the format most of its spans use)
                 "table": {
                     "base": f"{c['evidence']}/runs/{r}.json#/queries/{_pointer_part(qid)}",
                     "fmt": "raw" if c["runs"][r]["params"].get("components") else "score6",
@@ -821,9 +817,7 @@ def _corpus_pages(c: dict[str, Any], site: _Site) -> list[_Page]:
                 "hygiene": c["hygiene"],
                 "ties": _ties_table(c),
                 "chunk_plot": _chunk_plot(c, site),
-                "setting_titles": {s: _setting_title(s, c["packing"]["top_n"]) for s in c["packing"]["settings"]}
-                if c["packing"]
-                else {},
+                "setting_titles": c["setting_titles"],
                 "sample_rule": report["sample_rule"],
                 "best_rule": report["best_rule"],
             },
