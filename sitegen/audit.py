@@ -788,17 +788,13 @@ def check_summary(check: Check, bundle: Bundle, corpus: str) -> str:
     for key, want in expected.items():
         if summary.get(key) != want:
             check.fail(f"{rel}: {key} is {summary.get(key)!r}, the inputs give {want!r}")
-    # "frozen" ({"date", "edited_files"}) is informational: it comes from the corpus folder's FROZEN.json,
-    # which is not in the bundle, so only its shape can be checked here, never its content.
-    frozen = summary.get("frozen")
-    if frozen is not None and not (
-        isinstance(frozen, dict)
-        and set(frozen) == {"date", "edited_files"}
-        and isinstance(frozen["date"], str)
-        and isinstance(frozen["edited_files"], list)
-        and all(isinstance(name, str) for name in frozen["edited_files"])
-    ):
-        check.fail(f'{rel}: frozen is {frozen!r}, expected {{"date": DATE, "edited_files": [FILE, ...]}}')
+    hashes = input_hashes(bundle, corpus)
+    if summary.get("input_sha256") != hashes:
+        check.fail(f"{rel}: input_sha256 is {summary.get('input_sha256')!r}, the input copies give {hashes!r}")
+    if summary.get("question_set_sha256") != (question_set := question_set_sha256(hashes)):
+        check.fail(f"{rel}: question_set_sha256 is {summary.get('question_set_sha256')!r}, the inputs give {question_set}")
+    if summary.get("frozen") != (frozen := frozen_summary(bundle, corpus)):
+        check.fail(f"{rel}: frozen is {summary.get('frozen')!r}, inputs/{FROZEN_FILE} and the input copies give {frozen!r}")
     run_files = sorted(p.stem for p in (bundle.site / "evidence" / corpus / "runs").glob("*.json"))
     for what, names in (("runs/*.json files", run_files), ("metrics.json rankers", sorted(metrics))):
         if sorted(summary.get("rankers", [])) != names:
@@ -808,6 +804,50 @@ def check_summary(check: Check, bundle: Bundle, corpus: str) -> str:
             check.fail(f"{rel}: input {name} is listed but missing")
     _check_trec_contract(check, bundle, corpus, summary)
     return f"counts, kinds, rankers and inputs agree ({len(run_files)} runs); so do qrels.trec and trec_eval.json"
+
+
+FROZEN_FILE = "FROZEN.json"
+QUESTION_SET_FILES = ("qrels/test.tsv", "queries.jsonl")
+
+
+def input_hashes(bundle: Bundle, corpus: str) -> dict[str, str]:
+    """sha256 of every input copy, by its path in the corpus folder (``inputs/`` left off)."""
+    base = bundle.site / "evidence" / corpus / "inputs"
+    return {p.relative_to(base).as_posix(): _sha256(p) for p in sorted(base.rglob("*")) if p.is_file()}
+
+
+def question_set_sha256(hashes: dict[str, str]) -> str:
+    """The question set's one hash: sha256 of ``sha256sum qrels/test.tsv queries.jsonl``'s output, so a
+    reader can recompute it in a checkout with ``sha256sum qrels/test.tsv queries.jsonl | sha256sum``."""
+    listing = "".join(f"{hashes.get(name, '-')}  {name}\n" for name in QUESTION_SET_FILES)
+    return hashlib.sha256(listing.encode("utf-8")).hexdigest()
+
+
+def frozen_summary(bundle: Bundle, corpus: str) -> dict[str, Any] | None:
+    """``corpus.json``'s ``frozen``, recomputed: the date of the bundled FROZEN.json and the files whose copy
+    differs from its record, was added or was removed; None when the corpus was not frozen. The files a
+    freeze covers are the inputs (README.md and FROZEN.json aside), the corpus folder's own runs (not those of
+    --run or --retriever) and the vectors it supplied (their sha256 as embeddings/index.json records them)."""
+    rel = f"evidence/{corpus}/inputs/{FROZEN_FILE}"
+    if not (bundle.site / rel).is_file():
+        return None
+    record = bundle.json(rel)
+    files = record.get("files")
+    if not isinstance(files, dict) or not isinstance(record.get("date"), str):
+        raise AuditError(f"{rel}: expected {{\"date\": DATE, \"files\": {{path: sha256}}, \"format\": ...}}")
+    command = recorded_command(bundle)
+    outside = {name for name, (where, _) in command.runs.items() if where == corpus} | set(command.retrievers)
+    current = {
+        name: digest
+        for name, digest in input_hashes(bundle, corpus).items()
+        if name not in ("README.md", FROZEN_FILE) and not (name.startswith("runs/") and name[5:-5] in outside)
+    }
+    index_rel = f"evidence/{corpus}/embeddings/index.json"
+    supplied = bundle.json(index_rel).get("supplied") if (bundle.site / index_rel).is_file() else None
+    if isinstance(supplied, dict) and isinstance(supplied.get("files_sha256"), dict):
+        current.update(supplied["files_sha256"])
+    edited = sorted(n for n in {*files, *current} if files.get(n) != current.get(n))
+    return {"date": record["date"], "edited_files": edited}
 
 
 _TREC_EVAL_MEASURES = {"hit": "success", "recall": "recall", "precision": "P", "mrr": "recip_rank", "ndcg": "ndcg_cut"}
@@ -1248,6 +1288,217 @@ REPRODUCTIONS: dict[str, tuple[str, int]] = {
 }
 
 
+# ---------------------------------------------------------------- the publisher's choices, pinned
+
+# The model every shipped dense ranker embeds with, unless the corpus supplied its own vectors (then
+# embeddings/index.json says so, and `audit.py --corpora` compares them with the trusted checkout). Its
+# weights, and whether the stored vectors are what they give, only `sitegen audit --reembed` can tell.
+PACKAGED_MODEL = {"model": "sentence-transformers/all-MiniLM-L6-v2"}
+# sha256 of bm25-stem's stop list as its run stores it: json.dumps(sorted list), UTF-8.
+STOP_WORDS_SHA256 = "037fbab82f57a03b08902b5c9e6bb53350579965cfc88bd3a133bcfa5cc5e57b"
+_BM25 = {"k1": 1.2, "b": 0.75}
+_RRF = {"k": 60.0, "candidates_per_list": 20}
+_HNSW = {"ef_search": 1000}
+_HYBRID = {"k": 60.0, "candidates_per_list": 20}
+
+
+def _fusion(*components: str, base: dict[str, Any] = _RRF) -> dict[str, Any]:
+    return {**base, "components": list(components), "weights": dict.fromkeys(components, 1.0)}
+
+
+# Each shipped ranker's defining parameters, whatever a bundle says: a run that claims a shipped name with
+# other values fails, so nobody can tune bm25's k1 and b on the test questions and publish it as bm25, or
+# trade the names of two runs. A tuned variant needs a name of its own (a fusion in inputs/sitegen.json, a
+# --ranker plugin), and its page says where its settings came from. Every run has the recorded command's
+# depth (100 unless it says --depth); a shipped run's method is its verifier's, which check_run holds it to.
+PINNED_PARAMS: dict[str, dict[str, Any]] = {
+    "bm25": {**_BM25, "stemmed": False, "stop_words": []},
+    "bm25-stem": {**_BM25, "stemmed": True, "stop_words_sha256": STOP_WORDS_SHA256},
+    "dense": {},
+    "rrf-dense-bm25": _fusion("dense", "bm25"),
+    "rrf-dense-bm25-stem": _fusion("dense", "bm25-stem"),
+    "bm25-filtered": {**_BM25, "stemmed": False, "stop_words": [], "filtered": True},
+    "dense-filtered": {"filtered": True},
+    "rrf-dense-bm25-filtered": {**_fusion("dense-filtered", "bm25-filtered"), "filtered": True},
+    "pg-vector": dict(_HNSW),
+    "pg-tsvector": {},
+    "rrf-pgvector-tsvector": _fusion("pg-vector", "pg-tsvector"),
+    "pg-hybrid-sql": _fusion("pg-vector", "pg-tsvector", base=_HYBRID),
+    "pg-vector-filtered": {**_HNSW, "filtered": True},
+    "pg-tsvector-filtered": {"filtered": True},
+    "rrf-pgvector-tsvector-filtered": {**_fusion("pg-vector-filtered", "pg-tsvector-filtered"), "filtered": True},
+    "pg-hybrid-sql-filtered": {**_fusion("pg-vector-filtered", "pg-tsvector-filtered", base=_HYBRID), "filtered": True},
+}
+# Rankers that need PostgreSQL, themselves or through a component: they may all be "not run" together
+# (postgres.json says why), never some of them.
+NEEDS_POSTGRES: tuple[str, ...] = ()
+for _name, (_family, _) in SHIPPED_RANKERS.items():  # registry order: components come first
+    if _family == "postgres" or set(PINNED_PARAMS[_name].get("components", ())) & set(NEEDS_POSTGRES):
+        NEEDS_POSTGRES += (_name,)
+# The paired tests' settings, fixed here: a bundle recording another seed, number of rounds, level or minimum
+# is refused, so nobody can shop for the seed or the minimum that makes a difference significant. The held-out
+# split and Tukey HSD use the same seed. Only the correction is a corpus's choice, in inputs/sitegen.json.
+SIGNIFICANCE_SETTINGS: dict[str, Any] = {
+    "seed": 20261129,
+    "rounds": 10_000,
+    "alpha": 0.05,
+    "min_differing": 10,
+    "metrics": ["hit@1", "hit@5", "mrr@10", "ndcg@10"],
+}
+
+
+@dataclass(frozen=True)
+class BuildCommand:
+    """What the manifest's recorded ``sitegen build`` command asks for, as far as it decides the rankers."""
+
+    only: tuple[str, ...]
+    rankers: tuple[str, ...]
+    runs: dict[str, tuple[str, str]]  # --run NAME=CORPUS:PATH, by name
+    retrievers: tuple[str, ...]
+    depth: int
+
+
+_VALUED_OPTIONS = (
+    "--corpora",
+    "--only",
+    "--ranker",
+    "--depth",
+    "--run",
+    "--retriever",
+    "--baseline",
+    "--title",
+    "--description",
+)
+_FLAG_OPTIONS = ("--allow-edited",)
+
+
+def recorded_command(bundle: Bundle) -> BuildCommand:
+    """The manifest's ``command``, read as sitegen writes it (``shlex``-quoted words, each option followed by
+    its value); an option this file does not know is an error, so no option can hide a choice."""
+    text = bundle.json("evidence/manifest.json").get("command")
+    words = shlex.split(text) if isinstance(text, str) else []
+    if words[:2] != ["sitegen", "build"]:
+        raise AuditError(f"evidence/manifest.json: command {text!r} is not a recorded `sitegen build`")
+    values: dict[str, list[str]] = defaultdict(list)
+    rest = words[2:]
+    while rest:
+        word = rest.pop(0)
+        option, _, inline = word.partition("=")
+        if option in _FLAG_OPTIONS and not inline:
+            continue
+        if option not in _VALUED_OPTIONS or (not inline and not rest):
+            raise AuditError(f"evidence/manifest.json: command {text!r}: {word!r} is not an option sitegen records")
+        values[option].append(inline or rest.pop(0))
+    runs = {}
+    for spec in values["--run"]:
+        name, _, target = spec.partition("=")
+        corpus, _, path = target.partition(":")
+        runs[name] = (corpus, path)
+    retrievers = tuple(spec.partition("=")[0] for spec in values["--retriever"])
+    depth = values["--depth"][-1] if values["--depth"] else str(TREC_DEPTH)
+    if not depth.isdigit() or int(depth) < 1:
+        raise AuditError(f"evidence/manifest.json: command {text!r}: --depth {depth} is not a positive integer")
+    return BuildCommand(tuple(values["--only"]), tuple(values["--ranker"]), runs, retrievers, int(depth))
+
+
+def expected_rankers(bundle: Bundle, corpus: str) -> dict[str, str]:
+    """Every run this corpus must have, with why: the rankers the recorded command asks for (every shipped
+    ranker unless it names some with --ranker, each with what it fuses), less the filtered ones where no
+    question has a filter and the PostgreSQL ones postgres.json says did not run, plus the corpus's own
+    runs, --run files, --retriever runs and the fusions inputs/sitegen.json declares."""
+    command, inputs = recorded_command(bundle), bundle.inputs(corpus)
+    asked: list[str] = []
+
+    def place(name: str) -> None:
+        for component in PINNED_PARAMS.get(name, {}).get("components", []):
+            place(component)
+        if name not in asked:
+            asked.append(name)
+
+    for name in command.rankers or SHIPPED_RANKERS:
+        place(name)
+    why = "the recorded command names it with --ranker" if command.rankers else "the recorded command runs every ranker"
+    filters = any(q["filter"] for q in inputs.queries.values())
+    dropped: set[str] = set()
+    need: dict[str, str] = {}
+    for name in asked:
+        pinned = PINNED_PARAMS.get(name, {})
+        if (pinned.get("filtered") and not filters) or set(pinned.get("components", [])) & dropped:
+            dropped.add(name)
+        else:
+            need[name] = why
+    for path in sorted((bundle.site / "evidence" / corpus / "inputs" / "runs").glob("*.trec")):
+        need[path.stem] = f"inputs/runs/{path.name} is among the inputs"
+    for name, (where, _) in command.runs.items():
+        if where == corpus:
+            need[name] = f"the recorded command scores it with --run {name}={where}:..."
+    for name in command.retrievers:
+        need[name] = f"the recorded command runs it with --retriever {name}=..."
+    for name in declared_fusions(bundle, corpus):
+        need[name] = "inputs/sitegen.json declares it among its fusions"
+    return need
+
+
+def check_choices(check: Check, bundle: Bundle, corpus: str) -> str:
+    """The rankers the bundle holds are those the recorded command and the inputs call for, no more, no fewer;
+    the corpora are those its --only names. Without this, leaving out a ranker that lost and rewriting the
+    command would pass every other check."""
+    command, need = recorded_command(bundle), expected_rankers(bundle, corpus)
+    present = set(bundle.rankers(corpus))
+    rel = f"evidence/{corpus}/postgres.json"
+    not_run = set(bundle.json(rel).get("not_run") or {}) if (bundle.site / rel).is_file() else set()
+    postgres = {r for r in need if r in NEEDS_POSTGRES}
+    if not_run and not_run != postgres:
+        check.fail(
+            f"{rel}: not_run names {sorted(not_run)}; when PostgreSQL fails every ranker that needs it is not run: "
+            f"{sorted(postgres)}"
+        )
+    for name, reason in need.items():
+        if name not in present and name not in not_run:
+            check.fail(f"evidence/{corpus}/runs/{name}.json: missing, and {reason}")
+    for name in sorted(present - set(need)):
+        check.fail(f"evidence/{corpus}/runs/{name}.json: ranker {name} is not one the recorded command calls for")
+    listed = bundle.json("evidence/manifest.json").get("corpora")
+    if command.only and sorted(set(command.only)) != listed:
+        check.fail(f"evidence/manifest.json: corpora {listed!r}, the recorded command builds --only {command.only}")
+    skipped = f"; {len(not_run)} not run (PostgreSQL)" if not_run else ""
+    return f"{len(need) - len(not_run)} runs, as the recorded command and the inputs call for{skipped}"
+
+
+def declared_fusions(bundle: Bundle, corpus: str) -> dict[str, dict[str, Any]]:
+    """The fusions inputs/sitegen.json declares (``"fusions"``), as their runs must state them: k 60, 20
+    candidates a list and weight 1 each unless the declaration says otherwise."""
+    rel = f"evidence/{corpus}/inputs/sitegen.json"
+    config = bundle.json(rel) if (bundle.site / rel).is_file() else {}
+    declared = {}
+    for entry in config.get("fusions", []) if isinstance(config.get("fusions"), list) else []:
+        if not (isinstance(entry, dict) and isinstance(entry.get("name"), str)):
+            continue
+        components = list(entry.get("components", []))
+        weights = entry.get("weights") or [1.0] * len(components)
+        declared[entry["name"]] = {
+            "components": components,
+            "k": float(entry.get("k", _RRF["k"])),
+            "candidates_per_list": entry.get("candidates", _RRF["candidates_per_list"]),
+            "weights": {c: float(w) for c, w in zip(components, weights, strict=False)},
+        }
+    return declared
+
+
+def pinned_params_problems(ranker: str, params: dict[str, Any]) -> list[str]:
+    """How a shipped ranker's stated params differ from this file's pins (empty: they agree)."""
+    problems = []
+    for key, want in PINNED_PARAMS.get(ranker, {}).items():
+        if key == "stop_words_sha256":
+            stop = params.get("stop_words")
+            got = hashlib.sha256(json.dumps(stop).encode("utf-8")).hexdigest() if isinstance(stop, list) else None
+            if got != want:
+                problems.append(f"its stop list has sha256 {got}, the shipped list's is {want}")
+        elif params.get(key, False if key == "filtered" else None) != want:
+            problems.append(f"{key} is {params.get(key)!r}, the shipped {ranker} has {want!r}")
+    return problems
+
+
 def family_of(bundle: Bundle, corpus: str, ranker: str, run: dict[str, Any]) -> str | None:
     """The family :func:`expected_contract` gives, or None where the run check reports why there is none."""
     try:
@@ -1296,6 +1547,24 @@ def check_run(check: Check, bundle: Bundle, corpus: str, ranker: str) -> str:
     for key, (got, want) in stated.items():
         if got != want:
             check.fail(f"{rel}: ranker {ranker}: {key} is {got!r}, expected {want!r}; checked as {family}: {verifier}")
+    if depth != (asked := recorded_command(bundle).depth):
+        check.fail(f"{rel}: depth {depth}, the recorded command ranks every ranker to {asked}")
+    for problem in pinned_params_problems(ranker, params):
+        check.fail(f"{rel}: ranker {ranker}: {problem}")
+    declared = declared_fusions(bundle, corpus).get(ranker)
+    if declared is not None:
+        for key, want in declared.items():
+            if params.get(key) != want:
+                check.fail(
+                    f"{rel}: fusion {ranker}: {key} is {params.get(key)!r}, inputs/sitegen.json declares {want!r}"
+                )
+    if family == "dense" and ranker in PINNED_PARAMS:
+        index = bundle.embeddings(corpus).index
+        if "supplied" not in index and any(index.get(k) != v for k, v in PACKAGED_MODEL.items()):
+            check.fail(
+                f"{rel}: {ranker} ranks by vectors of model {index.get('model')!r}, not the packaged "
+                f"{PACKAGED_MODEL['model']}, and the corpus supplied no vectors"
+            )
     if sorted(run["queries"]) != sorted(inputs.queries):
         check.fail(f"{rel}: its query ids differ from inputs/queries.jsonl's")
     for qid, hits in run["queries"].items():
@@ -1656,12 +1925,12 @@ def _check_tukey(
 ) -> None:
     """Adds the recomputed Tukey HSD p-values to ``pairs`` and compares the stored ``significance.tukey``."""
     tukey = sig.get("tukey")
-    if not isinstance(tukey, dict) or not all(_is_number(tukey.get(k)) for k in ("seed", "rounds", "alpha")):
-        compare("significance.tukey (seed, rounds, alpha)", tukey, "a recorded seed, rounds and alpha")
+    if not isinstance(tukey, dict):
+        compare("significance.tukey", tukey, "an object")
         return
-    seed, rounds, alpha = tukey["seed"], tukey["rounds"], tukey["alpha"]
+    seed, rounds, alpha = (SIGNIFICANCE_SETTINGS[k] for k in ("seed", "rounds", "alpha"))
     by_metric = {}
-    for metric in sig.get("metrics", []) if scored and len(rankers) > 1 else []:
+    for metric in SIGNIFICANCE_SETTINGS["metrics"] if scored and len(rankers) > 1 else []:
         x = np.array([scores_of(r, metric) for r in rankers], dtype=np.float64).T
         p, method, exact = _tukey_p(x, seed, rounds)
         mine = [w for (_, _, m), w in pairs.items() if m == metric]
@@ -1678,8 +1947,8 @@ def _check_tukey(
     compare("significance.tukey.by_metric", tukey.get("by_metric"), by_metric)
     compare(
         "significance.tukey.rounds/seed/alpha",
+        [tukey.get("rounds"), tukey.get("seed"), tukey.get("alpha")],
         [rounds, seed, alpha],
-        [sig.get("rounds"), sig.get("seed"), sig.get("alpha")],
     )
 
 
@@ -1721,7 +1990,8 @@ def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
     sweep_metrics = list(RRF_SWEEP_METRICS)  # what sitegen sweeps and selects on, whatever the file says
     compare("metrics", stored.get("metrics"), sweep_metrics)
     heldout = stored.get("heldout", {})
-    seed, selection = heldout.get("seed"), SELECTION_METRIC
+    seed, selection = SIGNIFICANCE_SETTINGS["seed"], SELECTION_METRIC  # pinned, never read from the bundle
+    compare("heldout.seed", heldout.get("seed"), seed)
     compare("heldout.selection_metric", heldout.get("selection_metric"), SELECTION_METRIC)
     # the split: within each kind, numpy PCG64 seeded [seed, position of the kind] permutes the ids
     by_kind: dict[str, list[str]] = {}
@@ -1798,7 +2068,10 @@ def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
             compare(f"heldout.{fusion}.{sweep}.tuned_beats_default_in", result["tuned_beats_default_in"], wins)
 
     sig = stored.get("significance", {})
-    rounds, alpha, minimum = sig.get("rounds"), sig.get("alpha"), sig.get("min_differing")
+    for key, want in SIGNIFICANCE_SETTINGS.items():  # the settings are this file's, whatever the bundle says
+        compare(f"significance.{key}", sig.get(key), want)
+    rounds, alpha, minimum = (SIGNIFICANCE_SETTINGS[k] for k in ("rounds", "alpha", "min_differing"))
+    sig_metrics = SIGNIFICANCE_SETTINGS["metrics"]
     config_rel = f"evidence/{corpus}/inputs/sitegen.json"
     config = bundle.json(config_rel) if (bundle.site / config_rel).is_file() else {}
     correction = config.get("significance", {}).get("correction", "holm")
@@ -1808,8 +2081,8 @@ def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
         a = np.array(scores_of(pair["a"], pair["metric"]))
         b = np.array(scores_of(pair["b"], pair["metric"]))
         d = a - b
-        p, differing, method = _sign_test_p(d, sig["seed"], rounds)
-        low, high = _bootstrap_interval(d, sig["seed"], rounds)
+        p, differing, method = _sign_test_p(d, seed, rounds)
+        low, high = _bootstrap_interval(d, seed, rounds)
         tested = differing >= minimum
         pairs[(pair["a"], pair["b"], pair["metric"])] = {
             "a": pair["a"],
@@ -1868,7 +2141,7 @@ def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
         [sum(w["p_value"] < alpha for w in family), sum(bool(w["significant"]) for w in family)],
     )
     expected_pairs = {
-        (a, b, m) for i, a in enumerate(rankers) for b in rankers[i + 1 :] for m in sig.get("metrics", [])
+        (a, b, m) for i, a in enumerate(rankers) for b in rankers[i + 1 :] for m in sig_metrics
     }
     if not scored:
         expected_pairs = set()
@@ -1901,14 +2174,14 @@ def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
             "delta": None,
             "p_adjusted": None,
             "significant": None,
-            "overall": {m: mean(scores_of(r, m)) for m in sig.get("metrics", [])},
+            "overall": {m: mean(scores_of(r, m)) for m in sig_metrics},
         }
         if prev is not None:
             row["delta"] = {
                 m: mean([x - y for x, y in zip(scores_of(r, m), scores_of(prev, m), strict=True)])
-                for m in sig.get("metrics", [])
+                for m in sig_metrics
             }
-            found = {m: pairs.get((r, prev, m)) or pairs.get((prev, r, m)) for m in sig.get("metrics", [])}
+            found = {m: pairs.get((r, prev, m)) or pairs.get((prev, r, m)) for m in sig_metrics}
             if all(found.values()):
                 row["p_adjusted"] = {m: f["p_adjusted"] for m, f in found.items()}
                 row["significant"] = {m: f["significant"] for m, f in found.items()}
@@ -2741,12 +3014,8 @@ def check_changes(check: Check, bundle: Bundle, corpus: str) -> str:
     config_rel = f"{base}/inputs/sitegen.json"
     config = bundle.json(config_rel) if (bundle.site / config_rel).is_file() else {}
     correction = str(config.get("significance", {}).get("correction", "holm"))
-    # The corpus page's test settings, as experiments.json records them (its own check re-runs them).
-    significance = bundle.json(f"{base}/experiments.json").get("significance", {})
-    seed, rounds = significance.get("seed"), significance.get("rounds")
-    alpha, minimum = significance.get("alpha"), significance.get("min_differing")
-    if not all(type(v) is int for v in (seed, rounds, minimum)) or not _is_number(alpha) or rounds < 1:
-        raise AuditError(f"{base}/experiments.json: significance needs integer seed, rounds, min_differing and alpha")
+    # The corpus page's test settings: this file's pins (the experiments check holds experiments.json to them).
+    seed, rounds, alpha, minimum = (SIGNIFICANCE_SETTINGS[k] for k in ("seed", "rounds", "alpha", "min_differing"))
     depth = summary["depth"]
     rankers = [r for r in summary["rankers"]]
     compared = [r for r in rankers if r in kept["rankers"]]
@@ -2860,6 +3129,7 @@ CORPUS_CHECKS: list[tuple[str, Callable[[Check, Bundle, str], str]]] = [
     ("inputs", check_inputs),
     ("presence", check_presence),
     ("corpus", check_summary),
+    ("choices", check_choices),
     ("embeddings", check_embeddings),
     ("report", check_report),
     ("experiments", check_experiments),

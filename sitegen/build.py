@@ -21,6 +21,7 @@ from typing import Any
 from sitegen.compare.changes import open_baseline, write_changes
 from sitegen.compare.vector_drift import DriftTracker, VectorDrift, compare_with_source
 from sitegen.errors import BuildError, BundleError, CorpusError, OutputFolderError, SitegenError
+from sitegen.inputs.binding import git_source
 from sitegen.inputs.chunk_settings import ChunkConfig, parse_chunking
 from sitegen.inputs.chunking import RELEVANCE_RULE as CHUNK_RELEVANCE_RULE
 from sitegen.inputs.chunking import chunk_corpus
@@ -153,6 +154,8 @@ def build_command(options: BuildOptions) -> str:
     if options.rankers != DEFAULT_RANKERS:
         for name in options.rankers:
             words += ["--ranker", name]
+    if options.depth != TREC_DEPTH:
+        words += ["--depth", str(options.depth)]
     for name, corpus, path in options.external_runs:
         words += ["--run", f"{name}={corpus}:{_shown_path(Path(path))}"]
     for name, spec in options.retrievers:
@@ -839,6 +842,11 @@ def _build_corpus(
     log(f"{corpus.name}: experiments done (sweeps, held-out selection, significance, ablation, packing)")
     seconds["experiments"] += time.perf_counter() - clock
     clock = time.perf_counter()
+    for external in externals:  # first: corpus.json records the sha256 of every input copy
+        target = staging / EVIDENCE_DIR / corpus.name / external.input_copy
+        target.parent.mkdir(parents=True, exist_ok=True)
+        external.write_input(target)  # a run file is copied and checked; a retriever's run is written
+    source = git_source(corpus.root)
     write_corpus_evidence(
         staging / EVIDENCE_DIR,
         corpus,
@@ -848,8 +856,11 @@ def _build_corpus(
         options.depth,
         embeddings,
         derived=derived,
-        date=inputs_date(corpus.root, corpus.input_files),
-        frozen=frozen_summary(corpus),
+        provenance={
+            "inputs_date": inputs_date(corpus.root, corpus.input_files),
+            "frozen": frozen_summary(corpus),
+            "source": source.as_dict() if source is not None else None,
+        },
     )
     if sweep_vectors is not None and sweep_vectors["ids"]:
         write_sweep_embeddings(
@@ -872,8 +883,4 @@ def _build_corpus(
             ),
             encoding="utf-8",
         )
-    for external in externals:
-        target = staging / EVIDENCE_DIR / corpus.name / external.input_copy
-        target.parent.mkdir(parents=True, exist_ok=True)
-        external.write_input(target)  # a run file is copied and checked; a retriever's run is written
     seconds["write"] += time.perf_counter() - clock

@@ -490,6 +490,7 @@ def test_check_registries_name_every_check_family() -> None:
         "inputs",
         "presence",
         "corpus",
+        "choices",
         "embeddings",
         "report",
         "experiments",

@@ -54,6 +54,14 @@ if TYPE_CHECKING:
     help="Run only this ranker, plus what it fuses (repeatable) [default: every ranker; see `sitegen rankers`].",
 )
 @click.option(
+    "--depth",
+    type=click.IntRange(min=1),
+    default=100,
+    show_default=True,
+    help="Hits kept per question for every ranker; the recorded command states it when it is not the default, "
+    "and the audit holds every run to it.",
+)
+@click.option(
     "--cache-dir",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
@@ -161,6 +169,7 @@ def build(
     force: bool,
     only: tuple[str, ...],
     ranker_names: tuple[str, ...],
+    depth: int,
     cache_dir: Path | None,
     external_runs: tuple[tuple[str, str, Path], ...],
     retrievers: tuple[tuple[str, str], ...],
@@ -241,6 +250,7 @@ def build(
         out_dir=out_dir,
         only=tuple(only),
         rankers=tuple(ranker_names) or DEFAULT_RANKERS,
+        depth=depth,
         cache_dir=cache_dir,
         external_runs=tuple(external_runs),
         retrievers=tuple(retrievers),

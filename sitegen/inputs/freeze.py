@@ -17,8 +17,10 @@ runs in ``runs/*.trec`` and supplied vectors in ``embeddings/`` (:mod:`sitegen.i
 A build refuses a frozen corpus whose inputs differ from the record (:func:`check_frozen`), naming the files
 changed, added and removed; with ``--allow-edited`` it goes ahead and ``corpus.json`` records
 ``"frozen": {"date": ..., "edited_files": [...]}`` (an empty list when nothing changed), which the corpus
-page shows. FROZEN.json itself is not an input: it is not copied into the bundle, and the audit treats the
-``frozen`` summary as informational, since it cannot recompute it from the bundle.
+page shows. FROZEN.json is copied into the bundle beside the inputs (it decides no number, so it is not a
+tracked file itself), and the audit recomputes ``frozen`` from that copy and the input copies: a corpus
+edited and then frozen again passes the standalone audit, and fails ``audit.py --corpora`` against a trusted
+checkout, which names every file that differs.
 """
 
 from __future__ import annotations

@@ -45,7 +45,9 @@ import numpy as np
 from sitegen import __version__
 from sitegen.errors import BundleError
 from sitegen.hashing import sha256_file
+from sitegen.inputs.binding import file_hashes, question_set_sha256
 from sitegen.inputs.corpus import Corpus, passage_text
+from sitegen.inputs.freeze import FROZEN_FILE
 from sitegen.publish.bundle import load_json
 from sitegen.rankers.base import Family, Run
 from sitegen.rankers.embeddings import CorpusEmbeddings, text_sha256
@@ -444,17 +446,22 @@ def write_corpus_evidence(
     depth: int,
     embeddings: CorpusEmbeddings | None,
     derived: Mapping[str, Any],
-    date: str | None,
-    frozen: Mapping[str, Any] | None = None,
+    provenance: Mapping[str, Any],
 ) -> None:
     """Write one corpus's part of the bundle under ``evidence_dir/<corpus>/``; ``derived``
-    maps file names (``report.json``, ``experiments.json``) to the tables they hold; ``frozen``
-    (``{"date", "edited_files"}``, see :mod:`sitegen.inputs.freeze`) goes into ``corpus.json`` when given."""
+    maps file names (``report.json``, ``experiments.json``) to the tables they hold; ``provenance`` holds
+    ``inputs_date`` and, when known, ``frozen`` (``{"date", "edited_files"}``, see :mod:`sitegen.inputs.freeze`)
+    and ``source`` (:class:`sitegen.inputs.binding.GitSource`), which go into ``corpus.json``.
+
+    Run files an external ranker brings must already be under ``inputs/runs/``: ``corpus.json`` records the
+    sha256 of every file under ``inputs/``, the corpus's FROZEN.json included (copied here), so the audit can
+    recompute which inputs were edited since the freeze."""
     base = evidence_dir / corpus.name
-    for name in corpus.input_files:
+    for name in (*corpus.input_files, *([FROZEN_FILE] if (corpus.root / FROZEN_FILE).is_file() else [])):
         target = base / "inputs" / name
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(corpus.root / name, target)
+    hashes = file_hashes(base / "inputs")
     query_order = [q.query_id for q in corpus.queries]
     for ranker, run in runs.items():
         write_run(base / "runs" / f"{ranker}.json", run_document(run, corpus.name, depth))
@@ -479,11 +486,11 @@ def write_corpus_evidence(
             "external_rankers": [r for r, run in runs.items() if run.contract.family is Family.EXTERNAL],
             "metrics": metric_list,
             "depth": depth,
-            "inputs": [f"inputs/{n}" for n in corpus.input_files],
+            "inputs": [f"inputs/{n}" for n in hashes],
+            "input_sha256": hashes,
+            "question_set_sha256": question_set_sha256(hashes),
             "embeddings": embeddings is not None,
-            "inputs_date": date,
-            # Informational: from the corpus folder's FROZEN.json, which is not in the bundle.
-            **({"frozen": dict(frozen)} if frozen is not None else {}),
+            **{key: value for key, value in provenance.items() if value is not None or key == "inputs_date"},
         },
     )
     if embeddings is not None:
