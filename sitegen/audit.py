@@ -792,9 +792,11 @@ def check_summary(check: Check, bundle: Bundle, corpus: str) -> str:
     if summary.get("input_sha256") != hashes:
         check.fail(f"{rel}: input_sha256 is {summary.get('input_sha256')!r}, the input copies give {hashes!r}")
     if summary.get("question_set_sha256") != (question_set := question_set_sha256(hashes)):
-        check.fail(f"{rel}: question_set_sha256 is {summary.get('question_set_sha256')!r}, the inputs give {question_set}")
+        stated = summary.get("question_set_sha256")
+        check.fail(f"{rel}: question_set_sha256 is {stated!r}, the inputs give {question_set}")
     if summary.get("frozen") != (frozen := frozen_summary(bundle, corpus)):
-        check.fail(f"{rel}: frozen is {summary.get('frozen')!r}, inputs/{FROZEN_FILE} and the input copies give {frozen!r}")
+        stated = summary.get("frozen")
+        check.fail(f"{rel}: frozen is {stated!r}, inputs/{FROZEN_FILE} and the input copies give {frozen!r}")
     run_files = sorted(p.stem for p in (bundle.site / "evidence" / corpus / "runs").glob("*.json"))
     for what, names in (("runs/*.json files", run_files), ("metrics.json rankers", sorted(metrics))):
         if sorted(summary.get("rankers", [])) != names:
@@ -834,7 +836,7 @@ def frozen_summary(bundle: Bundle, corpus: str) -> dict[str, Any] | None:
     record = bundle.json(rel)
     files = record.get("files")
     if not isinstance(files, dict) or not isinstance(record.get("date"), str):
-        raise AuditError(f"{rel}: expected {{\"date\": DATE, \"files\": {{path: sha256}}, \"format\": ...}}")
+        raise AuditError(f'{rel}: expected {{"date": DATE, "files": {{path: sha256}}, "format": ...}}')
     command = recorded_command(bundle)
     outside = {name for name, (where, _) in command.runs.items() if where == corpus} | set(command.retrievers)
     current = {
@@ -2140,9 +2142,7 @@ def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
         [sig.get("significant_uncorrected"), sig.get("significant_adjusted")],
         [sum(w["p_value"] < alpha for w in family), sum(bool(w["significant"]) for w in family)],
     )
-    expected_pairs = {
-        (a, b, m) for i, a in enumerate(rankers) for b in rankers[i + 1 :] for m in sig_metrics
-    }
+    expected_pairs = {(a, b, m) for i, a in enumerate(rankers) for b in rankers[i + 1 :] for m in sig_metrics}
     if not scored:
         expected_pairs = set()
     if set(pairs) != expected_pairs:
@@ -2178,8 +2178,7 @@ def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
         }
         if prev is not None:
             row["delta"] = {
-                m: mean([x - y for x, y in zip(scores_of(r, m), scores_of(prev, m), strict=True)])
-                for m in sig_metrics
+                m: mean([x - y for x, y in zip(scores_of(r, m), scores_of(prev, m), strict=True)]) for m in sig_metrics
             }
             found = {m: pairs.get((r, prev, m)) or pairs.get((prev, r, m)) for m in sig_metrics}
             if all(found.values()):

@@ -106,9 +106,12 @@ def test_unchanged_frozen_corpus_builds_and_says_so(tmp_path: Path) -> None:
     assert summary["frozen"] == {"date": DATE, "edited_files": []}
     # The record travels with the inputs, so the audit recomputes "frozen" instead of trusting it.
     assert (site / "evidence" / "tiny" / "inputs" / "FROZEN.json").read_bytes() == (corpus / "FROZEN.json").read_bytes()
-    assert summary["input_sha256"]["FROZEN.json"] == json.loads(
-        (site / "evidence" / "manifest.json").read_text()
-    )["files"]["evidence/tiny/inputs/FROZEN.json"]["sha256"]
+    assert (
+        summary["input_sha256"]["FROZEN.json"]
+        == json.loads((site / "evidence" / "manifest.json").read_text())["files"]["evidence/tiny/inputs/FROZEN.json"][
+            "sha256"
+        ]
+    )
     page = (site / "corpora" / "tiny" / "index.html").read_text()
     assert f"inputs frozen on {DATE}" in page and "edited after freezing" not in page
     assert run_audit(site, echo=lambda _: None)["verdict"] == "pass"
