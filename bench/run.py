@@ -928,7 +928,7 @@ def section_postgres(args: argparse.Namespace) -> dict[str, Any]:
 # --------------------------------------------------------------------------- significance memory
 
 STATS_QUESTIONS, STATS_RANKERS = 7_000, 10
-STATS_MEMORY_BOUND_BYTES = 200 * 2**20  # the bound stated in sitegen/scoring/experiments.py and README "Experiments"
+STATS_MEMORY_BOUND_BYTES = 200 * 2**20  # the bound stated in sitegen/scoring/experiments.py and docs/statistics.md
 
 
 def stats_child(questions: int, rankers: int) -> dict[str, Any]:

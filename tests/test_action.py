@@ -58,10 +58,10 @@ def test_the_action_installs_from_its_own_checkout_with_the_constraints() -> Non
     assert "actions/upload-pages-artifact@" in text
 
 
-def test_the_readme_example_workflow_validates(tmp_path: Path) -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    start = readme.index("# .github/workflows/retrieval-report.yml")
-    block = readme[start : readme.index("```", start)]
+def test_the_documented_example_workflow_validates(tmp_path: Path) -> None:
+    page = (ROOT / "docs" / "ci-and-pages.md").read_text(encoding="utf-8")
+    start = page.index("# .github/workflows/retrieval-report.yml")
+    block = page[start : page.index("```", start)]
     assert "uses: OWNER/sitegen@" in block
     example = tmp_path / "retrieval-report.yml"
     example.write_text(block, encoding="utf-8")
