@@ -3427,6 +3427,76 @@ def check_pages(check: Check, bundle: Bundle, earlier: list[Check]) -> str:
     return PAGES_DETAIL
 
 
+# The files of a corpus folder that a build reads (and copies into the bundle), besides runs/*.trec and the
+# vectors a corpus supplies under embeddings/.
+CORPUS_FORMAT_FILES = (
+    "README.md",
+    FROZEN_FILE,
+    "citations.jsonl",
+    "corpus.jsonl",
+    "qrels/test.tsv",
+    "queries.jsonl",
+    "sitegen.json",
+)
+SUPPLIED_VECTOR_FILES = ("embeddings/index.json", "embeddings/passages.npy", "embeddings/queries.npy")
+
+
+def _trusted_files(folder: Path) -> dict[str, str]:
+    """sha256 of every file a build would read from a trusted corpus folder, by path in it."""
+    names = [n for n in (*CORPUS_FORMAT_FILES, *SUPPLIED_VECTOR_FILES) if (folder / n).is_file()]
+    names += [f"runs/{p.name}" for p in sorted((folder / "runs").glob("*.trec")) if p.is_file()]
+    return {name: _sha256(folder / name) for name in sorted(names)}
+
+
+def _bundled_files(bundle: Bundle, corpus: str, command: BuildCommand) -> dict[str, str]:
+    """sha256 of every input the bundle says came from the corpus folder: the input copies (less the run files
+    --run and --retriever brought from elsewhere) and the supplied vectors embeddings/index.json records."""
+    outside = {name for name, (where, _) in command.runs.items() if where == corpus} | set(command.retrievers)
+    hashes = {
+        name: digest
+        for name, digest in input_hashes(bundle, corpus).items()
+        if not (name.startswith("runs/") and name[5:-5] in outside)
+    }
+    index_rel = f"evidence/{corpus}/embeddings/index.json"
+    supplied = bundle.json(index_rel).get("supplied") if (bundle.site / index_rel).is_file() else None
+    if isinstance(supplied, dict) and isinstance(supplied.get("files_sha256"), dict):
+        hashes.update(supplied["files_sha256"])
+    return hashes
+
+
+def check_trusted_corpora(check: Check, bundle: Bundle, trusted: Path) -> str:
+    """``--corpora DIR``: every input the bundle copied equals the file in a trusted checkout's corpus folder,
+    byte for byte (FROZEN.json included), every file a build would read there was copied, and the bundle holds
+    exactly the checkout's corpora (those --only names, when it does). A consistent rebuild from edited inputs
+    passes every other check; this one names each file that differs from the checkout."""
+    command = recorded_command(bundle)
+    on_disk = sorted(p.name for p in trusted.iterdir() if p.is_dir() and (p / "corpus.jsonl").is_file())
+    wanted = sorted(set(command.only)) if command.only else on_disk
+    held = bundle.corpora()
+    for name in sorted(set(wanted) - set(held)):
+        check.fail(f"{trusted / name}: a corpus of the trusted checkout that the bundle leaves out")
+    compared = 0
+    for corpus in held:
+        folder = trusted / corpus
+        if corpus not in on_disk:
+            check.fail(f"evidence/{corpus}/: the trusted checkout {trusted} has no such corpus")
+            continue
+        want, got = _trusted_files(folder), _bundled_files(bundle, corpus, command)
+        for name in sorted({*want, *got}):
+            if name not in got:
+                check.fail(f"{folder / name}: in the trusted checkout, not among the bundle's inputs")
+            elif name not in want:
+                check.fail(f"evidence/{corpus}/inputs/{name}: not in the trusted checkout {folder}")
+            elif want[name] != got[name]:
+                check.fail(f"evidence/{corpus}/inputs/{name}: differs from {folder / name} (sha256 {want[name]})")
+        compared += len(want)
+        for name, (where, path) in command.runs.items():
+            source = trusted.parent / path
+            if where == corpus and source.is_file() and _sha256(source) != got.get(f"runs/{name}.trec", ""):
+                check.fail(f"evidence/{corpus}/inputs/runs/{name}.trec: differs from --run's {source}")
+    return f"{compared} input files of {len(held)} corpora equal the trusted checkout {trusted}"
+
+
 def evidence_checks(bundle: Bundle) -> list[Check]:
     """Every check of the evidence bundle, in report order; the pages check comes after these."""
     checks = [_run_check("manifest", check_manifest, bundle)]
@@ -3475,13 +3545,17 @@ def write_report(site: Path, report: dict[str, Any]) -> None:
     (site / "audit.json").write_text(text + "\n", encoding="utf-8")
 
 
-def run_audit(site_dir: Path, echo: Callable[[str], None] = print) -> dict[str, Any]:
-    """Run every check on a site folder, print one line per check, write ``audit.json``, return the report."""
+def run_audit(site_dir: Path, echo: Callable[[str], None] = print, corpora: Path | None = None) -> dict[str, Any]:
+    """Run every check on a site folder, print one line per check, write ``audit.json``, return the report.
+    With ``corpora`` (a trusted checkout's corpora folder) the inputs are compared with it too, after the
+    pages check, whose badge states the checks every reader of the site can run."""
     site = Path(site_dir)
     echo(f"audit.py sha256 {_sha256(Path(__file__))} ({Path(__file__).name}); compare it with a copy you trust")
     bundle = Bundle(site)
     checks = evidence_checks(bundle)
     checks.append(pages_check(bundle, checks))
+    if corpora is not None:
+        checks.append(_run_check("trusted-inputs", check_trusted_corpora, bundle, Path(corpora)))
     for check in checks:
         echo(f"{'FAIL' if check.mismatches else 'PASS'} {check.name}: {check.detail}")
         for message in check.mismatches[1:MAX_PRINTED]:
@@ -3510,11 +3584,22 @@ def main(argv: list[str] | None = None) -> int:
         default=Path(__file__).resolve().parent,
         help="the site folder (the one holding evidence/); default: the folder holding this script",
     )
+    parser.add_argument(
+        "--corpora",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="a trusted checkout's corpora folder: every input the bundle copied must equal its file there, "
+        "FROZEN.json included, and the bundle must hold exactly its corpora",
+    )
     args = parser.parse_args(argv)
     if not (args.site / "evidence").is_dir():
         print(f"error: {args.site} has no evidence/ folder; pass the site folder", file=sys.stderr)
         return 2
-    return 0 if run_audit(args.site)["verdict"] == "pass" else 1
+    if args.corpora is not None and not args.corpora.is_dir():
+        print(f"error: --corpora {args.corpora} is not a folder; pass a checkout's corpora folder", file=sys.stderr)
+        return 2
+    return 0 if run_audit(args.site, corpora=args.corpora)["verdict"] == "pass" else 1
 
 
 if __name__ == "__main__":

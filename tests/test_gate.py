@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -13,10 +14,12 @@ from sitegen.build import BuildOptions, build_site
 from sitegen.cli import cli
 from sitegen.compare.gate import (
     FAIL,
+    FORMAT_WITHOUT_INPUTS,
     OK,
     OK_NEAR,
     Expectation,
     GateError,
+    GateFile,
     check_gate,
     compare,
     dump_gate,
@@ -25,6 +28,7 @@ from sitegen.compare.gate import (
     judge,
     parse_gate,
     record_gate,
+    summary_line,
 )
 from sitegen.errors import BundleError
 
@@ -94,15 +98,15 @@ def test_compare_fails_what_the_site_lacks_and_formats_the_lines() -> None:
 def test_gate_file_round_trips_one_check_per_line_and_refuses_bad_entries() -> None:
     observed = {"b": {"bm25": {"hit@1": 0.123456}}, "a": {"dense": {"ndcg@10": 0.5, "hit@1": 1.0}}}
     expectations = expectations_from_metrics(observed, precision=4, tolerance=0.002)
-    text = dump_gate(expectations)
+    text = dump_gate(GateFile(tuple(expectations), {"a": {"queries.jsonl": "1" * 64}}))
     assert text.splitlines()[2] == (
         '    {"corpus": "a", "expected": 1.0, "metric": "hit@1", "precision": 4, "ranker": "dense", '
         '"tolerance": 0.002},'
     )
-    assert len(text.splitlines()) == 3 + 3 + 2
+    assert len(text.splitlines()) == 3 + 3 + 5
     assert [e.key for e in expectations] == [("a", "dense", "hit@1"), ("a", "dense", "ndcg@10"), ("b", "bm25", "hit@1")]
     assert expectations[2].expected == 0.1235
-    assert parse_gate(text, "gate.json") == expectations
+    assert parse_gate(text, "gate.json") == GateFile(tuple(expectations), {"a": {"queries.jsonl": "1" * 64}})
     data = json.loads(text)
     data["checks"].append(dict(data["checks"][0]))
     with pytest.raises(GateError, match="check 4: a/dense hit@1 is checked twice"):
@@ -134,7 +138,8 @@ def test_record_then_check_passes_on_the_unchanged_site(site: Path, tmp_path: Pa
     gate = tmp_path / "gate.json"
     recorded = record_gate(site, gate)
     metrics = json.loads((site / "evidence" / "tiny" / "metrics.json").read_text())
-    assert len(recorded) == len(metrics["bm25"]["overall"]) and {e.ranker for e in recorded} == {"bm25"}
+    assert len(recorded.expectations) == len(metrics["bm25"]["overall"])
+    assert {e.ranker for e in recorded.expectations} == {"bm25"}
     first = record_gate(site, tmp_path / "again.json")
     assert first == recorded and (tmp_path / "again.json").read_bytes() == gate.read_bytes()
     outcome = check_gate(gate, site)
@@ -216,6 +221,54 @@ def test_a_bundle_failing_its_manifest_is_refused(site: Path, tmp_path: Path) ->
 
 
 def test_committed_gate_file_is_well_formed_and_covers_the_committed_corpora() -> None:
-    expectations = parse_gate((REPO / "corpora" / "gate.json").read_text(encoding="utf-8"), "corpora/gate.json")
-    assert {e.corpus for e in expectations} == {"llm-reliability", "payments-support", "tenant-handbook"}
-    assert {(e.precision, e.tolerance) for e in expectations} == {(4, 0.001)}
+    gate = parse_gate((REPO / "corpora" / "gate.json").read_text(encoding="utf-8"), "corpora/gate.json")
+    corpora = sorted(p.name for p in (REPO / "corpora").iterdir() if (p / "corpus.jsonl").is_file())
+    assert sorted({e.corpus for e in gate.expectations}) == corpora
+    assert {(e.precision, e.tolerance) for e in gate.expectations} == {(4, 0.001)}
+    assert gate.inputs is not None and sorted(gate.inputs) == corpora
+    for corpus, files in gate.inputs.items():  # the question sets the committed site was built from
+        summary = json.loads((REPO / "site" / "evidence" / corpus / "corpus.json").read_text(encoding="utf-8"))
+        assert files == {name: summary["input_sha256"][name] for name in ("qrels/test.tsv", "queries.jsonl")}
+
+
+def _site_from_other_questions(site: Path, tmp_path: Path) -> Path:
+    """A copy of ``site`` whose corpus.json says it was built from another queries.jsonl (manifest rehashed)."""
+    copy = tmp_path / "other-questions"
+    shutil.copytree(site, copy)
+    path = copy / "evidence" / "tiny" / "corpus.json"
+    summary = json.loads(path.read_text(encoding="utf-8"))
+    summary["input_sha256"]["queries.jsonl"] = "0" * 64
+    path.write_text(json.dumps(summary), encoding="utf-8")
+    rehash_manifest(copy)
+    return copy
+
+
+def test_a_site_built_from_another_question_set_fails_the_gate_naming_the_file(site: Path, tmp_path: Path) -> None:
+    gate = tmp_path / "gate.json"
+    recorded = record_gate(site, gate)
+    assert recorded.inputs is not None and set(recorded.inputs["tiny"]) == {"qrels/test.tsv", "queries.jsonl"}
+    other = _site_from_other_questions(site, tmp_path)
+    outcome = check_gate(gate, other)
+    assert {r.status for r in outcome.results} == {OK}  # every metric is unchanged: only the inputs tell
+    assert outcome.failed and outcome.changed_inputs == (
+        f"tiny: queries.jsonl: sha256 {'0' * 64}, the gate recorded {recorded.inputs['tiny']['queries.jsonl']}",
+    )
+    result = CliRunner().invoke(cli, ["gate", "check", str(gate), str(other)])
+    assert result.exit_code == 1 and "[FAIL] inputs tiny: queries.jsonl" in result.output
+    assert "1 question-set file changed since the gate was recorded" in result.output
+    allowed = CliRunner().invoke(cli, ["gate", "check", str(gate), str(other), "--allow-changed-inputs"])
+    assert allowed.exit_code == 0 and "[CHANGED] inputs tiny: queries.jsonl" in allowed.output
+
+
+def test_a_gate_file_of_the_first_format_still_checks_metrics_and_says_it_records_no_inputs(
+    site: Path, tmp_path: Path
+) -> None:
+    gate = tmp_path / "gate.json"
+    record_gate(site, gate)
+    data = json.loads(gate.read_text(encoding="utf-8"))
+    del data["inputs"]
+    data["format"] = FORMAT_WITHOUT_INPUTS
+    gate.write_text(json.dumps(data), encoding="utf-8")
+    outcome = check_gate(gate, _site_from_other_questions(site, tmp_path))
+    assert not outcome.failed and outcome.inputs_unrecorded
+    assert "records no question set" in summary_line(outcome, "x")

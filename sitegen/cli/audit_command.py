@@ -27,6 +27,30 @@ from sitegen.wording import count
     help="Also re-embed the bundled inputs with the packaged model and compare with the stored vectors.",
 )
 @click.option(
+    "--sample",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="With --reembed: re-embed only N texts, drawn with a seed derived from the manifest's sha256, so the "
+    "publisher cannot predict which [default: every text].",
+)
+@click.option(
+    "--corpora",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    metavar="DIR",
+    help="A trusted checkout's corpora folder: every input the bundle copied must equal its file there "
+    "(FROZEN.json included) and the bundle must hold exactly its corpora; names each file that differs.",
+)
+@click.option(
+    "--record",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    metavar="FILE",
+    help="Write what this run verified (verdicts, tolerances, the sha256 of every file checked) to FILE; a "
+    "build shows verification/last.json beside the corpora on its Reproducibility page.",
+)
+@click.option(
     "--pages",
     is_flag=True,
     help="Also re-render the pages and plots from the evidence with this sitegen's templates and compare "
@@ -45,7 +69,16 @@ from sitegen.wording import count
     help="Connection string of a PostgreSQL server with pgvector for --postgres "
     "[default: $SITEGEN_PG_DSN, else a private server started from the pgserver package].",
 )
-def audit(site: Path, reembed: bool, pages: bool, postgres: bool, pg_dsn: str | None) -> None:
+def audit(
+    site: Path,
+    reembed: bool,
+    sample: int | None,
+    corpora: Path | None,
+    record: Path | None,
+    pages: bool,
+    postgres: bool,
+    pg_dsn: str | None,
+) -> None:
     """Verify a built site independently: checksums, rankings, fusion, metrics, derived tables.
 
     Runs the same standalone verifier that ships as SITE/audit.py, writes SITE/audit.json,
@@ -55,13 +88,19 @@ def audit(site: Path, reembed: bool, pages: bool, postgres: bool, pg_dsn: str | 
     Example:
         sitegen audit site
         sitegen audit --reembed site
+        sitegen audit --reembed --sample 200 site
+        sitegen audit --corpora corpora site
+        sitegen audit --reembed --postgres --record verification/last.json site
         sitegen audit --pages site
         sitegen audit --postgres site
         sitegen audit --postgres --pg-dsn postgresql://localhost/scratch site
     """
     from sitegen.audit import run_audit
 
-    report = run_audit(site, echo=click.echo)
+    if sample is not None and not reembed:
+        raise click.UsageError("--sample N chooses which texts --reembed re-embeds; add --reembed")
+    report = run_audit(site, echo=click.echo, corpora=corpora)
+    reembedded, reran = None, None
     failed = report["verdict"] != "pass"
     manifest_failed = any(c["name"] == "manifest" and c["status"] == "fail" for c in report["checks"])
 
@@ -77,10 +116,16 @@ def audit(site: Path, reembed: bool, pages: bool, postgres: bool, pg_dsn: str | 
             raise click.ClickException(f"cannot {what}: {_os_problem(exc)}") from exc
 
     if reembed:
+        from sitegen.hashing import sha256_file
         from sitegen.publish.bundle import REEMBED_TOLERANCE
-        from sitegen.verify.reembed import reembed_bundle
+        from sitegen.verify.reembed import reembed_bundle, sample_seed
 
-        for result in extension("re-embed", "vectors are not trusted", lambda: reembed_bundle(site)):
+        results = extension("re-embed", "vectors are not trusted", lambda: reembed_bundle(site, sample=sample))
+        seed = sample_seed(sha256_file(site / "evidence" / "manifest.json")) if sample is not None else None
+        if sample is not None:
+            click.echo(f"re-embedding a sample of {count(sample, 'text')}, drawn with seed {seed} (from the manifest)")
+        reembedded = (results, sample, seed)
+        for result in results:
             if result.not_checked is not None:
                 vectors = count(result.vectors, "vector")
                 click.echo(f"SKIP reembed:{result.corpus}: {vectors} not re-embedded: {result.not_checked}")
@@ -109,6 +154,7 @@ def audit(site: Path, reembed: bool, pages: bool, postgres: bool, pg_dsn: str | 
         from sitegen.verify.postgres import SCORE_TOLERANCE, rerun_postgres
 
         reruns = extension("rerun PostgreSQL", "runs are not trusted", lambda: rerun_postgres(site, pg_dsn or None))
+        reran = reruns
         if not reruns:
             click.echo("PASS postgres: no PostgreSQL runs in this bundle")
         for rerun in reruns:
@@ -119,5 +165,11 @@ def audit(site: Path, reembed: bool, pages: bool, postgres: bool, pg_dsn: str | 
                 + (f"; first: {rerun.first_difference}" if rerun.first_difference else "")
             )
             failed = failed or not rerun.ok
+    if record is not None:
+        from sitegen.verify.record import verification_record, write_verification
+
+        written = verification_record(site, report, reembedded, reran)
+        extension("write the record", "files are not trusted", lambda: write_verification(record, written))
+        click.echo(f"recorded in {record}: {written['verdict']}")
     if failed:
         raise SystemExit(1)

@@ -143,7 +143,7 @@ def gate_record(site: Path, out_file: Path, precision: int, tolerance: float) ->
     from sitegen.compare.gate import record_gate
 
     try:
-        expectations = record_gate(site, out_file, precision, tolerance)
+        expectations = record_gate(site, out_file, precision, tolerance).expectations
     except SitegenError as exc:
         raise click.ClickException(f"gate record failed: {exc}") from exc
     except OSError as exc:
@@ -161,7 +161,13 @@ def gate_record(site: Path, out_file: Path, precision: int, tolerance: float) ->
 @click.option(
     "--json", "as_json", is_flag=True, help="Print the results as a JSON list (sorted keys) instead of lines."
 )
-def gate_check(gate_file: Path, site: Path, as_json: bool) -> None:
+@click.option(
+    "--allow-changed-inputs",
+    is_flag=True,
+    help="Report question sets (queries.jsonl, qrels/test.tsv) that differ from the recorded ones instead of "
+    "failing: their scores are not the same measurement [default: a changed question set FAILs].",
+)
+def gate_check(gate_file: Path, site: Path, as_json: bool, allow_changed_inputs: bool) -> None:
     """Check SITE against the expected values in GATE_FILE; exit 1 on any FAIL.
 
     Prints one line per check, e.g.
@@ -175,10 +181,10 @@ def gate_check(gate_file: Path, site: Path, as_json: bool) -> None:
     """
     import json
 
-    from sitegen.compare.gate import check_gate, format_result, result_json, summary_line
+    from sitegen.compare.gate import check_gate, format_result, input_lines, result_json, summary_line
 
     try:
-        outcome = check_gate(gate_file, site)
+        outcome = check_gate(gate_file, site, allow_changed_inputs)
     except SitegenError as exc:
         raise click.ClickException(f"gate check failed: {exc}") from exc
     except OSError as exc:
@@ -186,7 +192,11 @@ def gate_check(gate_file: Path, site: Path, as_json: bool) -> None:
     if as_json:
         results = [result_json(r) for r in outcome.results]
         click.echo(json.dumps(results, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False))
+        for line in input_lines(outcome):  # the list holds the metric checks; the question sets go to stderr
+            click.echo(line, err=True)
     else:
+        for line in input_lines(outcome):
+            click.echo(line)
         for result in outcome.results:
             click.echo(format_result(result))
         click.echo(summary_line(outcome, str(site)))

@@ -14,6 +14,10 @@ edited and reviewed by hand, and committed beside the corpora (``corpora/gate.js
     }
 
 One check per line, sorted by corpus, ranker and metric, keys sorted, so a re-record shows as a line diff.
+Beside the checks, ``"inputs"`` records each corpus's question set as the recorded site's ``corpus.json`` gives
+it: the sha256 of ``qrels/test.tsv`` and ``queries.jsonl``. A check against a site built from other questions
+or labels FAILs and names the files (``--allow-changed-inputs`` reports them and goes on): scores of another
+question set are not the same measurement, and an edited question once passed as "217 OK, 8 OK*".
 ``expected`` is the overall value of ``metric`` for ``ranker`` in ``evidence/<corpus>/metrics.json``,
 rounded to ``precision`` decimals when recorded. Loosen one ``tolerance`` by editing its line; stop checking a
 value by deleting its line. A value the site has and the file does not is not checked (the summary counts them).
@@ -40,23 +44,28 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from sitegen.errors import SitegenError
+from sitegen.inputs.binding import QUESTION_SET_FILES
 from sitegen.publish.bundle import load_json, open_bundle
 
 __all__ = [
     "FAIL",
     "FORMAT",
+    "FORMAT_WITHOUT_INPUTS",
     "OK",
     "OK_NEAR",
     "CheckResult",
     "Expectation",
     "GateError",
+    "GateFile",
     "GateOutcome",
     "Verdict",
+    "changed_inputs",
     "check_gate",
     "compare",
     "dump_gate",
     "expectations_from_metrics",
     "format_result",
+    "input_lines",
     "judge",
     "load_gate",
     "parse_gate",
@@ -67,7 +76,9 @@ __all__ = [
     "unchecked",
 ]
 
-FORMAT = "sitegen-gate/1"
+FORMAT = "sitegen-gate/2"
+#: Gate files written before the inputs were recorded: read, their inputs unchecked (the summary says so).
+FORMAT_WITHOUT_INPUTS = "sitegen-gate/1"
 OK, OK_NEAR, FAIL = "OK", "OK*", "FAIL"
 #: The OK* band: a difference beyond the tolerance but within this many tolerances.
 NEAR_FACTOR = Decimal("1.5")
@@ -128,15 +139,34 @@ class CheckResult:
     problem: str = ""
 
 
+#: corpus -> input file (``qrels/test.tsv``, ``queries.jsonl``) -> sha256.
+InputHashes = Mapping[str, Mapping[str, str]]
+
+
+@dataclass(frozen=True)
+class GateFile:
+    """A gate file: its checks, and the question set each corpus was recorded with (None: a gate file of
+    :data:`FORMAT_WITHOUT_INPUTS`, which recorded none)."""
+
+    expectations: tuple[Expectation, ...]
+    inputs: InputHashes | None
+
+
 @dataclass(frozen=True)
 class GateOutcome:
     results: tuple[CheckResult, ...]
     #: ``corpus/ranker metric`` of the site's values that no line of the gate file checks.
     unchecked: tuple[str, ...]
+    #: One line per input that differs from the recorded one (``tiny: queries.jsonl: sha256 ..., recorded ...``).
+    changed_inputs: tuple[str, ...] = ()
+    #: ``--allow-changed-inputs``: changed inputs are reported, not failed.
+    inputs_allowed: bool = False
+    #: The gate file recorded no inputs (an older format), so none were compared.
+    inputs_unrecorded: bool = False
 
     @property
     def failed(self) -> bool:
-        return any(r.status == FAIL for r in self.results)
+        return any(r.status == FAIL for r in self.results) or bool(self.changed_inputs and not self.inputs_allowed)
 
 
 # ------------------------------------------------------------------------------------------ the rule
@@ -204,6 +234,19 @@ def unchecked(expectations: Iterable[Expectation], observed: Observed) -> list[s
     ]
 
 
+def changed_inputs(recorded: InputHashes, observed: InputHashes) -> list[str]:
+    """One line per question-set file whose sha256 differs from the recorded one, or is missing on either side."""
+    lines = []
+    for corpus in sorted(recorded):
+        if corpus not in observed:
+            continue  # the metric checks already fail for a corpus the site lacks
+        for name in sorted({*recorded[corpus], *observed[corpus]}):
+            want, got = recorded[corpus].get(name), observed[corpus].get(name)
+            if want != got:
+                lines.append(f"{corpus}: {name}: sha256 {got or 'not recorded'}, the gate recorded {want or 'none'}")
+    return lines
+
+
 def expectations_from_metrics(observed: Observed, precision: int, tolerance: float) -> list[Expectation]:
     """One expectation per corpus x ranker x metric, the value rounded to ``precision``, sorted."""
     _check_precision_and_tolerance(precision, tolerance, "record")
@@ -254,12 +297,25 @@ def format_result(result: CheckResult) -> str:
     )
 
 
+def input_lines(outcome: GateOutcome) -> list[str]:
+    """The lines about the question sets: each changed file, FAIL unless allowed."""
+    status = "CHANGED" if outcome.inputs_allowed else FAIL
+    return [f"[{status}] inputs {line}" for line in outcome.changed_inputs]
+
+
 def summary_line(outcome: GateOutcome, source: str) -> str:
     counts = {status: sum(1 for r in outcome.results if r.status == status) for status in (OK, OK_NEAR, FAIL)}
     line = (
         f"gate {'FAIL' if outcome.failed else 'PASS'}: {len(outcome.results)} checks against {source}: "
         f"{counts[OK]} OK, {counts[OK_NEAR]} OK*, {counts[FAIL]} FAIL"
     )
+    if outcome.changed_inputs:
+        files = len(outcome.changed_inputs)
+        line += f"; {files} question-set file{'s' if files > 1 else ''} changed since the gate was recorded" + (
+            " (--allow-changed-inputs)" if outcome.inputs_allowed else ""
+        )
+    elif outcome.inputs_unrecorded:
+        line += "; the gate file records no question set (re-record it to check the inputs)"
     if outcome.unchecked:
         line += f"; {len(outcome.unchecked)} values in the site have no check (e.g. {outcome.unchecked[0]})"
     return line
@@ -277,22 +333,40 @@ def result_json(result: CheckResult) -> dict[str, Any]:
     }
 
 
-def dump_gate(expectations: Sequence[Expectation]) -> str:
-    """The gate file's text: sorted keys, one check per line, deterministic for the same expectations."""
-    lines = [json.dumps(e.as_json(), sort_keys=True, ensure_ascii=False, allow_nan=False) for e in expectations]
+def dump_gate(gate: GateFile) -> str:
+    """The gate file's text: sorted keys, one check per line and one corpus's inputs per line, deterministic
+    for the same gate."""
+    lines = [json.dumps(e.as_json(), sort_keys=True, ensure_ascii=False, allow_nan=False) for e in gate.expectations]
     body = ",\n".join(f"    {line}" for line in lines)
     checks = f"[\n{body}\n  ]" if lines else "[]"
-    return f'{{\n  "checks": {checks},\n  "format": {json.dumps(FORMAT)}\n}}\n'
+    rows = [
+        f"    {json.dumps(corpus, ensure_ascii=False)}: {json.dumps(dict(files), sort_keys=True)}"
+        for corpus, files in sorted((gate.inputs or {}).items())
+    ]
+    inputs = "{\n" + ",\n".join(rows) + "\n  }" if rows else "{}"
+    return f'{{\n  "checks": {checks},\n  "format": {json.dumps(FORMAT)},\n  "inputs": {inputs}\n}}\n'
 
 
-def parse_gate(text: str, source: str) -> list[Expectation]:
-    """The expectations of a gate file's text; a GateError naming ``source`` and the check on any problem."""
+def _parse_inputs(raw: Any, source: str) -> dict[str, dict[str, str]]:
+    if not isinstance(raw, dict) or not all(
+        isinstance(files, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in files.items())
+        for files in raw.values()
+    ):
+        raise GateError(f'{source}: "inputs" must map each corpus to {{file: sha256}}')
+    return {corpus: dict(files) for corpus, files in raw.items()}
+
+
+def parse_gate(text: str, source: str) -> GateFile:
+    """A gate file's checks and inputs; a GateError naming ``source`` and the check on any problem."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise GateError(f"{source}:{exc.lineno}: not valid JSON: {exc.msg}") from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
+    if not isinstance(data, dict) or data.get("format") not in (FORMAT, FORMAT_WITHOUT_INPUTS):
         raise GateError(f'{source}: not a gate file (expected a JSON object with "format": "{FORMAT}")')
+    if data["format"] == FORMAT and "inputs" not in data:
+        raise GateError(f'{source}: a {FORMAT} file records "inputs", each corpus\'s question-set sha256')
+    inputs = _parse_inputs(data["inputs"], source) if data["format"] == FORMAT else None
     checks = data.get("checks")
     if not isinstance(checks, list):
         raise GateError(f'{source}: "checks" must be a list of checks')
@@ -320,13 +394,13 @@ def parse_gate(text: str, source: str) -> list[Expectation]:
             raise GateError(f"{where}: {exp.corpus}/{exp.ranker} {exp.metric} is checked twice")
         seen.add(exp.key)
         found.append(exp)
-    return found
+    return GateFile(tuple(found), inputs)
 
 
 # ----------------------------------------------------------------------------------------- the edges
 
 
-def load_gate(path: Path) -> list[Expectation]:
+def load_gate(path: Path) -> GateFile:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
@@ -339,10 +413,20 @@ def load_gate(path: Path) -> list[Expectation]:
 def site_metrics(site: Path) -> dict[str, dict[str, dict[str, Any]]]:
     """Every corpus's overall metrics by ranker, from a site (or evidence folder) verified against its
     manifest: a bundle with a missing or altered file is refused (BundleError)."""
+    return _observed(site)[0]
+
+
+def _observed(site: Path) -> tuple[dict[str, dict[str, dict[str, Any]]], dict[str, dict[str, str]]]:
+    """The site's overall metrics (see :func:`site_metrics`) and each corpus's question-set files' sha256 as
+    its ``corpus.json`` records them (none for a site built before they were recorded)."""
     bundle = open_bundle(site)
     observed: dict[str, dict[str, dict[str, Any]]] = {}
+    inputs: dict[str, dict[str, str]] = {}
     for rel in bundle.files:
         parts = PurePosixPath(rel).parts
+        if len(parts) == 3 and parts[2] == "corpus.json":
+            recorded = load_json(bundle.path(rel)).get("input_sha256") or {}
+            inputs[parts[1]] = {name: recorded[name] for name in QUESTION_SET_FILES if name in recorded}
         if len(parts) != 3 or parts[2] != "metrics.json":
             continue
         path = bundle.path(rel)
@@ -354,7 +438,7 @@ def site_metrics(site: Path) -> dict[str, dict[str, dict[str, Any]]]:
         observed[parts[1]] = {ranker: dict(scored["overall"]) for ranker, scored in metrics.items()}
     if not observed:
         raise GateError(f"{site}: the bundle holds no evidence/<corpus>/metrics.json")
-    return observed
+    return observed, {corpus: files for corpus, files in inputs.items() if corpus in observed}
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -370,15 +454,23 @@ def _write_atomic(path: Path, text: str) -> None:
         raise
 
 
-def record_gate(site: Path, out: Path, precision: int = 4, tolerance: float = 0.001) -> list[Expectation]:
-    """Write the gate file ``out`` from the site's metrics (atomically); return what it holds."""
-    expectations = expectations_from_metrics(site_metrics(site), precision, tolerance)
-    _write_atomic(Path(out), dump_gate(expectations))
-    return expectations
+def record_gate(site: Path, out: Path, precision: int = 4, tolerance: float = 0.001) -> GateFile:
+    """Write the gate file ``out`` from the site's metrics and question sets (atomically); return it."""
+    observed, inputs = _observed(site)
+    gate = GateFile(tuple(expectations_from_metrics(observed, precision, tolerance)), inputs)
+    _write_atomic(Path(out), dump_gate(gate))
+    return gate
 
 
-def check_gate(gate_file: Path, site: Path) -> GateOutcome:
-    """Check the site against the gate file: one result per line of the file, in its order."""
-    expectations = load_gate(gate_file)
-    observed = site_metrics(site)
-    return GateOutcome(tuple(compare(expectations, observed)), tuple(unchecked(expectations, observed)))
+def check_gate(gate_file: Path, site: Path, allow_changed_inputs: bool = False) -> GateOutcome:
+    """Check the site against the gate file: one result per line of the file, in its order, and the site's
+    question sets against the recorded ones (a change FAILs unless ``allow_changed_inputs``)."""
+    gate = load_gate(gate_file)
+    observed, inputs = _observed(site)
+    return GateOutcome(
+        tuple(compare(gate.expectations, observed)),
+        tuple(unchecked(gate.expectations, observed)),
+        tuple(changed_inputs(gate.inputs, inputs)) if gate.inputs is not None else (),
+        allow_changed_inputs,
+        gate.inputs is None,
+    )

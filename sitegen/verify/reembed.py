@@ -12,17 +12,19 @@ packaged model and its weights sha256; otherwise the result says why they were n
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from sitegen.hashing import sha256_file
 from sitegen.inputs.corpus import Document, json_lines, passage_text
 from sitegen.publish.bundle import REEMBED_TOLERANCE
 from sitegen.publish.evidence import passages_file
 from sitegen.rankers.embeddings import MODEL_NAME, EmbeddingModel
 
-__all__ = ["ReembedResult", "reembed_bundle"]
+__all__ = ["ReembedResult", "reembed_bundle", "sample_seed", "sampled_rows"]
 
 
 @dataclass(frozen=True)
@@ -68,10 +70,41 @@ def _texts(base: Path) -> dict[str, dict[str, str]]:
     return {"passages": passages, "queries": queries}
 
 
-def reembed_bundle(site_dir: Path, model: EmbeddingModel | None = None) -> list[ReembedResult]:
-    """Re-embed every corpus in the bundle that carries embeddings."""
+def sample_seed(manifest_sha256: str) -> int:
+    """The sample's seed: the manifest's sha256 read as a number, so nobody who publishes a bundle can choose
+    which vectors a ``--sample`` check re-embeds, and anyone can draw the same sample again."""
+    return int(manifest_sha256, 16) % (1 << 63)
+
+
+def sampled_rows(rows: Sequence[tuple[str, str, str]], size: int, seed: int) -> set[tuple[str, str, str]]:
+    """``size`` of the (corpus, passages|queries, id) rows, drawn without replacement by numpy's PCG64 with
+    ``seed`` from the rows in bundle order (corpora in manifest order, passages then questions, row order)."""
+    if size >= len(rows):
+        return set(rows)
+    chosen = np.random.default_rng(seed).choice(len(rows), size=size, replace=False)
+    return {rows[int(i)] for i in chosen}
+
+
+def reembed_bundle(
+    site_dir: Path, model: EmbeddingModel | None = None, sample: int | None = None
+) -> list[ReembedResult]:
+    """Re-embed every corpus in the bundle that carries embeddings; with ``sample``, only that many rows,
+    drawn by :func:`sampled_rows` with the seed :func:`sample_seed` derives from the manifest."""
     model = model or EmbeddingModel()
-    manifest = json.loads((site_dir / "evidence" / "manifest.json").read_text(encoding="utf-8"))
+    manifest_path = site_dir / "evidence" / "manifest.json"
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    chosen = None
+    if sample is not None:
+        rows = [
+            (corpus, name, row)
+            for corpus in manifest["corpora"]
+            if (index_path := site_dir / "evidence" / corpus / "embeddings" / "index.json").is_file()
+            for index in [json.loads(index_path.read_text(encoding="utf-8"))]
+            if _not_rederivable(index, model) is None
+            for name in ("passages", "queries")
+            for row in index[name]
+        ]
+        chosen = sampled_rows(rows, sample, sample_seed(sha256_file(manifest_path)))
     results = []
     for corpus in manifest["corpora"]:
         base = site_dir / "evidence" / corpus
@@ -86,13 +119,16 @@ def reembed_bundle(site_dir: Path, model: EmbeddingModel | None = None) -> list[
         texts = _texts(base)
         worst, worst_where, count = 0.0, "", 0
         for name in ("passages", "queries"):
-            stored = np.load(base / "embeddings" / f"{name}.npy")
-            fresh = model.encode([texts[name][i] for i in index[name]])
+            rows = [n for n, i in enumerate(index[name]) if chosen is None or (corpus, name, i) in chosen]
+            if not rows:
+                continue
+            stored = np.load(base / "embeddings" / f"{name}.npy")[rows]
+            fresh = model.encode([texts[name][index[name][n]] for n in rows])
             diff = np.abs(fresh.astype(np.float64) - stored.astype(np.float64)).max(axis=1)
             count += len(diff)
             if len(diff) and diff.max() > worst:
                 worst = float(diff.max())
-                worst_where = f"{name} {index[name][int(diff.argmax())]}"
+                worst_where = f"{name} {index[name][rows[int(diff.argmax())]]}"
         results.append(
             ReembedResult(corpus, count, worst, worst_where, index.get("weights_sha256") == model.weights_sha256)
         )
