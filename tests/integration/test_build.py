@@ -1,0 +1,324 @@
+"""The build writes a complete, checksummed, byte-reproducible bundle, and never half-replaces a site."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from sitegen import build as build_module
+from sitegen.build import BuildOptions, build_site
+from sitegen.cli import cli
+from sitegen.errors import SitegenError
+from sitegen.publish.evidence import read_run
+from sitegen.rankers import DEFAULT_RANKERS
+from tests.helpers import FakeEmbeddingModel, assert_metrics_match_trec_eval, file_tree, write_corpus
+
+# Filtered variants run only where questions carry a metadata filter; these corpora have none.
+UNFILTERED_RANKERS = tuple(r for r in DEFAULT_RANKERS if not r.endswith("-filtered"))
+
+
+def _build(corpora: Path, out: Path, model: FakeEmbeddingModel, cache: Path, **kwargs) -> None:
+    build_site(BuildOptions(corpora_dir=corpora, out_dir=out, cache_dir=cache, **kwargs), model=model)
+
+
+@pytest.fixture
+def built(tmp_path: Path, tiny_corpus: Path, fake_model: FakeEmbeddingModel) -> Path:
+    _build(tiny_corpus.parent, tmp_path / "site", fake_model, tmp_path / "cache")
+    return tmp_path / "site"
+
+
+def test_build_writes_a_run_per_ranker_with_ranked_hits(built: Path) -> None:
+    runs = built / "evidence" / "tiny" / "runs"
+    assert sorted(p.name for p in runs.iterdir()) == sorted(
+        [f"{r}.json" for r in UNFILTERED_RANKERS] + [f"{r}.trec" for r in UNFILTERED_RANKERS]
+    )
+    fused = read_run(runs / "rrf-dense-bm25.json")
+    assert fused["ranker"] == "rrf-dense-bm25" and fused["params"]["k"] == 60
+    assert fused["params"]["candidates_per_list"] == 20
+    assert set(fused["queries"]) == {"q1", "q2", "q3", "q4"}
+    first = fused["queries"]["q2"][0]
+    assert set(first) == {"doc_id", "rank", "score", "components"}
+    assert set(first["components"]) == {"dense", "bm25"}
+    bm25 = read_run(runs / "bm25.json")
+    assert bm25["params"]["k1"] == 1.2 and bm25["params"]["b"] == 0.75
+    assert [h["rank"] for h in bm25["queries"]["q1"]] == list(range(1, len(bm25["queries"]["q1"]) + 1))
+
+
+def test_metrics_json_equals_trec_eval_on_the_trec_files(built: Path) -> None:
+    assert assert_metrics_match_trec_eval(built, "tiny") > 0
+
+
+def test_metrics_json_has_overall_by_kind_and_per_query(built: Path) -> None:
+    metrics = json.loads((built / "evidence" / "tiny" / "metrics.json").read_text())
+    assert set(metrics) == set(UNFILTERED_RANKERS)
+    bm25 = metrics["bm25"]
+    assert set(bm25) == {"overall", "by_kind", "per_query"}
+    assert set(bm25["by_kind"]) == {"paraphrase", "exact-code"}
+    assert set(bm25["per_query"]) == {"q1", "q2", "q3"}
+    assert {"hit@1", "recall@5", "precision@5", "mrr@10", "ndcg@10", "ndcg@20"} <= set(bm25["overall"])
+
+
+def test_manifest_lists_every_evidence_file_with_its_sha256(built: Path) -> None:
+    manifest = json.loads((built / "evidence" / "manifest.json").read_text())
+    on_disk = {
+        p.relative_to(built).as_posix()
+        for p in (built / "evidence").rglob("*")
+        if p.is_file() and p.name != "manifest.json"
+    }
+    assert set(manifest["files"]) == on_disk
+    for path, entry in manifest["files"].items():
+        assert hashlib.sha256((built / path).read_bytes()).hexdigest() == entry["sha256"]
+    assert manifest["model"]["weights_sha256"] == FakeEmbeddingModel.weights_sha256
+    assert manifest["libraries"]["numpy"] == np.__version__
+    assert "evidence/tiny/inputs/corpus.jsonl" in manifest["files"]
+
+
+def test_input_copies_and_embeddings_are_in_the_bundle(built: Path, tiny_corpus: Path) -> None:
+    inputs = built / "evidence" / "tiny" / "inputs"
+    for name in ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv", "README.md"):
+        assert (inputs / name).read_bytes() == (tiny_corpus / name).read_bytes()
+    index = json.loads((built / "evidence" / "tiny" / "embeddings" / "index.json").read_text())
+    vectors = np.load(built / "evidence" / "tiny" / "embeddings" / "passages.npy")
+    assert vectors.dtype == np.float32 and vectors.shape == (4, 384)
+    assert index["passages"] == ["d1", "d2", "d3", "d4"]
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, rtol=1e-6)
+
+
+def test_second_build_embeds_nothing_and_is_byte_identical(
+    tmp_path: Path, tiny_corpus: Path, fake_model: FakeEmbeddingModel
+) -> None:
+    _build(tiny_corpus.parent, tmp_path / "one", fake_model, tmp_path / "cache")
+    assert len(fake_model.encoded) == 8
+    _build(tiny_corpus.parent, tmp_path / "two", fake_model, tmp_path / "cache")
+    assert len(fake_model.encoded) == 8
+    assert file_tree(tmp_path / "one") == file_tree(tmp_path / "two")
+
+
+def test_changing_one_passage_re_embeds_only_that_passage(
+    tmp_path: Path, tiny_corpus: Path, fake_model: FakeEmbeddingModel
+) -> None:
+    _build(tiny_corpus.parent, tmp_path / "site", fake_model, tmp_path / "cache")
+    lines = (tiny_corpus / "corpus.jsonl").read_text().splitlines()
+    lines[1] = lines[1].replace("two days", "three days")
+    (tiny_corpus / "corpus.jsonl").write_text("\n".join(lines) + "\n")
+    fake_model.encoded.clear()
+    _build(tiny_corpus.parent, tmp_path / "site", fake_model, tmp_path / "cache")
+    assert fake_model.encoded == ["Payouts\nPayouts arrive in the bank account three days later."]
+
+
+def test_failed_build_leaves_the_existing_site_untouched(
+    tmp_path: Path, tiny_corpus: Path, fake_model: FakeEmbeddingModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "site"
+    _build(tiny_corpus.parent, out, fake_model, tmp_path / "cache")
+    before = file_tree(out)
+
+    def explode(*args, **kwargs):
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr("sitegen.build.write_corpus_evidence", explode)
+    with pytest.raises(RuntimeError):
+        _build(tiny_corpus.parent, out, fake_model, tmp_path / "cache")
+    assert file_tree(out) == before
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".site")] == []
+
+
+def test_ranker_failure_names_corpus_and_ranker(
+    tmp_path: Path, tiny_corpus: Path, fake_model: FakeEmbeddingModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(self, inputs, depth):
+        raise ZeroDivisionError("oops")
+
+    monkeypatch.setattr("sitegen.rankers.bm25.BM25Ranker.rank", broken)
+    with pytest.raises(SitegenError, match="tiny: ranker bm25 failed"):
+        _build(tiny_corpus.parent, tmp_path / "site", fake_model, tmp_path / "cache")
+    assert not (tmp_path / "site").exists()
+
+
+def test_cli_build_with_bad_corpus_exits_non_zero_and_keeps_old_output(tmp_path: Path, tiny_corpus: Path) -> None:
+    out = tmp_path / "site"
+    out.mkdir()
+    (out / "index.html").write_text("previous report")
+    write_corpus(tiny_corpus.parent / "broken", qrels=[("q1", "ghost", 1)])
+    # --force: the folder holds a file but no sitegen site, which is refused without it.
+    result = CliRunner().invoke(cli, ["build", "--corpora", str(tiny_corpus.parent), "--out", str(out), "--force"])
+    assert result.exit_code == 1
+    assert "build failed:" in result.output and 'test.tsv:2: unknown corpus id "ghost"' in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    assert (out / "index.html").read_text() == "previous report"
+
+
+def test_only_builds_the_named_corpus_and_rejects_unknown_names(
+    tmp_path: Path, tiny_corpus: Path, fake_model: FakeEmbeddingModel
+) -> None:
+    write_corpus(tiny_corpus.parent / "other")
+    _build(tiny_corpus.parent, tmp_path / "site", fake_model, tmp_path / "cache", only=("other",))
+    assert sorted(p.name for p in (tmp_path / "site" / "evidence").iterdir()) == ["manifest.json", "other"]
+    with pytest.raises(SitegenError, match="no corpus named nope; found: other, tiny"):
+        _build(tiny_corpus.parent, tmp_path / "site", fake_model, tmp_path / "cache", only=("nope",))
+
+
+def test_index_page_shows_the_overall_table_and_links_to_its_evidence(built: Path) -> None:
+    page = (built / "index.html").read_text()
+    metrics = json.loads((built / "evidence" / "tiny" / "metrics.json").read_text())
+    assert 'href="evidence/tiny/metrics.json"' in page
+    assert 'href="corpora/tiny/index.html"' in page
+    assert f"{metrics['bm25']['overall']['mrr@10']:.3f}" in page
+    corpus_page = (built / "corpora" / "tiny" / "index.html").read_text()
+    for ranker in UNFILTERED_RANKERS:
+        assert f'href="../../evidence/tiny/runs/{ranker}.json"' in corpus_page
+    assert (built / ".nojekyll").exists()
+
+
+def test_build_whose_audit_fails_exits_non_zero_and_keeps_the_previous_site(
+    tmp_path: Path, tiny_corpus: Path, fake_model: FakeEmbeddingModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "site"
+    _build(tiny_corpus.parent, out, fake_model, tmp_path / "cache")
+    before = file_tree(out)
+    real_writer = build_module.write_corpus_evidence
+
+    def writer_with_a_wrong_metric(evidence_dir, corpus, runs, metrics, *args, **kwargs):
+        wrong = json.loads(json.dumps(metrics))
+        wrong["bm25"]["overall"]["mrr@10"] += 0.01  # what a scoring bug would publish
+        real_writer(evidence_dir, corpus, runs, wrong, *args, **kwargs)
+
+    monkeypatch.setattr(build_module, "write_corpus_evidence", writer_with_a_wrong_metric)
+    with pytest.raises(SitegenError, match="audit of the new build failed") as info:
+        _build(tiny_corpus.parent, out, fake_model, tmp_path / "cache")
+    assert "bm25" in str(info.value)
+    assert file_tree(out) == before
+
+
+def test_built_site_carries_the_audit_script_and_its_verdict(built: Path) -> None:
+    assert (built / "audit.py").read_bytes() == (Path(build_module.__file__).parent / "audit.py").read_bytes()
+    verdict = json.loads((built / "audit.json").read_text())
+    assert verdict["verdict"] == "pass"
+    assert "Audit: passed" in (built / "index.html").read_text()
+    assert "Verdict: pass" in (built / "reproducibility.html").read_text()
+
+
+def test_an_external_trec_run_is_scored_shown_and_audited_with_unknown_ids_reported(
+    tmp_path: Path, tiny_corpus: Path, fake_model: FakeEmbeddingModel
+) -> None:
+    run_file = tmp_path / "vendor.trec"
+    run_file.write_text(
+        "q1 Q0 d2 1 3.0 vendor\n"
+        "q1 Q0 d1 2 3.0 vendor\n"  # a tie: trec_eval puts d2 first (ids descending)
+        "q1 Q0 ghost 3 2.5 vendor\n"
+        "q2 Q0 d3 1 9.0 vendor\n"
+        "q9 Q0 d1 1 1.0 vendor\n"
+    )
+    out = tmp_path / "site"
+    _build(tiny_corpus.parent, out, fake_model, tmp_path / "cache", external_runs=(("vendor", "tiny", run_file),))
+    run = read_run(out / "evidence" / "tiny" / "runs" / "vendor.json")
+    assert [h["doc_id"] for h in run["queries"]["q1"]] == ["d2", "d1", "ghost"]
+    assert run["queries"]["q3"] == []
+    assert run["params"]["unknown_documents"] == ["ghost"] and run["params"]["unknown_queries"] == ["q9"]
+    assert (out / "evidence" / "tiny" / "inputs" / "runs" / "vendor.trec").read_bytes() == run_file.read_bytes()
+    assert_metrics_match_trec_eval(out, "tiny")
+    metrics = json.loads((out / "evidence" / "tiny" / "metrics.json").read_text())
+    assert metrics["vendor"]["per_query"]["q2"]["hit@1"] == 1.0
+    assert metrics["vendor"]["per_query"]["q3"]["hit@20"] == 0.0
+    audit_report = json.loads((out / "audit.json").read_text())
+    assert any(c["name"] == "run:tiny/vendor" and "not reproducible" in c["detail"] for c in audit_report["checks"])
+    assert "(external)" in (out / "corpora" / "tiny" / "index.html").read_text()
+
+
+def test_external_run_with_a_malformed_line_or_a_clashing_name_is_refused(
+    tmp_path: Path, tiny_corpus: Path, fake_model: FakeEmbeddingModel
+) -> None:
+    bad = tmp_path / "bad.trec"
+    bad.write_text("q1 Q0 d1 1 2.0 x\nq1 Q0 d2 2 x\n")
+    with pytest.raises(SitegenError, match=r"bad\.trec:2: expected 6 columns"):
+        _build(tiny_corpus.parent, tmp_path / "s", fake_model, tmp_path / "c", external_runs=(("v", "tiny", bad),))
+    good = tmp_path / "good.trec"
+    good.write_text("q1 Q0 d1 1 2.0 x\n")
+    with pytest.raises(SitegenError, match="already a built-in ranker"):
+        _build(tiny_corpus.parent, tmp_path / "s", fake_model, tmp_path / "c", external_runs=(("bm25", "tiny", good),))
+
+
+def test_cli_run_option_rejects_a_value_without_corpus_and_path(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["build", "--run", "just-a-name"])
+    assert result.exit_code == 2
+    assert "is not NAME=CORPUS:PATH" in result.output
+
+
+def _postgres_processes() -> set[int]:
+    pids = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "comm").read_text().strip().startswith("postgres"):
+                    pids.add(int(entry.name))
+            except OSError:
+                continue
+    return pids
+
+
+def test_postgres_rankers_run_beside_the_others_and_leave_no_server_behind(built: Path) -> None:
+    postgres = json.loads((built / "evidence" / "tiny" / "postgres.json").read_text())
+    summary = json.loads((built / "evidence" / "tiny" / "corpus.json").read_text())
+    assert {"pg-vector", "pg-tsvector", "rrf-pgvector-tsvector", "pg-hybrid-sql"} <= set(summary["rankers"])
+    assert postgres["not_run"] == {}
+    agreement = {(a["ranker"], a["reproduces"], a["top"]): a["identical"] for a in postgres["agreement"]}
+    assert agreement[("pg-hybrid-sql", "rrf-pgvector-tsvector", 5)] == postgres["questions"] == 4
+    assert ("pg-vector", "dense", 10) in agreement
+    assert {n["node_type"] for n in postgres["plans"]["scans"]["vector"]} == {"Index Scan"}
+    assert any(n["index"] and n["index"].endswith("_tsv_gin") for n in postgres["plans"]["scans"]["keyword"])
+    page = (built / "corpora" / "tiny" / "index.html").read_text()
+    assert (
+        "ts_rank_cd is not BM25" in page and "the fusion as one SQL statement against the same fusion in Python" in page
+    )
+    assert _postgres_processes() == set()
+
+
+def test_unreachable_postgres_marks_the_rows_not_run_unless_required(
+    tmp_path: Path, tiny_corpus: Path, fake_model: FakeEmbeddingModel
+) -> None:
+    dsn = "postgresql://sitegen@127.0.0.1:9/none?connect_timeout=2"
+    _build(tiny_corpus.parent, tmp_path / "site", fake_model, tmp_path / "cache", pg_dsn=dsn)
+    postgres = json.loads((tmp_path / "site" / "evidence" / "tiny" / "postgres.json").read_text())
+    assert set(postgres["not_run"]) == {"pg-vector", "pg-tsvector", "rrf-pgvector-tsvector", "pg-hybrid-sql"}
+    assert not (tmp_path / "site" / "evidence" / "tiny" / "runs" / "pg-vector.json").exists()
+    assert "Not run on this build" in (tmp_path / "site" / "corpora" / "tiny" / "index.html").read_text()
+    with pytest.raises(SitegenError):
+        _build(tiny_corpus.parent, tmp_path / "s2", fake_model, tmp_path / "cache", pg_dsn=dsn, require_postgres=True)
+    assert not (tmp_path / "s2").exists()
+
+
+def test_a_failed_build_stops_its_postgres_server(
+    tmp_path: Path, tiny_corpus: Path, fake_model: FakeEmbeddingModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def explode(*args, **kwargs):
+        assert _postgres_processes(), "the server should be running while ranking"
+        raise RuntimeError("crash while ranking")
+
+    monkeypatch.setattr("sitegen.rankers.pg.PgTsvectorRanker.rank", explode)
+    with pytest.raises(SitegenError, match="crash while ranking"):
+        _build(tiny_corpus.parent, tmp_path / "site", fake_model, tmp_path / "cache")
+    assert _postgres_processes() == set()
+
+
+def test_reembed_matches_the_stored_vectors_and_catches_a_changed_one(built: Path, tmp_path: Path) -> None:
+    import shutil
+
+    import numpy as np
+
+    from sitegen.publish.bundle import REEMBED_TOLERANCE
+    from sitegen.verify.reembed import reembed_bundle
+
+    (result,) = reembed_bundle(built, model=FakeEmbeddingModel())
+    assert result.ok and result.vectors == 8 and result.max_abs_diff == 0.0
+    copy = Path(shutil.copytree(built, tmp_path / "copy"))
+    path = copy / "evidence" / "tiny" / "embeddings" / "passages.npy"
+    vectors = np.load(path)
+    vectors[2, 0] += 10 * REEMBED_TOLERANCE
+    np.save(path, vectors)
+    (changed,) = reembed_bundle(copy, model=FakeEmbeddingModel())
+    assert not changed.ok and changed.worst == "passages d3"

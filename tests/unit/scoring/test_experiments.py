@@ -1,0 +1,478 @@
+"""Experiments: significance tests with known answers, a deterministic balanced split, sweeps and held-out choice."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections import Counter
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import sitegen.scoring.experiments as experiments_module
+from sitegen.build import BuildOptions, build_site
+from sitegen.errors import CorpusError
+from sitegen.inputs.corpus import load_corpus
+from sitegen.publish.evidence import read_run
+from sitegen.rankers import RANKERS
+from sitegen.scoring.experiments import (
+    ExperimentSettings,
+    adjust_p_values,
+    paired_bootstrap_ci,
+    paired_effect,
+    paired_permutation_test,
+    paired_randomisation_test,
+    randomised_tukey_hsd,
+    run_experiments,
+    stratified_two_fold_split,
+)
+from tests.helpers import FakeEmbeddingModel, write_corpus
+
+
+def test_identical_rankers_have_p_one_and_a_zero_width_interval() -> None:
+    scores = [1.0, 0.0, 0.5, 1.0, 0.25] * 12
+    assert paired_permutation_test(scores, scores, seed=1, rounds=2000) == 1.0
+    assert paired_bootstrap_ci(scores, scores, seed=1, rounds=2000) == (0.0, 0.0)
+
+
+def test_one_ranker_right_everywhere_and_the_other_nowhere_has_p_near_zero() -> None:
+    p = paired_permutation_test([1.0] * 60, [0.0] * 60, seed=1, rounds=10_000)
+    assert p == pytest.approx(1 / 10_001)
+    assert paired_bootstrap_ci([1.0] * 60, [0.0] * 60, seed=1, rounds=1000) == (1.0, 1.0)
+
+
+def test_permutation_test_matches_the_exact_sign_test_on_a_small_case() -> None:
+    # Four questions won, none lost, 56 ties: exactly 2 of the 16 sign patterns are as extreme, p = 0.125.
+    a = [1.0] * 4 + [0.0] * 56
+    b = [0.0] * 60
+    assert paired_permutation_test(a, b, seed=3, rounds=20_000) == pytest.approx(0.125, abs=0.01)
+
+
+def test_permutation_and_bootstrap_are_reproducible_from_the_seed() -> None:
+    rng = np.random.default_rng(0)
+    a, b = rng.random(40), rng.random(40)
+    assert paired_permutation_test(a, b, 7, 500) == paired_permutation_test(a, b, 7, 500)
+    assert paired_bootstrap_ci(a, b, 7, 500) == paired_bootstrap_ci(a, b, 7, 500)
+    low, high = paired_bootstrap_ci(a, b, 7, 2000)
+    assert low < float(np.mean(a - b)) < high
+
+
+def test_stratified_split_is_deterministic_and_balanced_by_kind() -> None:
+    ids_by_kind = {
+        "x": [f"x{i}" for i in range(12)],
+        "y": [f"y{i}" for i in range(7)],
+        "z": [f"z{i}" for i in range(5)],
+    }
+    folds = stratified_two_fold_split(ids_by_kind, seed=42)
+    assert folds == stratified_two_fold_split(ids_by_kind, seed=42)
+    assert folds != stratified_two_fold_split(ids_by_kind, seed=43)
+    assert sorted(folds["A"] + folds["B"]) == sorted(q for ids in ids_by_kind.values() for q in ids)
+    for kind, ids in ids_by_kind.items():
+        a = sum(1 for q in folds["A"] if q in ids)
+        assert abs(a - (len(ids) - a)) <= 1, kind
+    # Odd-sized kinds give their extra question to alternating folds.
+    assert abs(len(folds["A"]) - len(folds["B"])) <= 1
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("exp")
+    folder = write_corpus(root / "corpora" / "tiny")
+    (folder / "sitegen.json").write_text(
+        json.dumps(
+            {"ablation": [{"ranker": "bm25", "adds": "baseline"}, {"ranker": "rrf-dense-bm25", "adds": "dense"}]}
+        )
+    )
+    build_site(
+        BuildOptions(corpora_dir=root / "corpora", out_dir=root / "site", cache_dir=root / "c"),
+        model=FakeEmbeddingModel(),
+    )
+    return root / "site"
+
+
+def test_default_sweep_setting_reproduces_the_shipped_fusion(built: Path) -> None:
+    experiments = json.loads((built / "evidence" / "tiny" / "experiments.json").read_text())
+    metrics = json.loads((built / "evidence" / "tiny" / "metrics.json").read_text())
+    for fusion, sweeps in experiments["sweeps"].items():
+        for sweep in sweeps.values():
+            row = next(
+                r
+                for r in sweep["rows"]
+                if (r["params"]["k"], r["params"]["candidates"], r["params"]["weights"]) == (60, 20, [1, 1])
+            )
+            for metric, value in row["overall"].items():
+                assert value == pytest.approx(metrics[fusion]["overall"][metric], abs=1e-12)
+
+
+def test_held_out_choice_is_the_best_setting_on_the_tuning_fold(built: Path) -> None:
+    experiments = json.loads((built / "evidence" / "tiny" / "experiments.json").read_text())
+    folds = experiments["heldout"]["folds"]
+    assert sorted(folds["A"] + folds["B"]) == ["q1", "q2", "q3"]
+    for by_sweep in experiments["heldout"]["results"].values():
+        for result in by_sweep.values():
+            assert result["tuned_beats_default_in"] == sum(f["tuned_beats_default"] for f in result["folds"])
+            for fold in result["folds"]:
+                assert fold["tune_on"] != fold["test_on"]
+                if fold["chosen"] == fold["default"]:
+                    assert fold["scores"]["tuned"] == fold["scores"]["default"]
+                    assert not fold["tuned_beats_default"]
+
+
+def test_ablation_follows_the_corpus_config_and_reports_changes(built: Path) -> None:
+    ablation = json.loads((built / "evidence" / "tiny" / "experiments.json").read_text())["ablation"]
+    assert [r["ranker"] for r in ablation["rows"]] == ["bm25", "rrf-dense-bm25"]
+    first, second = ablation["rows"]
+    assert first["delta"] is None
+    for metric, change in second["delta"].items():
+        assert change == pytest.approx(second["overall"][metric] - first["overall"][metric], abs=1e-12)
+    assert set(second["p_adjusted"]) == set(second["delta"])
+
+
+def test_unanswerable_questions_are_shown_with_their_candidates(built: Path) -> None:
+    view = json.loads((built / "evidence" / "tiny" / "experiments.json").read_text())["unanswerable"]
+    assert view["questions"] == ["q4"]
+    run = read_run(built / "evidence" / "tiny" / "runs" / "dense.json")
+    assert view["rows"]["dense"]["q4"] == {
+        "hits": len(run["queries"]["q4"]),
+        "top_score": run["queries"]["q4"][0]["score"],
+    }
+    page = (built / "corpora" / "tiny" / "index.html").read_text()
+    assert "a nonempty list or a positive score is not a sign that an answer exists" in page
+
+
+def test_corpus_page_shows_sweeps_heldout_significance_and_ablation(built: Path) -> None:
+    page = (built / "corpora" / "tiny" / "index.html").read_text()
+    for anchor in ('id="significance"', 'id="ablation"', 'id="sweeps"', "Held-out selection"):
+        assert anchor in page
+    assert "33.3 points of hit@1 is one question" in page
+    assert (built / "corpora" / "tiny" / "sweep-rrf-dense-bm25-k.svg").is_file()
+
+
+def test_bad_ablation_config_is_a_clear_error(tmp_path: Path) -> None:
+    folder = write_corpus(tmp_path / "c")
+    (folder / "sitegen.json").write_text('{"ablation": [{"ranker": "bm25"}]}')
+    with pytest.raises(CorpusError, match="ablation"):
+        load_corpus(folder)
+    (folder / "sitegen.json").write_text('{"ablaton": []}')
+    with pytest.raises(CorpusError, match="unknown setting"):
+        load_corpus(folder)
+
+
+def test_experiments_are_a_pure_function_of_runs_and_seed(tmp_path: Path) -> None:
+    corpus = load_corpus(write_corpus(tmp_path / "c"))
+    rankings = {
+        "x": {"q1": ["d1", "d2"], "q2": ["d3"], "q3": ["d2"]},
+        "y": {"q1": ["d2"], "q2": ["d4", "d3"], "q3": []},
+    }
+    scores = {r: {q: [1.0] * len(ids) for q, ids in run.items()} for r, run in rankings.items()}
+    params = {"x": RANKERS["bm25"]().contract, "y": RANKERS["dense"]().contract}
+    settings = ExperimentSettings(rounds=200)
+    first = run_experiments(corpus, rankings, params, scores, settings)
+    assert first == run_experiments(corpus, rankings, params, scores, settings)
+    assert Counter(p["metric"] for p in first["significance"]["pairs"]) == {
+        m: 1 for m in first["significance"]["metrics"]
+    }
+
+
+# --- issue 16: statistics you can defend ---------------------------------------------------------------------
+
+
+def _brute_force_p(d: list[float]) -> Fraction:
+    """The exact two-sided sign-flip p-value, over every pattern, in exact rational arithmetic."""
+    exact = [Fraction(x) for x in d if x != 0]
+    observed = abs(sum(exact))
+    patterns = list(itertools.product((1, -1), repeat=len(exact)))
+    extreme = sum(1 for s in patterns if abs(sum(si * x for si, x in zip(s, exact, strict=True))) >= observed)
+    return Fraction(extreme, len(patterns))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_small_samples_get_the_exact_p_value_of_full_enumeration(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    a = rng.choice([0.0, 0.25, 0.5, 1.0], size=8)
+    b = rng.choice([0.0, 0.5, 1.0], size=8)
+    a[0], b[0] = 1.0, 1.0  # one tie: it must contribute nothing
+    result = paired_randomisation_test(a, b, seed=9, rounds=10_000)
+    d = (a - b).tolist()
+    assert result.exact and result.differing == sum(1 for x in d if x != 0)
+    assert result.p_value == float(_brute_force_p(d))
+    assert result.method.startswith("exact enumeration of 2^")
+
+
+def test_exact_p_counts_sign_patterns_not_random_rounds() -> None:
+    # Four wins, 56 ties: 2 of 16 patterns are as extreme, p = 1/8 exactly, whatever the seed.
+    a, b = [1.0] * 4 + [0.0] * 56, [0.0] * 60
+    assert {paired_permutation_test(a, b, seed, 10_000) for seed in range(5)} == {0.125}
+
+
+def test_monte_carlo_p_is_b_plus_one_over_r_plus_one_and_never_zero() -> None:
+    result = paired_randomisation_test([1.0] * 60, [0.0] * 60, seed=1, rounds=999)
+    assert not result.exact and result.p_value == 1 / 1000
+    assert result.method == "Monte Carlo, 999 rounds, seed 1 (2^60 patterns)"
+
+
+def test_monte_carlo_with_a_partial_last_block_is_reproducible_from_the_seed() -> None:
+    rng = np.random.default_rng(5)
+    a, b = rng.random(30), rng.random(30)
+    # 2,500 rounds is two full blocks and a half one.
+    first = paired_randomisation_test(a, b, seed=4, rounds=2_500)
+    assert first == paired_randomisation_test(a, b, seed=4, rounds=2_500)
+    assert 0 < first.p_value <= 1
+    assert paired_bootstrap_ci(a, b, 4, 2_500) == paired_bootstrap_ci(a, b, 4, 2_500)
+
+
+def test_holm_matches_a_hand_computed_example() -> None:
+    # sorted: 0.01, 0.02, 0.03, 0.04 with m = 4: 0.04, 0.06, 0.06 (running max of 0.06), 0.06 (0.04 x 1)
+    assert adjust_p_values([0.03, 0.01, 0.04, 0.02], "holm") == pytest.approx([0.06, 0.04, 0.06, 0.06])
+    assert adjust_p_values([0.5, 0.6], "holm") == [1.0, 1.0]
+
+
+def test_benjamini_hochberg_matches_a_hand_computed_example() -> None:
+    # sorted 0.01, 0.02, 0.03, 0.04, m = 4: m p / j = 0.04, 0.04, 0.04, 0.04; running min from the top.
+    assert adjust_p_values([0.03, 0.01, 0.04, 0.02], "bh") == pytest.approx([0.04, 0.04, 0.04, 0.04])
+    # 0.01, 0.04, 0.045 with m = 3: 0.03, 0.06, 0.045 -> step-up minimum gives 0.03, 0.045, 0.045
+    assert adjust_p_values([0.045, 0.01, 0.04], "bh") == pytest.approx([0.045, 0.03, 0.045])
+    with pytest.raises(ValueError, match="unknown correction"):
+        adjust_p_values([0.1], "bonferroni")
+
+
+def _rankings_run(corpus_folder: Path, rankings: dict, settings: ExperimentSettings | None = None) -> dict:
+    corpus = load_corpus(corpus_folder)
+    scores = {r: {q: [1.0] * len(ids) for q, ids in run.items()} for r, run in rankings.items()}
+    params = {r: RANKERS["bm25"]().contract for r in rankings}
+    return run_experiments(corpus, rankings, params, scores, settings or ExperimentSettings(rounds=200))
+
+
+def test_a_corpus_whose_questions_are_all_unanswerable_is_a_result_not_a_crash(tmp_path: Path) -> None:
+    folder = write_corpus(
+        tmp_path / "u", queries=[{"_id": "q1", "text": "weather", "kind": "u", "answerable": False}], qrels=[]
+    )
+    result = _rankings_run(folder, {"x": {"q1": ["d1"]}, "y": {"q1": ["d2"]}})
+    assert result["scored_questions"] == 0
+    assert result["significance"]["pairs"] == [] and result["ablation"]["rows"] == []
+    assert "no question has a relevant passage" in result["significance"]["family"]["description"]
+    assert result["unanswerable"]["questions"] == ["q1"]
+
+
+@pytest.mark.parametrize(
+    ("case", "rankings"),
+    [
+        ("single question", {"x": {"q1": ["d1"]}, "y": {"q1": ["d2"]}}),
+        ("identical runs", {"x": {"q1": ["d1"], "q2": ["d3"]}, "y": {"q1": ["d1"], "q2": ["d3"]}}),
+        ("all-equal scores", {"x": {"q1": ["d4"], "q2": ["d4"]}, "y": {"q1": [], "q2": ["d1"]}}),
+    ],
+)
+def test_too_few_differing_questions_say_so_instead_of_a_p_value(tmp_path: Path, case: str, rankings: dict) -> None:
+    queries = [{"_id": "q1", "text": "refund", "kind": "p"}, {"_id": "q2", "text": "E4012", "kind": "c"}]
+    qrels = [("q1", "d1", 1), ("q2", "d3", 1)]
+    if case == "single question":
+        queries, qrels = queries[:1], qrels[:1]
+    result = _rankings_run(write_corpus(tmp_path / "c", queries=queries, qrels=qrels), rankings)
+    sig = result["significance"]
+    assert sig["family"]["size"] == 0 and sig["family"]["excluded"] == len(sig["pairs"]) == 4
+    for pair in sig["pairs"]:
+        assert pair["p_value"] is None and pair["p_adjusted"] is None and pair["significant"] is None
+        assert pair["note"].startswith("too few questions to test")
+    for row in result["heldout"]["results"].values():
+        for sweep in row.values():
+            assert all(f["too_small"] and "fewer than the 5 settings" in f["note"] for f in sweep["folds"])
+
+
+def _differing_runs(n: int, wins: int) -> tuple[list[dict], list[tuple[str, str, int]], dict]:
+    queries = [{"_id": f"q{i}", "text": f"question {i}", "kind": "k"} for i in range(n)]
+    qrels = [(f"q{i}", "d1", 1) for i in range(n)]
+    x = {f"q{i}": ["d1"] for i in range(n)}
+    y = {f"q{i}": ["d2"] if i < wins else ["d1"] for i in range(n)}  # x wins the first `wins`, the rest tie
+    return queries, qrels, {"x": x, "y": y}
+
+
+def test_significance_is_decided_on_adjusted_p_values_and_names_its_family(tmp_path: Path) -> None:
+    queries, qrels, rankings = _differing_runs(14, 12)
+    folder = write_corpus(tmp_path / "c", queries=queries, qrels=qrels)
+    result = _rankings_run(folder, rankings, ExperimentSettings(rounds=10_000))
+    sig = result["significance"]
+    assert sig["correction"] == "holm" and sig["family"]["size"] == 4
+    assert sig["family"]["description"] == "c, all pairs of 2 rankers x 4 metrics = 4 tests"
+    tested = [p for p in sig["pairs"] if p["tested"]]
+    assert [p["p_adjusted"] for p in tested] == adjust_p_values([p["p_value"] for p in tested], "holm")
+    for pair in tested:
+        assert pair["significant"] == (pair["p_adjusted"] < sig["alpha"])
+        assert pair["method"] == "exact enumeration of 2^12 = 4096 sign patterns"
+
+
+def test_interval_excluding_zero_without_a_corrected_rejection_is_explained(tmp_path: Path) -> None:
+    # 10 of 10 differing questions won: raw p = 2/1024, but the interval is (1, 1); with enough comparisons the
+    # corrected test does not reject, and the page must say why beside the interval.
+    queries, qrels, rankings = _differing_runs(10, 10)
+    for extra in ("z1", "z2", "z3", "z4", "z5", "z6"):
+        rankings[extra] = rankings["y"]
+    folder = write_corpus(tmp_path / "c", queries=queries, qrels=qrels)
+    result = _rankings_run(folder, rankings, ExperimentSettings(rounds=10_000))
+    explained = [
+        p
+        for p in result["significance"]["pairs"]
+        if p["tested"] and (p["ci_low"] > 0 or p["ci_high"] < 0) and not p["significant"]
+    ]
+    assert explained
+    assert all("interval excludes 0 but the test, corrected for" in p["note"] for p in explained)
+
+
+def test_benjamini_hochberg_is_chosen_in_sitegen_json(tmp_path: Path) -> None:
+    queries, qrels, rankings = _differing_runs(12, 12)
+    folder = write_corpus(tmp_path / "c", queries=queries, qrels=qrels)
+    (folder / "sitegen.json").write_text('{"significance": {"correction": "bh"}}')
+    sig = _rankings_run(folder, rankings)["significance"]
+    assert sig["correction"] == "bh" and sig["correction_name"] == "Benjamini-Hochberg"
+
+
+def test_an_unknown_correction_in_sitegen_json_is_a_located_error(tmp_path: Path) -> None:
+    folder = write_corpus(tmp_path / "c")
+    (folder / "sitegen.json").write_text('{\n  "significance": {"correction": "bonferroni"}\n}\n')
+    with pytest.raises(CorpusError, match=r"sitegen\.json:2: \"significance\" must be"):
+        load_corpus(folder)
+
+
+@pytest.mark.parametrize("qrels", [[("q1", "d1", 0)], []], ids=["judged-only-with-grade-0", "not-judged-at-all"])
+def test_a_build_of_a_corpus_whose_questions_are_all_unanswerable_passes_its_audit(
+    tmp_path: Path, qrels: list[tuple[str, str, int]]
+) -> None:
+    """No question has a relevant passage: the build still publishes (counts at 0, an empty qrels.trec) and
+    its own audit agrees, instead of dividing by zero."""
+    queries = [
+        {"_id": "q1", "text": "weather tomorrow", "answerable": False},
+        {"_id": "q2", "text": "football scores", "answerable": False},
+    ]
+    write_corpus(tmp_path / "corpora" / "u", queries=queries, qrels=qrels)
+    build_site(
+        BuildOptions(
+            corpora_dir=tmp_path / "corpora",
+            out_dir=tmp_path / "site",
+            cache_dir=tmp_path / "cache",
+            rankers=("bm25", "dense", "rrf-dense-bm25"),
+        ),
+        model=FakeEmbeddingModel(),
+    )
+    assert json.loads((tmp_path / "site" / "audit.json").read_text())["verdict"] == "pass"
+    report = json.loads((tmp_path / "site" / "evidence" / "u" / "report.json").read_text())
+    assert report["hit_counts"]["overall"]["bm25"]["hit@1"] == 0
+
+
+def _brute_force_tukey(x: list[list[float]]) -> list[list[float]]:
+    """Every combination of per-question permutations, written out: p[i][j] = share with range >= |diff|."""
+    n, k = len(x), len(x[0])
+    means = [sum(row[c] for row in x) / n for c in range(k)]
+    ranges = []
+    for combo in itertools.product(list(itertools.permutations(range(k))), repeat=n):
+        cols = [sum(x[q][perm[c]] for q, perm in enumerate(combo)) / n for c in range(k)]
+        ranges.append(max(cols) - min(cols))
+    return [
+        [1.0 if i == j else sum(r >= abs(means[i] - means[j]) - 1e-12 for r in ranges) / len(ranges) for j in range(k)]
+        for i in range(k)
+    ]
+
+
+def test_tukey_with_two_rankers_equals_the_exact_paired_randomisation_test() -> None:
+    """With two rankers a row permutation is a sign flip and max - min is |mean difference|: same exact p."""
+    rng = np.random.default_rng(5)
+    for _ in range(5):
+        a = rng.integers(0, 3, 11) / 2
+        b = rng.integers(0, 3, 11) / 2
+        tukey = randomised_tukey_hsd(np.column_stack([a, b]), seed=1, rounds=10_000)
+        paired = paired_randomisation_test(a, b, seed=1, rounds=10_000)
+        assert tukey.exact and paired.exact
+        assert tukey.p_values[0, 1] == tukey.p_values[1, 0] == paired.p_value
+
+
+def test_tukey_exact_enumeration_matches_an_independent_brute_force() -> None:
+    x = [[1.0, 0.0, 0.5], [0.25, 1.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.5, 0.5]]
+    result = randomised_tukey_hsd(np.array(x), seed=1, rounds=10_000)  # 6^4 = 1296 combinations
+    assert result.exact
+    np.testing.assert_allclose(result.p_values, _brute_force_tukey(x), rtol=0, atol=1e-15)
+
+
+def test_tukey_of_identical_rankers_is_one_for_every_pair() -> None:
+    column = np.random.default_rng(2).random(50)
+    result = randomised_tukey_hsd(np.column_stack([column] * 4), seed=3, rounds=500)
+    assert not result.exact
+    assert (result.p_values == 1.0).all()
+
+
+def test_tukey_monte_carlo_is_reproducible_from_the_seed_and_independent_of_the_block_size(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rng = np.random.default_rng(4)
+    x = (rng.random((40, 5)) < np.array([0.3, 0.5, 0.5, 0.6, 0.8])).astype(float)
+    first = randomised_tukey_hsd(x, seed=9, rounds=700)
+    assert not first.exact and "seed 9" in first.method
+    assert (first.p_values == randomised_tukey_hsd(x, seed=9, rounds=700).p_values).all()
+    monkeypatch.setattr(experiments_module, "TUKEY_BLOCK_VALUES", 7 * 40 * 5 + 3)  # 7-round blocks, a short last
+    assert (first.p_values == randomised_tukey_hsd(x, seed=9, rounds=700).p_values).all()
+    assert (first.p_values != randomised_tukey_hsd(x, seed=10, rounds=700).p_values).any()
+    assert first.p_values.min() >= 1 / 701  # (b + 1) / (R + 1), never 0
+
+
+def test_tukey_p_is_never_below_the_uncorrected_paired_test_on_the_widest_pair() -> None:
+    """Each pair is compared with the largest shuffled range, so its p is at least the two-ranker p."""
+    rng = np.random.default_rng(8)
+    x = (rng.random((60, 4)) < np.array([0.3, 0.45, 0.55, 0.7])).astype(float)
+    tukey = randomised_tukey_hsd(x, seed=1, rounds=4000)
+    paired = paired_randomisation_test(x[:, 3], x[:, 0], seed=1, rounds=4000)
+    assert tukey.p_values[0, 3] >= paired.p_value - 0.01
+
+
+def test_wins_ties_losses_count_exact_ties_and_d_z_is_mean_over_sd() -> None:
+    a = [1.0, 0.5, 0.3, 0.1 + 0.2, 0.0]
+    b = [0.0, 0.5, 0.3, 0.3, 1.0]  # 0.1 + 0.2 != 0.3: a win by 5.6e-17, not a tie
+    effect = paired_effect(a, b)
+    assert (effect["wins"], effect["ties"], effect["losses"]) == (2, 2, 1)
+    d = np.array(a) - np.array(b)
+    assert effect["effect_size"] == pytest.approx(d.mean() / d.std(ddof=1))
+    assert paired_effect([0.5] * 4, [0.5] * 4) == {"wins": 0, "ties": 4, "losses": 0, "effect_size": 0.0}
+    assert paired_effect([1.0] * 4, [0.0] * 4)["effect_size"] is None  # sd 0, mean not 0: undefined
+
+
+def test_experiments_json_records_tukey_beside_the_corrected_tests_and_the_page_shows_both(built: Path) -> None:
+    significance = json.loads((built / "evidence" / "tiny" / "experiments.json").read_text())["significance"]
+    tukey = significance["tukey"]
+    assert (tukey["rounds"], tukey["seed"]) == (significance["rounds"], significance["seed"])
+    assert set(tukey["by_metric"]) == set(significance["metrics"])
+    for pair in significance["pairs"]:
+        assert 0 < pair["tukey_p"] <= 1 and pair["tukey_significant"] == (pair["tukey_p"] < 0.05)
+        assert pair["wins"] + pair["ties"] + pair["losses"] == significance_questions(built)
+    page = (built / "corpora" / "tiny" / "index.html").read_text()
+    assert "randomised Tukey HSD" in page and "W/T/L" in page and "d_z" in page
+    assert "family-wise error over all pairs of rankers on one metric" in page
+
+
+def significance_questions(built: Path) -> int:
+    return json.loads((built / "evidence" / "tiny" / "experiments.json").read_text())["scored_questions"]
+
+
+def test_default_ablation_compares_only_rankers_that_differ_by_one_component() -> None:
+    contracts = {name: RANKERS[name]().contract for name in ("bm25", "dense", "pg-tsvector", "rrf-dense-bm25")}
+    pairs = experiments_module.default_ablation(["bm25", "dense", "pg-tsvector", "rrf-dense-bm25"], contracts)
+    # the fusion against each list it fuses; pg-tsvector is unrelated to every other ranker, so it has no row
+    assert pairs == [("dense", "rrf-dense-bm25", "bm25 fused in"), ("bm25", "rrf-dense-bm25", "dense fused in")]
+    assert experiments_module.default_ablation(["bm25", "pg-tsvector"], contracts) == []
+
+
+def test_default_ablation_rows_measure_each_ranker_against_its_baseline(tmp_path: Path) -> None:
+    corpus = load_corpus(write_corpus(tmp_path / "c"))
+    names = ("bm25", "dense", "rrf-dense-bm25")
+    rankings = {
+        r: {q.query_id: ["d1", "d2", "d3"] if r != "bm25" else ["d3", "d1"] for q in corpus.queries} for r in names
+    }
+    scores = {r: {q: [1.0] * len(ids) for q, ids in run.items()} for r, run in rankings.items()}
+    contracts = {r: RANKERS[r]().contract for r in names}
+    ablation = run_experiments(corpus, rankings, contracts, scores, ExperimentSettings(rounds=200))["ablation"]
+    assert [(row["baseline"], row["ranker"]) for row in ablation["rows"]] == [
+        ("dense", "rrf-dense-bm25"),
+        ("bm25", "rrf-dense-bm25"),
+    ]
+    against_dense, against_bm25 = ablation["rows"]
+    # rrf-dense-bm25 and dense were given the same lists here: no change; bm25's lists differ
+    assert set(against_dense["delta"].values()) == {0.0}
+    assert against_dense["overall"] == against_bm25["overall"] and any(against_bm25["delta"].values())
+    assert ablation["source"].startswith("default: ")
