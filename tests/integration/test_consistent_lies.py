@@ -20,7 +20,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import TINY_QRELS, TINY_QUERIES, FakeEmbeddingModel, rehash_manifest, write_corpus
 
 from sitegen import audit
 from sitegen.build import BuildOptions, build_site
@@ -28,6 +27,7 @@ from sitegen.inputs.freeze import freeze_corpus
 from sitegen.rankers import RANKERS
 from sitegen.rankers.bm25 import BM25Ranker
 from sitegen.rankers.fusion import RRFRanker
+from tests.helpers import TINY_QRELS, TINY_QUERIES, FakeEmbeddingModel, rehash_manifest, write_corpus
 
 RANKERS_BUILT = ("bm25", "bm25-stem", "dense", "rrf-dense-bm25")
 QUERIES = [*TINY_QUERIES, {"_id": "q5", "text": "card expired error", "kind": "exact-code"}]

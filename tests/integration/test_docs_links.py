@@ -19,9 +19,9 @@ from pathlib import Path
 
 import click
 import pytest
-from conftest import REPO
 
 from sitegen.cli import cli
+from tests.helpers import REPO
 
 README_LIMIT = 300  # lines; issue #29: what sitegen is, set-up, tutorial, commands, where to read more
 
