@@ -1501,6 +1501,29 @@ def pinned_params_problems(ranker: str, params: dict[str, Any]) -> list[str]:
     return problems
 
 
+# The verifiers that recompute a run's lists from the bundle alone (given its components' runs). The others, an
+# external run's file check and PostgreSQL text search's server-less check, cannot: such a row, and any fusion
+# over it, is never marked best over a verified one, and its pages say which checks it rests on.
+RECOMPUTING_VERIFIERS = frozenset(
+    {"okapi-bm25", "exact cosine", "reciprocal rank fusion", "pgvector-hnsw", "postgres-hybrid-sql"}
+)
+
+
+def unverified_rankers(bundle: Bundle, corpus: str, rankers: list[str]) -> dict[str, list[str]]:
+    """Each ranker whose lists this audit cannot recompute, with the rankers (itself, then its components')
+    that make it so, decided by this file's tables, not by what the runs declare."""
+
+    def rests_on(name: str) -> list[str]:
+        if name not in rankers:
+            return []
+        run = bundle.run(corpus, name)
+        own = [] if expected_contract(bundle, corpus, name, run)[1] in RECOMPUTING_VERIFIERS else [name]
+        components = run["params"].get("components") or []
+        return list(dict.fromkeys([*own, *(r for c in components for r in rests_on(c))]))
+
+    return {name: found for name in rankers if (found := rests_on(name))}
+
+
 def family_of(bundle: Bundle, corpus: str, ranker: str, run: dict[str, Any]) -> str | None:
     """The family :func:`expected_contract` gives, or None where the run check reports why there is none."""
     try:
@@ -1704,10 +1727,13 @@ def check_report(check: Check, bundle: Bundle, corpus: str) -> str:
             }
         return per_question[r, name]
 
+    unverified = unverified_rankers(bundle, corpus, rankers)
+    competing = [r for r in rankers if r not in unverified] or rankers
+
     def best(qids: list[str], name: str) -> list[str]:
-        """Rankers with the highest mean, recomputed from the runs (not read from metrics.json)."""
+        """Verified rankers with the highest mean, recomputed from the runs (not read from metrics.json)."""
         values = {}
-        for r in rankers:
+        for r in competing:
             scores = [question_scores(r, name)[q] for q in qids]
             values[r] = math.fsum(scores) / len(scores) if scores else 0.0  # no question: every ranker 0, as built
         top = max(values.values())
@@ -1715,7 +1741,7 @@ def check_report(check: Check, bundle: Bundle, corpus: str) -> str:
 
     def clear(qids: list[str], name: str) -> bool:
         """Whether the highest mean leads the next by more than one question (1/n), recomputed from the runs."""
-        values = [math.fsum(question_scores(r, name)[q] for q in qids) / len(qids) if qids else 0.0 for r in rankers]
+        values = [math.fsum(question_scores(r, name)[q] for q in qids) / len(qids) if qids else 0.0 for r in competing]
         top = max(values, default=0.0)
         rest = [v for v in values if top - v > 1e-12]
         return bool(rest) and len(qids) > 0 and top - max(rest) > 1 / len(qids) + 1e-12
@@ -1732,6 +1758,7 @@ def check_report(check: Check, bundle: Bundle, corpus: str) -> str:
     want = {
         "questions": {"overall": len(scored), "by_kind": {k: len(v) for k, v in kinds.items()}},
         "hit_counts": {"overall": hit_counts(scored), "by_kind": {k: hit_counts(v) for k, v in kinds.items()}},
+        "unverified": unverified,
         "best": {
             "overall": {n: best(scored, n) for n in names},
             "by_kind": {k: {n: best(qids, n) for n in names} for k, qids in kinds.items()},

@@ -809,7 +809,7 @@ def _build_corpus(
     clock = time.perf_counter()
     rankings = {r: {q: [h.doc_id for h in hits] for q, hits in run.hits.items()} for r, run in runs.items()}
     contracts = {r: run.contract for r, run in runs.items()}
-    derived: dict[str, Any] = {"report.json": derive_report(corpus, rankings, metrics)}
+    derived: dict[str, Any] = {"report.json": derive_report(corpus, rankings, metrics, contracts)}
     if has_filters(corpus):
         derived["filtering.json"] = filtering_report(corpus, rankings, metrics, contracts)
     sweep_vectors = sweep.pop("vectors", None) if sweep else None

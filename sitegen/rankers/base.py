@@ -60,6 +60,10 @@ class Contract:
     uses_postgres: bool = False
     chunking_sweep: bool = False
     reproduces: Reproduction | None = None
+    #: The standalone audit recomputes this ranker's lists from the bundle alone (given its components'
+    #: runs). False for a list only its source can give again: an external run or retriever, PostgreSQL's
+    #: text search. Such a row, and any fusion over it, never wins a "best" mark over a verified one.
+    recomputed: bool = True
 
     def as_dict(self) -> dict[str, Any]:
         """The evidence form: what a run's JSON records beside its params."""

@@ -157,7 +157,7 @@ def check_ids(run: ExternalRun, doc_ids: Set[str], query_ids: Set[str]) -> IdChe
 class ExternalRunRanker:
     """A TREC run file presented as a ranker; the file is parsed once, when the build validates its inputs."""
 
-    contract = Contract(Family.EXTERNAL, EXTERNAL_METHOD)
+    contract = Contract(Family.EXTERNAL, EXTERNAL_METHOD, recomputed=False)
 
     def __init__(self, name: str, path: Path, input_copy: str, run: ExternalRun) -> None:
         self.name = name

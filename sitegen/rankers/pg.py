@@ -173,6 +173,7 @@ class PgTsvectorRanker:
             unfiltered=unfiltered,
             uses_embeddings=True,  # not for ranking: the build loads vectors and text into one table
             uses_postgres=True,
+            recomputed=False,  # PostgreSQL's parser, stemmer and ts_rank_cd: only `sitegen audit --postgres`
         )
 
     def params(self) -> dict[str, Any]:

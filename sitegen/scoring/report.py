@@ -8,6 +8,7 @@ Shape::
     {"schema_version": 1,
      "questions": {"overall": n, "by_kind": {kind: n}},
      "hit_counts": {"overall": {ranker: {"hit@k": count}}, "by_kind": {kind: {ranker: {...}}}},
+     "unverified": {ranker: [the rankers not recomputable from the bundle that its lists rest on]},
      "best": {"overall": {metric: [rankers]}, "by_kind": {kind: {metric: [rankers]}}},
      "best_clear": {"overall": {metric: bool}, "by_kind": {kind: {metric: bool}}},
      "first_relevant_rank": {query_id: {ranker: rank or null}},
@@ -24,7 +25,14 @@ from typing import Any
 from sitegen.inputs.corpus import Corpus
 from sitegen.rankers.base import Contract
 
-__all__ = ["BEST_RULE", "SAMPLE_RULE", "derive_report", "filtering_report", "first_relevant_rank"]
+__all__ = [
+    "BEST_RULE",
+    "SAMPLE_RULE",
+    "derive_report",
+    "filtering_report",
+    "first_relevant_rank",
+    "unverified_rankers",
+]
 
 SAMPLE_RULE = (
     "for each question kind, the first question of that kind (in queries.jsonl order) on which the "
@@ -33,7 +41,9 @@ SAMPLE_RULE = (
 BEST_RULE = (
     "the highest value in a column is in bold when it leads the next ranker by more than one question "
     "(1/n of a mean over n questions); a highest value that leads by one question or less is marked "
-    "\u2020 instead, since one question's luck could reverse it; equal values (within 1e-12) are marked alike"
+    "\u2020 instead, since one question's luck could reverse it; equal values (within 1e-12) are marked alike; "
+    "only rankers the audit recomputes from the bundle compete, so an external run, a retriever, PostgreSQL's "
+    "text search and any fusion over them are never marked best over a verified row"
 )
 _EQUAL = 1e-12
 
@@ -67,13 +77,36 @@ def _hit_counts(
     return {m: sum(1 for q in members if per_query[q][m] > 0) for m in names}
 
 
+def unverified_rankers(contracts: Mapping[str, Contract]) -> dict[str, list[str]]:
+    """Each ranker whose lists the audit cannot recompute from the bundle, with the rankers (itself or its
+    components, in order) that make it so: those whose contract is not ``recomputed``, and through them any
+    fusion over them."""
+    found: dict[str, list[str]] = {}
+
+    def rests_on(name: str) -> list[str]:
+        contract = contracts.get(name)
+        if contract is None:
+            return []
+        own = [] if contract.recomputed else [name]
+        return list(dict.fromkeys([*own, *(r for c in contract.components for r in rests_on(c))]))
+
+    for name in contracts:
+        if reasons := rests_on(name):
+            found[name] = reasons
+    return found
+
+
 def derive_report(
     corpus: Corpus,
     rankings: Mapping[str, Mapping[str, Sequence[str]]],
     metrics: Mapping[str, Mapping[str, Any]],
+    contracts: Mapping[str, Contract],
 ) -> dict[str, Any]:
-    """Every derived table for one corpus; ``rankings`` is ``{ranker: {query_id: [doc ids]}}``."""
+    """Every derived table for one corpus; ``rankings`` is ``{ranker: {query_id: [doc ids]}}``. Best marks go
+    to the verified rankers (see :func:`unverified_rankers`) whenever there is one."""
     rankers = list(rankings)
+    unverified = unverified_rankers({r: contracts[r] for r in rankers})
+    competing = [r for r in rankers if r not in unverified] or rankers
     scored = [q for q in corpus.queries if corpus.relevant(q.query_id)]
     kinds = list(dict.fromkeys(q.kind for q in scored))
     members = {k: [q.query_id for q in scored if q.kind == k] for k in kinds}
@@ -83,11 +116,11 @@ def derive_report(
     clear: dict[str, Any] = {"overall": {}, "by_kind": {k: {} for k in kinds}}
     metric_list = list(metrics[rankers[0]]["overall"]) if rankers else []
     for metric in metric_list:
-        values = {r: metrics[r]["overall"][metric] for r in rankers}
+        values = {r: metrics[r]["overall"][metric] for r in competing}
         best["overall"][metric] = _best(values)
         clear["overall"][metric] = _clear_lead(values, len(all_ids))
         for kind in kinds:
-            values = {r: metrics[r]["by_kind"][kind][metric] for r in rankers}
+            values = {r: metrics[r]["by_kind"][kind][metric] for r in competing}
             best["by_kind"][kind][metric] = _best(values)
             clear["by_kind"][kind][metric] = _clear_lead(values, len(members[kind]))
 
@@ -128,6 +161,7 @@ def derive_report(
                 k: {r: _hit_counts(metrics[r]["per_query"], members[k], metric_list) for r in rankers} for k in kinds
             },
         },
+        "unverified": unverified,
         "best": best,
         "best_clear": clear,
         "first_relevant_rank": first,
