@@ -18,7 +18,7 @@ from conftest import REPO, rehash_manifest
 
 from sitegen import audit
 from sitegen.publish.evidence import read_run, write_run
-from sitegen.publish.render import write_page_listing
+from sitegen.publish.pages import write_page_listing
 
 COMMITTED = REPO / "site"
 

@@ -36,11 +36,12 @@ import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from sitegen.errors import SitegenError
 from sitegen.publish.bundle import load_json, open_bundle
+from sitegen.publish.layout import METRICS, corpus_file
 
 __all__ = [
     "FAIL",
@@ -342,8 +343,8 @@ def site_metrics(site: Path) -> dict[str, dict[str, dict[str, Any]]]:
     bundle = open_bundle(site)
     observed: dict[str, dict[str, dict[str, Any]]] = {}
     for rel in bundle.files:
-        parts = PurePosixPath(rel).parts
-        if len(parts) != 3 or parts[2] != "metrics.json":
+        place = corpus_file(rel)
+        if place is None or place[1] != METRICS:
             continue
         path = bundle.path(rel)
         metrics = load_json(path)
@@ -351,7 +352,7 @@ def site_metrics(site: Path) -> dict[str, dict[str, dict[str, Any]]]:
             isinstance(scored, dict) and isinstance(scored.get("overall"), dict) for scored in metrics.values()
         ):
             raise GateError(f'{path}: expected {{ranker: {{"overall": {{metric: value}}}}}}')
-        observed[parts[1]] = {ranker: dict(scored["overall"]) for ranker, scored in metrics.items()}
+        observed[place[0]] = {ranker: dict(scored["overall"]) for ranker, scored in metrics.items()}
     if not observed:
         raise GateError(f"{site}: the bundle holds no evidence/<corpus>/metrics.json")
     return observed

@@ -11,15 +11,15 @@ packaged model and its weights sha256; otherwise the result says why they were n
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from sitegen.inputs.corpus import Document, json_lines, passage_text
-from sitegen.publish.bundle import REEMBED_TOLERANCE
-from sitegen.publish.evidence import passages_file
+from sitegen.inputs.corpus import Document, passage_text
+from sitegen.publish.bundle import REEMBED_TOLERANCE, load_json
+from sitegen.publish.layout import MANIFEST
+from sitegen.publish.reader import CorpusReader, SiteFolder
 from sitegen.rankers.embeddings import MODEL_NAME, EmbeddingModel
 
 __all__ = ["ReembedResult", "reembed_bundle"]
@@ -59,11 +59,11 @@ def _not_rederivable(index: dict, model: EmbeddingModel) -> str | None:
     )
 
 
-def _texts(base: Path) -> dict[str, dict[str, str]]:
+def _texts(reader: CorpusReader) -> dict[str, dict[str, str]]:
     passages, queries = {}, {}
-    for _, doc in json_lines(passages_file(base)):
+    for doc in reader.passages():
         passages[doc["_id"]] = passage_text(Document(doc["_id"], doc.get("title") or "", doc["text"]))
-    for _, query in json_lines(base / "inputs" / "queries.jsonl"):
+    for query in reader.queries():
         queries[query["_id"]] = query["text"]
     return {"passages": passages, "queries": queries}
 
@@ -71,22 +71,23 @@ def _texts(base: Path) -> dict[str, dict[str, str]]:
 def reembed_bundle(site_dir: Path, model: EmbeddingModel | None = None) -> list[ReembedResult]:
     """Re-embed every corpus in the bundle that carries embeddings."""
     model = model or EmbeddingModel()
-    manifest = json.loads((site_dir / "evidence" / "manifest.json").read_text(encoding="utf-8"))
+    manifest = load_json(site_dir / MANIFEST)
     results = []
     for corpus in manifest["corpora"]:
-        base = site_dir / "evidence" / corpus
-        if not (base / "embeddings" / "index.json").is_file():
+        reader = CorpusReader(SiteFolder(site_dir), corpus)
+        files = reader.files
+        index = reader.optional(files.vector_index)
+        if index is None:
             continue
-        index = json.loads((base / "embeddings" / "index.json").read_text(encoding="utf-8"))
         reason = _not_rederivable(index, model)
         if reason is not None:
             rows = len(index.get("passages", [])) + len(index.get("queries", []))
             results.append(ReembedResult(corpus, rows, 0.0, "", False, not_checked=reason))
             continue
-        texts = _texts(base)
+        texts = _texts(reader)
         worst, worst_where, count = 0.0, "", 0
-        for name in ("passages", "queries"):
-            stored = np.load(base / "embeddings" / f"{name}.npy")
+        for name, rel in (("passages", files.passage_vectors), ("queries", files.query_vectors)):
+            stored = np.load(site_dir / rel)
             fresh = model.encode([texts[name][i] for i in index[name]])
             diff = np.abs(fresh.astype(np.float64) - stored.astype(np.float64)).max(axis=1)
             count += len(diff)
