@@ -3345,7 +3345,7 @@ def _p_value_text(value: float) -> str:
     return "< 0.01" if value < 0.005 else f"{value:.2f}"
 
 
-# How a page prints a number (sitegen.publish.render's filters), written again here.
+# How a page prints a number (sitegen.publish.pages' filters), written again here.
 SHOWN_FORMATS: dict[str, Callable[[Any], str]] = {
     "raw": str,
     "score": lambda v: f"{v:.3f}",

@@ -33,16 +33,16 @@ from sitegen.inputs.vectors import SuppliedVectors, read_supplied_vectors
 from sitegen.publish.audit_stage import audit_and_render
 from sitegen.publish.bundle import StoredVectors, has_manifest, stored_vectors
 from sitegen.publish.evidence import (
-    CHUNKS_FILE,
     DEFAULT_TITLE,
-    EVIDENCE_DIR,
     TREC_DEPTH,
+    CorpusResults,
+    DerivedTables,
     write_corpus_evidence,
-    write_json,
     write_manifest,
-    write_sweep_embeddings,
 )
-from sitegen.publish.timings import TIMINGS_DIR, copy_timing_files, load_timing_files
+from sitegen.publish.layout import EVIDENCE_DIR, MANIFEST, CorpusFiles, external_run_input, retriever_timing
+from sitegen.publish.reader import CorpusReader, SiteFolder
+from sitegen.publish.timings import copy_timing_files, load_timing_files
 from sitegen.rankers import DEFAULT_RANKERS, RankInputs, Run, make_rankers, needs_postgres
 from sitegen.rankers.embeddings import (
     MODEL_NAME,
@@ -60,9 +60,9 @@ from sitegen.rankers.filtering import has_filters
 from sitegen.rankers.fusion import RRFRanker
 from sitegen.rankers.pg_evidence import postgres_evidence
 from sitegen.rankers.retriever import RetrieverRanker, load_retriever, retriever_ranker, write_latency_file
-from sitegen.scoring.chunking_sweep import chunking_sweep
+from sitegen.scoring.chunking_sweep import ChunkingSweep, chunking_sweep
 from sitegen.scoring.experiments import experiment_inputs, run_experiments
-from sitegen.scoring.hygiene import HYGIENE_FILE, flag_lines, hygiene_report
+from sitegen.scoring.hygiene import flag_lines, hygiene_report
 from sitegen.scoring.metrics import evaluate, metric_names
 from sitegen.scoring.packing import packing_report
 from sitegen.scoring.report import derive_report, filtering_report
@@ -270,7 +270,7 @@ def external_rankers(
             raise CorpusError(path, f"run {name}: {refusal}")
         for note in ids.warnings():
             log(f"warning: {corpus.name}: run {name}: {note}")
-        rankers.append(ExternalRunRanker(name, path, f"inputs/runs/{name}.trec", run))
+        rankers.append(ExternalRunRanker(name, path, external_run_input(name), run))
     return rankers
 
 
@@ -299,7 +299,8 @@ def retriever_rankers(
     for corpus in corpora:
         doc_ids = _ranked_doc_ids(corpus) if retrievers else set()
         for retriever in retrievers:
-            ranker = retriever_ranker(retriever, corpus, doc_ids, options.depth, time.perf_counter)
+            copy = external_run_input(retriever.name)
+            ranker = retriever_ranker(retriever, corpus, doc_ids, options.depth, time.perf_counter, copy)
             log(
                 f"{corpus.name}: retriever {retriever.name} ({retriever.target}): {len(ranker.seconds)} questions "
                 f"in {sum(ranker.seconds):.2f}s"
@@ -371,7 +372,7 @@ def _checked_out_dir(options: BuildOptions) -> Path:
 def _site_manifest(folder: Path) -> dict[str, Any] | None:
     """The manifest of a site sitegen wrote (``tool.name`` is sitegen), else None."""
     try:
-        manifest = json.loads((folder / EVIDENCE_DIR / "manifest.json").read_text(encoding="utf-8"))
+        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     tool = manifest.get("tool") if isinstance(manifest, dict) else None
@@ -423,7 +424,7 @@ def _published_postgres_rows(out_dir: Path, corpora: Sequence[str], rankers: Seq
     published: dict[str, list[str]] = {}
     for name in corpora:
         try:
-            summary = json.loads((out_dir / EVIDENCE_DIR / name / "corpus.json").read_text(encoding="utf-8"))
+            summary = json.loads((out_dir / CorpusFiles(name).summary).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
         listed = summary.get("rankers") if isinstance(summary, dict) else None
@@ -439,8 +440,7 @@ def _rankers_run(site: Path, corpora: Sequence[str]) -> tuple[str, ...]:
     apply)."""
     ran: dict[str, None] = {}
     for name in corpora:
-        summary = json.loads((site / EVIDENCE_DIR / name / "corpus.json").read_text(encoding="utf-8"))
-        ran.update(dict.fromkeys(summary["rankers"]))
+        ran.update(dict.fromkeys(CorpusReader(SiteFolder(site), name).summary().rankers))
     return tuple(ran)
 
 
@@ -514,7 +514,18 @@ def _build_locked(
         steps = step_cache(options)
         try:
             total_stats, model_info, pg_versions, drift = _build_into(
-                staging, corpora, rankers, run_options, log, progress, model, seconds, steps, externals, supplied
+                staging,
+                corpora,
+                rankers,
+                run_options,
+                log,
+                progress,
+                model,
+                seconds,
+                steps,
+                externals,
+                supplied,
+                hygiene,
             )
         except SitegenError as exc:
             if published_pg and _is_postgres_unavailable(exc):
@@ -526,11 +537,9 @@ def _build_locked(
                 ) from exc
             raise
         clock = time.perf_counter()
-        for name, report in hygiene.items():
-            write_json(staging / EVIDENCE_DIR / name / HYGIENE_FILE, report)
         if baseline is not None:
             corrections = {c.name: str(c.config.get("significance", {}).get("correction", "holm")) for c in corpora}
-            write_changes(staging / EVIDENCE_DIR, baseline, [c.name for c in corpora], corrections)
+            write_changes(staging, baseline, [c.name for c in corpora], corrections)
         write_manifest(
             staging,
             [c.name for c in corpora],
@@ -575,7 +584,8 @@ def _write_retriever_timings(
         for run in runs:
             by_name.setdefault(run.name, {})[corpus] = run
     for runs in by_name.values():
-        write_latency_file(staging / TIMINGS_DIR, next(iter(runs.values())).retriever, options.depth, runs)
+        retriever = next(iter(runs.values())).retriever
+        write_latency_file(staging / retriever_timing(retriever.name), retriever, options.depth, runs)
 
 
 def _build_into(
@@ -590,6 +600,7 @@ def _build_into(
     steps: StepCache,
     externals: Mapping[str, list[ExternalRunRanker]],
     supplied: Mapping[str, SuppliedVectors | None],
+    hygiene: Mapping[str, Mapping[str, Any]],
 ) -> tuple[EmbedStats, dict[str, str] | None, dict[str, str] | None, VectorDrift | None]:
     needs_embeddings = any(r.contract.uses_embeddings for r in rankers)
     # The packaged model is loaded only for corpora that bring no vectors of their own.
@@ -639,7 +650,7 @@ def _build_into(
                 sweep = chunking_sweep(
                     source, chunking, model, cache, progress, log, frozen, options.reembed, TREC_DEPTH
                 )
-                total += sweep.pop("stats")
+                total += sweep.stats
                 seconds["experiments"] += time.perf_counter() - clock
             _build_corpus(
                 staging,
@@ -653,6 +664,7 @@ def _build_into(
                 seconds,
                 steps,
                 externals[corpus.name],
+                hygiene[corpus.name],
                 chunking,
                 sweep,
             )
@@ -782,8 +794,9 @@ def _build_corpus(
     seconds: dict[str, float],
     steps: StepCache,
     externals: Sequence[ExternalRunRanker],
+    hygiene: Mapping[str, Any],
     chunking: ChunkConfig | None = None,
-    sweep: dict[str, Any] | None = None,
+    sweep: ChunkingSweep | None = None,
 ) -> None:
     """Rank, score, derive the experiments and write one corpus's evidence; ``externals`` were
     parsed and checked while loading (:func:`external_rankers`)."""
@@ -809,78 +822,56 @@ def _build_corpus(
     clock = time.perf_counter()
     rankings = {r: {q: [h.doc_id for h in hits] for q, hits in run.hits.items()} for r, run in runs.items()}
     contracts = {r: run.contract for r, run in runs.items()}
-    derived: dict[str, Any] = {"report.json": derive_report(corpus, rankings, metrics, contracts)}
-    if has_filters(corpus):
-        derived["filtering.json"] = filtering_report(corpus, rankings, metrics, contracts)
-    sweep_vectors = sweep.pop("vectors", None) if sweep else None
-    if chunking is not None:
-        derived["chunking.json"] = {
+    run_scores = {r: {q: [h.score for h in hits] for q, hits in run.hits.items()} for r, run in runs.items()}
+    tables = DerivedTables(
+        report=derive_report(corpus, rankings, metrics, contracts),
+        experiments=steps.json(
+            "experiments",
+            experiment_inputs(corpus, rankings, contracts, run_scores),
+            lambda: run_experiments(corpus, rankings, contracts, run_scores),
+        ),
+        ties=ties_report(rankings, run_scores, corpus.qrels, [q.query_id for q in corpus.queries], metrics),
+        packing=packing_report(
+            corpus,
+            rankings,
+            corpus.citations,
+            corpus.config.get("packing", {}).get("budgets"),  # None: derived from the passage lengths
+        ),
+        hygiene=hygiene,
+        filtering=filtering_report(corpus, rankings, metrics, contracts) if has_filters(corpus) else None,
+        chunking=None
+        if chunking is None
+        else {
             "schema_version": 1,
             "default": chunking.default.as_dict(),
             "rule": CHUNK_RELEVANCE_RULE,
             "passages": len(corpus.documents),
             "qrels": {q: dict(g) for q, g in corpus.qrels.items()},
-            "sweep": sweep,
-        }
-    if postgres is not None:
-        derived["postgres.json"] = postgres
-    run_scores = {r: {q: [h.score for h in hits] for q, hits in run.hits.items()} for r, run in runs.items()}
-    derived["experiments.json"] = steps.json(
-        "experiments",
-        experiment_inputs(corpus, rankings, contracts, run_scores),
-        lambda: run_experiments(corpus, rankings, contracts, run_scores),
-    )
-    derived["ties.json"] = ties_report(
-        rankings, run_scores, corpus.qrels, [q.query_id for q in corpus.queries], metrics
-    )
-    derived["packing.json"] = packing_report(
-        corpus,
-        rankings,
-        corpus.citations,
-        corpus.config.get("packing", {}).get("budgets"),  # None: derived from the passage lengths
+            "sweep": sweep.table if sweep is not None else None,
+        },
+        postgres=postgres,
     )
     log(f"{corpus.name}: experiments done (sweeps, held-out selection, significance, ablation, packing)")
     seconds["experiments"] += time.perf_counter() - clock
     clock = time.perf_counter()
+    files = CorpusFiles(corpus.name)
     for external in externals:  # first: corpus.json records the sha256 of every input copy
-        target = staging / EVIDENCE_DIR / corpus.name / external.input_copy
+        target = staging / files.at(external.input_copy)
         target.parent.mkdir(parents=True, exist_ok=True)
         external.write_input(target)  # a run file is copied and checked; a retriever's run is written
     source = git_source(corpus.root)
-    write_corpus_evidence(
-        staging / EVIDENCE_DIR,
-        corpus,
-        runs,
-        metrics,
-        metric_names(),
-        options.depth,
-        embeddings,
-        derived=derived,
-        provenance={
-            "inputs_date": inputs_date(corpus.root, corpus.input_files),
-            "frozen": frozen_summary(corpus),
-            "source": source.as_dict() if source is not None else None,
-        },
+    results = CorpusResults(
+        corpus=corpus,
+        runs=runs,
+        metrics=metrics,
+        metric_list=tuple(metric_names()),
+        depth=options.depth,
+        tables=tables,
+        embeddings=embeddings,
+        sweep_vectors=sweep.vectors if sweep is not None else None,
+        date=inputs_date(corpus.root, corpus.input_files),
+        frozen=frozen_summary(corpus),
+        source=source.as_dict() if source is not None else None,
     )
-    if sweep_vectors is not None and sweep_vectors["ids"]:
-        write_sweep_embeddings(
-            staging / EVIDENCE_DIR / corpus.name,
-            sweep_vectors["ids"],
-            sweep_vectors["hashes"],
-            sweep_vectors["matrix"],
-            sweep_vectors["config_sha256"],
-        )
-    if chunking is not None:
-        (staging / EVIDENCE_DIR / corpus.name / CHUNKS_FILE).write_text(
-            "".join(
-                json.dumps(
-                    {"_id": d.doc_id, "title": d.title, "text": d.text, "metadata": dict(d.metadata)},
-                    sort_keys=True,
-                    ensure_ascii=False,
-                )
-                + "\n"
-                for d in corpus.documents
-            ),
-            encoding="utf-8",
-        )
+    write_corpus_evidence(staging, results)
     seconds["write"] += time.perf_counter() - clock

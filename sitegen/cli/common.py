@@ -78,8 +78,10 @@ def _os_problem(exc: OSError) -> str:
 
 def _site_folder(ctx: click.Context, param: click.Parameter, value: Path) -> Path:
     """A folder without ``evidence/`` is the wrong folder, not a site whose audit failed."""
-    if not (value / "evidence").is_dir():
-        raise click.BadParameter(f"{value} has no evidence/ folder; pass a built site folder", ctx, param)
+    from sitegen.publish.layout import EVIDENCE_DIR
+
+    if not (value / EVIDENCE_DIR).is_dir():
+        raise click.BadParameter(f"{value} has no {EVIDENCE_DIR}/ folder; pass a built site folder", ctx, param)
     return value
 
 

@@ -45,13 +45,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sitegen.compare.diff import compare_first_relevant, first_relevant_ranks, relevance_grades
+from sitegen.compare.diff import compare_first_relevant, first_relevant_ranks
 from sitegen.compare.order import natural_key
 from sitegen.errors import BuildError, BundleError
 from sitegen.hashing import sha256_file
-from sitegen.inputs.corpus import json_lines
-from sitegen.publish.bundle import Bundle, load_json, open_bundle
-from sitegen.publish.evidence import read_run, write_json
+from sitegen.inputs.corpus import CORPUS_FILE, QRELS_FILE, QUERIES_FILE, json_lines
+from sitegen.publish.bundle import open_bundle
+from sitegen.publish.evidence import write_json
+from sitegen.publish.layout import MANIFEST, input_of
+from sitegen.publish.reader import CorpusReader, SiteFolder, qrels_grades
 from sitegen.scoring.experiments import (
     CORRECTIONS,
     ExperimentSettings,
@@ -61,8 +63,6 @@ from sitegen.scoring.experiments import (
 )
 
 __all__ = [
-    "BASELINE_DIR",
-    "CHANGES_FILE",
     "PLOT_METRIC",
     "Baseline",
     "BaselineCorpus",
@@ -73,12 +73,10 @@ __all__ = [
 ]
 
 CHANGES_SCHEMA_VERSION = 1
-CHANGES_FILE = "changes.json"
-BASELINE_DIR = "baseline"
-BASELINE_FILE = "baseline.json"
 #: The metric of the per-question difference plot: graded, so a label's grade shows in it.
 PLOT_METRIC = "ndcg@10"
-PASSAGES, QUESTIONS, LABELS = "corpus.jsonl", "queries.jsonl", "qrels/test.tsv"
+#: The input files diffed record by record; any other input file is diffed line by line.
+PASSAGES, QUESTIONS, LABELS = CORPUS_FILE, QUERIES_FILE, QRELS_FILE
 #: The corpus page's test settings (seed, rounds, alpha, minimum differing questions).
 DEFAULT_SETTINGS = ExperimentSettings()
 
@@ -100,13 +98,6 @@ class Baseline:
     corpora: Mapping[str, BaselineCorpus]
 
 
-def _listed(bundle: Bundle, rel: str) -> Path:
-    """A file the baseline's manifest lists (and :func:`open_bundle` verified); any other file is not evidence."""
-    if rel not in bundle.files:
-        raise BundleError(bundle.evidence_dir / "manifest.json", f"does not list {rel}, which the baseline needs")
-    return bundle.path(rel)
-
-
 def open_baseline(path: Path) -> Baseline:
     """Open and verify ``--baseline DIR`` and keep what the Changes pages need; a folder that is not a sitegen
     bundle, or whose files fail its manifest's sha256, is refused with a BuildError naming the file."""
@@ -114,24 +105,18 @@ def open_baseline(path: Path) -> Baseline:
         bundle = open_bundle(path)
         tool = bundle.manifest.get("tool")
         if not isinstance(tool, Mapping) or tool.get("name") != "sitegen":
-            raise BundleError(bundle.evidence_dir / "manifest.json", "not written by sitegen (tool.name)")
-        manifest_sha256 = sha256_file(bundle.evidence_dir / "manifest.json")
+            raise BundleError(bundle.path(MANIFEST), "not written by sitegen (tool.name)")
+        manifest_sha256 = sha256_file(bundle.path(MANIFEST))
         corpora: dict[str, BaselineCorpus] = {}
         for name in bundle.manifest.get("corpora") or []:
-            base = f"evidence/{name}"
-            if f"{base}/corpus.json" not in bundle.files:
+            reader = CorpusReader(bundle, name)
+            if not bundle.has(reader.files.summary):
                 continue
-            summary = load_json(_listed(bundle, f"{base}/corpus.json"))
-            metrics = load_json(_listed(bundle, f"{base}/metrics.json"))
-            chunking_rel = f"{base}/chunking.json"
-            chunking = load_json(bundle.path(chunking_rel)) if chunking_rel in bundle.files else None
-            inputs = {
-                rel.removeprefix("inputs/"): _listed(bundle, f"{base}/{rel}").read_bytes() for rel in summary["inputs"]
-            }
-            grades = relevance_grades(
-                inputs.get(LABELS, b"").decode("utf-8"), chunking, f"{path}/{base}/inputs/{LABELS}"
-            )
-            rankers = list(summary["rankers"])
+            summary = reader.summary()
+            metrics = reader.json(reader.files.metrics)
+            inputs = {input_of(rel): bundle.require(reader.files.at(rel)).read_bytes() for rel in summary.inputs}
+            grades = reader.grades()
+            rankers = list(summary.rankers)
             record = {
                 "schema_version": CHANGES_SCHEMA_VERSION,
                 "manifest_sha256": manifest_sha256,
@@ -139,9 +124,7 @@ def open_baseline(path: Path) -> Baseline:
                 "inputs": sorted(inputs),
                 "rankers": rankers,
                 "per_query": {r: metrics[r]["per_query"] for r in rankers},
-                "first_relevant": {
-                    r: first_relevant_ranks(read_run(_listed(bundle, f"{base}/runs/{r}.json")), grades) for r in rankers
-                },
+                "first_relevant": {r: first_relevant_ranks(reader.run(r), grades) for r in rankers},
             }
             corpora[name] = BaselineCorpus(inputs, record)
     except BundleError as exc:
@@ -209,7 +192,7 @@ def input_changes(before: Mapping[str, Path], after: Mapping[str, Path]) -> dict
 
     def grades(files: Mapping[str, Path]) -> dict[str, dict[str, int]]:
         text = files[LABELS].read_text(encoding="utf-8") if LABELS in files else ""
-        return relevance_grades(text, None, str(files.get(LABELS, LABELS)))
+        return qrels_grades(text, str(files.get(LABELS, LABELS)))
 
     others_a = {n: p for n, p in before.items() if n not in (PASSAGES, QUESTIONS, LABELS)}
     others_b = {n: p for n, p in after.items() if n not in (PASSAGES, QUESTIONS, LABELS)}
@@ -377,7 +360,7 @@ def changes_report(
 
 
 def write_changes(
-    evidence_dir: Path, baseline: Baseline, corpora: Sequence[str], correction: Mapping[str, str]
+    site_dir: Path, baseline: Baseline, corpora: Sequence[str], correction: Mapping[str, str]
 ) -> list[str]:
     """For each corpus in both builds: copy the baseline's inputs and record under ``<corpus>/baseline/`` and
     write ``<corpus>/changes.json`` from that copy and the new evidence. Returns the corpora compared."""
@@ -386,32 +369,28 @@ def write_changes(
         kept = baseline.corpora.get(name)
         if kept is None:
             continue
-        base = evidence_dir / name
-        copy = base / BASELINE_DIR
-        if copy.exists():
-            shutil.rmtree(copy)
+        reader = CorpusReader(SiteFolder(site_dir), name)
+        files = reader.files
+        if (site_dir / files.baseline).exists():
+            shutil.rmtree(site_dir / files.baseline)
+        old_inputs = {rel: site_dir / files.baseline_input(rel) for rel in kept.inputs}
         for rel, data in kept.inputs.items():
-            target = copy / "inputs" / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-        write_json(copy / BASELINE_FILE, kept.record)
-        summary = load_json(base / "corpus.json")
-        metrics = load_json(base / "metrics.json")
-        chunking = load_json(base / "chunking.json") if (base / "chunking.json").is_file() else None
-        labels = base / "inputs" / LABELS
-        grades = relevance_grades(labels.read_text(encoding="utf-8") if labels.is_file() else "", chunking, str(labels))
-        rankers = list(summary["rankers"])
-        now_inputs = {rel.removeprefix("inputs/"): base / rel for rel in summary["inputs"]}
-        old_inputs = {rel: copy / "inputs" / rel for rel in kept.inputs}
+            old_inputs[rel].parent.mkdir(parents=True, exist_ok=True)
+            old_inputs[rel].write_bytes(data)
+        write_json(site_dir / files.baseline_record, kept.record)
+        summary = reader.summary()
+        metrics = reader.json(files.metrics)
+        grades = reader.grades()
+        rankers = list(summary.rankers)
         report = changes_report(
             kept.record,
-            input_changes(old_inputs, now_inputs),
+            input_changes(old_inputs, reader.inputs(summary)),
             rankers,
             {r: metrics[r]["per_query"] for r in rankers},
-            {r: first_relevant_ranks(read_run(base / "runs" / f"{r}.json"), grades) for r in rankers},
-            int(summary["depth"]),
+            {r: first_relevant_ranks(reader.run(r), grades) for r in rankers},
+            int(summary.depth),
             correction.get(name, "holm"),
         )
-        write_json(base / CHANGES_FILE, report)
+        write_json(site_dir / files.changes, report)
         done.append(name)
     return done

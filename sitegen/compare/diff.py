@@ -54,9 +54,8 @@ measures are defined in :mod:`sitegen.compare.repro`; they read the per-question
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import numpy as np
@@ -85,7 +84,8 @@ from sitegen.compare.repro import (
 )
 from sitegen.errors import BundleError
 from sitegen.publish.bundle import Bundle, load_json, open_bundle
-from sitegen.publish.evidence import read_run
+from sitegen.publish.layout import METRICS, CorpusFiles, corpus_file, run_ranker, vector_rows
+from sitegen.publish.reader import CorpusReader
 from sitegen.scoring.report import first_relevant_rank
 
 __all__ = [
@@ -100,14 +100,7 @@ __all__ = [
     "first_relevant_ranks",
     "is_finite_number",
     "rankings_by_query",
-    "relevance_grades",
 ]
-
-_EVIDENCE = "evidence"
-_MANIFEST = "manifest.json"
-_RUN_PATH = re.compile(r"^evidence/([^/]+)/runs/([^/]+)\.json$")
-_METRICS_PATH = re.compile(r"^evidence/([^/]+)/metrics\.json$")
-_NPY_PATH = re.compile(r"^evidence/([^/]+)/embeddings/([^/]+)\.npy$")
 
 
 # ---------------------------------------------------------------------------------- pure comparisons
@@ -177,36 +170,6 @@ def compare_metrics(corpus: str, a: Mapping[str, Any], b: Mapping[str, Any]) -> 
         for metric in sorted(overall_a.keys() | overall_b.keys(), key=natural_key):
             changes.append(MetricChange(corpus, ranker, metric, overall_a.get(metric), overall_b.get(metric)))
     return tuple(changes)
-
-
-def relevance_grades(
-    qrels_tsv: str | None, chunking: Mapping[str, Any] | None, source: str = "qrels/test.tsv"
-) -> dict[str, dict[str, int]]:
-    """Grades per question from a bundle's own inputs: ``chunking.json``'s ``"qrels"`` when present
-    (a chunked corpus is ranked as chunks, so its labels are chunk ids), else the TSV copy
-    (header line, then query-id TAB corpus-id TAB integer grade). ``source`` names the file in errors."""
-    if chunking is not None and isinstance(chunking.get("qrels"), Mapping):
-        grades: dict[str, dict[str, int]] = {}
-        for qid, judged in chunking["qrels"].items():
-            if not isinstance(judged, Mapping) or not all(_is_int(g) for g in judged.values()):
-                raise BundleError(source, f"qrels of query {qid!r} are not {{chunk_id: integer grade}}")
-            grades[qid] = dict(judged)
-        return grades
-    grades = {}
-    # Lines end at "\n" only, as sitegen's reader splits them: a U+2028 in an id is not a line break.
-    for number, line in enumerate((qrels_tsv or "").removeprefix("\ufeff").split("\n"), start=1):
-        line = line.removesuffix("\r")
-        if number == 1 or not line.strip():
-            continue
-        cells = line.split("\t")
-        if len(cells) != 3:
-            raise BundleError(f"{source}:{number}", "expected query-id TAB corpus-id TAB grade")
-        qid, doc_id, grade = (c.strip() for c in cells)
-        try:
-            grades.setdefault(qid, {})[doc_id] = int(grade)
-        except ValueError:
-            raise BundleError(f"{source}:{number}", f"grade {grade!r} is not an integer") from None
-    return grades
 
 
 def first_relevant_ranks(run: Mapping[str, Any], grades: Mapping[str, Mapping[str, int]]) -> dict[str, int | None]:
@@ -325,18 +288,8 @@ def compare_pairs(
 # ------------------------------------------------------------------------------------------- readers
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def is_finite_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _read_run(bundle: Bundle, rel: str) -> dict[str, Any]:
-    """A run document (either run schema, through sitegen's one reader), its shape checked so the pure
-    comparison can index it freely."""
-    return read_run(bundle.path(rel))
 
 
 def _read_metrics(bundle: Bundle, rel: str) -> dict[str, Any]:
@@ -362,21 +315,6 @@ def _per_query(scored: Mapping[str, Any]) -> dict[str, dict[str, dict[str, Any]]
     return {ranker: dict(doc.get("per_query", {})) for ranker, doc in scored.items()}
 
 
-def _read_grades(bundle: Bundle, corpus: str) -> dict[str, dict[str, int]]:
-    qrels_rel = f"{_EVIDENCE}/{corpus}/inputs/qrels/test.tsv"
-    chunking_rel = f"{_EVIDENCE}/{corpus}/chunking.json"
-    chunking = load_json(bundle.path(chunking_rel)) if chunking_rel in bundle.files else None
-    if isinstance(chunking, Mapping) and isinstance(chunking.get("qrels"), Mapping):
-        return relevance_grades(None, chunking, str(bundle.path(chunking_rel)))
-    text = None
-    if qrels_rel in bundle.files:
-        try:
-            text = bundle.path(qrels_rel).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise BundleError(bundle.path(qrels_rel), f"cannot read: {exc}") from None
-    return relevance_grades(text, None, str(bundle.path(qrels_rel)))
-
-
 def _read_npy(bundle: Bundle, rel: str) -> np.ndarray:
     path = bundle.path(rel)
     try:
@@ -386,21 +324,36 @@ def _read_npy(bundle: Bundle, rel: str) -> np.ndarray:
 
 
 def _vector_ids(bundle: Bundle, corpus: str, name: str) -> list[str] | None:
-    """Row ids of ``embeddings/<name>.npy``: key ``<name>`` of ``index.json``, or for ``<p>-<key>.npy``
-    key ``<key>`` of ``<p>-index.json`` (``sweep-passages.npy`` -> ``sweep-index.json["passages"]``)."""
-    prefix, dash, key = name.rpartition("-")
-    rel = f"{_EVIDENCE}/{corpus}/embeddings/{prefix}{dash}index.json"
-    if rel not in bundle.files:
+    """Row ids of a matrix of vectors (``name`` inside the corpus folder), from the index file that names its
+    rows (:func:`sitegen.publish.layout.vector_rows`); None when the bundle has no usable list of them."""
+    rows = vector_rows(name)
+    if rows is None or not bundle.has(CorpusFiles(corpus).at(rows[0])):
         return None
-    index = load_json(bundle.path(rel))
-    ids = index.get(key) if isinstance(index, Mapping) else None
+    index = load_json(bundle.path(CorpusFiles(corpus).at(rows[0])))
+    ids = index.get(rows[1]) if isinstance(index, Mapping) else None
     if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
         return None
     return ids
 
 
-def _by_pattern(files: Iterable[str], pattern: re.Pattern[str]) -> dict[tuple[str, ...], str]:
-    return {m.groups(): rel for rel in files if (m := pattern.match(rel))}
+def _corpus_files(files: Iterable[str], kind: Callable[[str], str | None]) -> dict[tuple[str, str], str]:
+    """The manifest paths of one kind of corpus file, by (corpus, what ``kind`` names it): a ranker for a run,
+    a matrix's file name for vectors, and so on; ``kind`` gives None for a file of another kind."""
+    found = {}
+    for rel in files:
+        place = corpus_file(rel)
+        name = kind(place[1]) if place is not None else None
+        if place is not None and name is not None:
+            found[place[0], name] = rel
+    return found
+
+
+def _metrics_file(name: str) -> str | None:
+    return name if name == METRICS else None
+
+
+def _vector_file(name: str) -> str | None:
+    return name if vector_rows(name) is not None else None
 
 
 def diff_bundles(a: Path, b: Path, tolerance: float = 0.0, pairs: Sequence[tuple[str, str]] = ()) -> BundleDiff:
@@ -413,7 +366,7 @@ def diff_bundles(a: Path, b: Path, tolerance: float = 0.0, pairs: Sequence[tuple
     bundle_a, bundle_b = open_bundle(a), open_bundle(b)
     files = compare_files(bundle_a.files, bundle_b.files)
 
-    runs_a, runs_b = _by_pattern(bundle_a.files, _RUN_PATH), _by_pattern(bundle_b.files, _RUN_PATH)
+    runs_a, runs_b = _corpus_files(bundle_a.files, run_ranker), _corpus_files(bundle_b.files, run_ranker)
     grades_a: dict[str, dict[str, dict[str, int]]] = {}
     grades_b: dict[str, dict[str, dict[str, int]]] = {}
     run_diffs: list[RunDiff] = []
@@ -421,23 +374,24 @@ def diff_bundles(a: Path, b: Path, tolerance: float = 0.0, pairs: Sequence[tuple
     rankings: list[RankingAgreement] = []
     # One pair of runs in memory at a time: a large bundle holds many.
     for corpus, ranker in sorted(runs_a.keys() & runs_b.keys(), key=lambda k: (k[0], natural_key(k[1]))):
-        run_a, run_b = _read_run(bundle_a, runs_a[corpus, ranker]), _read_run(bundle_b, runs_b[corpus, ranker])
+        reader_a, reader_b = CorpusReader(bundle_a, corpus), CorpusReader(bundle_b, corpus)
+        run_a, run_b = reader_a.run(ranker), reader_b.run(ranker)
         run_diffs.append(compare_runs(corpus, ranker, run_a, run_b))
         if corpus not in grades_a:
-            grades_a[corpus], grades_b[corpus] = _read_grades(bundle_a, corpus), _read_grades(bundle_b, corpus)
+            grades_a[corpus], grades_b[corpus] = reader_a.grades(), reader_b.grades()
         before = first_relevant_ranks(run_a, grades_a[corpus])
         after = first_relevant_ranks(run_b, grades_b[corpus])
         moves.extend(compare_first_relevant(corpus, ranker, before, after))
         rankings.append(ranking_agreement(corpus, ranker, rankings_by_query(run_a), rankings_by_query(run_b)))
 
-    metrics_a, metrics_b = _by_pattern(bundle_a.files, _METRICS_PATH), _by_pattern(bundle_b.files, _METRICS_PATH)
+    metrics_a, metrics_b = _corpus_files(bundle_a.files, _metrics_file), _corpus_files(bundle_b.files, _metrics_file)
     metric_changes: list[MetricChange] = []
     scores: list[ScoreAgreement] = []
     effects: list[PairEffect] = []
     skipped: list[PairSkipped] = []
-    for (corpus,) in sorted(metrics_a.keys() | metrics_b.keys()):
-        scored_a = _read_metrics(bundle_a, metrics_a[corpus,]) if (corpus,) in metrics_a else {}
-        scored_b = _read_metrics(bundle_b, metrics_b[corpus,]) if (corpus,) in metrics_b else {}
+    for corpus, name in sorted(metrics_a.keys() | metrics_b.keys()):
+        scored_a = _read_metrics(bundle_a, metrics_a[corpus, name]) if (corpus, name) in metrics_a else {}
+        scored_b = _read_metrics(bundle_b, metrics_b[corpus, name]) if (corpus, name) in metrics_b else {}
         metric_changes.extend(compare_metrics(corpus, scored_a, scored_b))
         per_query_a, per_query_b = _per_query(scored_a), _per_query(scored_b)
         for ranker in sorted(per_query_a.keys() & per_query_b.keys(), key=natural_key):
@@ -446,13 +400,13 @@ def diff_bundles(a: Path, b: Path, tolerance: float = 0.0, pairs: Sequence[tuple
         effects.extend(found)
         skipped.extend(not_found)
 
-    npy_a, npy_b = _by_pattern(bundle_a.files, _NPY_PATH), _by_pattern(bundle_b.files, _NPY_PATH)
+    npy_a, npy_b = _corpus_files(bundle_a.files, _vector_file), _corpus_files(bundle_b.files, _vector_file)
     vectors = []
     for corpus, name in sorted(npy_a.keys() & npy_b.keys()):
         vectors.append(
             compare_vectors(
                 corpus,
-                f"{name}.npy",
+                PurePosixPath(name).name,
                 _vector_ids(bundle_a, corpus, name),
                 _read_npy(bundle_a, npy_a[corpus, name]),
                 _vector_ids(bundle_b, corpus, name),

@@ -40,12 +40,13 @@ import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from sitegen.errors import SitegenError
 from sitegen.inputs.binding import QUESTION_SET_FILES
 from sitegen.publish.bundle import load_json, open_bundle
+from sitegen.publish.layout import METRICS, SUMMARY, corpus_file
 
 __all__ = [
     "FAIL",
@@ -423,11 +424,11 @@ def _observed(site: Path) -> tuple[dict[str, dict[str, dict[str, Any]]], dict[st
     observed: dict[str, dict[str, dict[str, Any]]] = {}
     inputs: dict[str, dict[str, str]] = {}
     for rel in bundle.files:
-        parts = PurePosixPath(rel).parts
-        if len(parts) == 3 and parts[2] == "corpus.json":
+        place = corpus_file(rel)
+        if place is not None and place[1] == SUMMARY:
             recorded = load_json(bundle.path(rel)).get("input_sha256") or {}
-            inputs[parts[1]] = {name: recorded[name] for name in QUESTION_SET_FILES if name in recorded}
-        if len(parts) != 3 or parts[2] != "metrics.json":
+            inputs[place[0]] = {name: recorded[name] for name in QUESTION_SET_FILES if name in recorded}
+        if place is None or place[1] != METRICS:
             continue
         path = bundle.path(rel)
         metrics = load_json(path)
@@ -435,7 +436,7 @@ def _observed(site: Path) -> tuple[dict[str, dict[str, dict[str, Any]]], dict[st
             isinstance(scored, dict) and isinstance(scored.get("overall"), dict) for scored in metrics.values()
         ):
             raise GateError(f'{path}: expected {{ranker: {{"overall": {{metric: value}}}}}}')
-        observed[parts[1]] = {ranker: dict(scored["overall"]) for ranker, scored in metrics.items()}
+        observed[place[0]] = {ranker: dict(scored["overall"]) for ranker, scored in metrics.items()}
     if not observed:
         raise GateError(f"{site}: the bundle holds no evidence/<corpus>/metrics.json")
     return observed, {corpus: files for corpus, files in inputs.items() if corpus in observed}

@@ -39,14 +39,20 @@ from sitegen.rankers.embeddings import CorpusEmbeddings, text_sha256
 __all__ = [
     "SUPPLIED_DIR",
     "SUPPLIED_FILES",
+    "SUPPLIED_INDEX",
     "SUPPLIED_NORM_TOLERANCE",
+    "SUPPLIED_PASSAGES",
+    "SUPPLIED_QUERIES",
     "SuppliedVectors",
     "read_supplied_vectors",
     "unit_rows",
 ]
 
 SUPPLIED_DIR = "embeddings"
-SUPPLIED_FILES = (f"{SUPPLIED_DIR}/index.json", f"{SUPPLIED_DIR}/passages.npy", f"{SUPPLIED_DIR}/queries.npy")
+SUPPLIED_INDEX = f"{SUPPLIED_DIR}/index.json"
+SUPPLIED_PASSAGES = f"{SUPPLIED_DIR}/passages.npy"
+SUPPLIED_QUERIES = f"{SUPPLIED_DIR}/queries.npy"
+SUPPLIED_FILES = (SUPPLIED_INDEX, SUPPLIED_PASSAGES, SUPPLIED_QUERIES)
 #: The audit's embedding norm tolerance: a row accepted here must pass the audit.
 SUPPLIED_NORM_TOLERANCE = 1e-5
 _KEYS = {"model", "weights_sha256", "provenance", "dimensions", "dtype", "normalised", "passages", "queries"}
@@ -218,7 +224,7 @@ def read_supplied_vectors(corpus: Corpus) -> SuppliedVectors | None:
         if path is None:
             needs = ", ".join(SUPPLIED_FILES)
             raise CorpusError(folder / name, f"missing: a supplied {SUPPLIED_DIR}/ folder needs {needs}")
-    index_path = folder / SUPPLIED_FILES[0]
+    index_path = folder / SUPPLIED_INDEX
     if "chunking" in corpus.config:
         raise CorpusError(
             index_path,
@@ -234,8 +240,8 @@ def read_supplied_vectors(corpus: Corpus) -> SuppliedVectors | None:
     if hashes is not None:
         _check_text_hashes(index_path, index, hashes, corpus)
     dims, normalised = index["dimensions"], index["normalised"]
-    docs = _read_matrix(folder / SUPPLIED_FILES[1], len(doc_ids), dims, normalised, index["passages"])
-    queries = _read_matrix(folder / SUPPLIED_FILES[2], len(query_ids), dims, normalised, index["queries"])
+    docs = _read_matrix(folder / SUPPLIED_PASSAGES, len(doc_ids), dims, normalised, index["passages"])
+    queries = _read_matrix(folder / SUPPLIED_QUERIES, len(query_ids), dims, normalised, index["queries"])
     doc_row = {d: i for i, d in enumerate(index["passages"])}
     query_row = {q: i for i, q in enumerate(index["queries"])}
     return SuppliedVectors(

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from sitegen.errors import BuildError
-from sitegen.publish.render import AUDIT_SCRIPT, render_site, write_page_listing
+from sitegen.publish.layout import AUDIT_SCRIPT
+from sitegen.publish.pages import render_site, write_page_listing
 from sitegen.stepcache import StepCache
 
 __all__ = ["audit_and_render"]

@@ -17,6 +17,7 @@ import numpy as np
 
 from sitegen.errors import BundleError
 from sitegen.hashing import sha256_file
+from sitegen.publish.layout import EVIDENCE_DIR, MANIFEST, MANIFEST_NAME, VECTOR_FILES, CorpusFiles, corpus_file
 from sitegen.rankers.embeddings import usable_vector
 
 __all__ = ["REEMBED_TOLERANCE", "Bundle", "StoredVectors", "has_manifest", "load_json", "open_bundle", "stored_vectors"]
@@ -24,9 +25,6 @@ __all__ = ["REEMBED_TOLERANCE", "Bundle", "StoredVectors", "has_manifest", "load
 #: Largest allowed absolute difference in any vector component between stored and recomputed
 #: vectors. Re-embedding on another CPU changes the last bits of float32 arithmetic, not the third decimal.
 REEMBED_TOLERANCE = 1e-4
-
-_EVIDENCE = "evidence"
-_MANIFEST = "manifest.json"
 
 
 @dataclass(frozen=True)
@@ -40,6 +38,16 @@ class Bundle:
     def path(self, rel: str) -> Path:
         """The file for a manifest path (``evidence/...``), wherever the evidence folder itself lies."""
         return self.evidence_dir.joinpath(*PurePosixPath(rel).parts[1:])
+
+    def has(self, rel: str) -> bool:
+        """Whether the manifest lists ``rel`` (and so :func:`open_bundle` verified it)."""
+        return rel in self.files
+
+    def require(self, rel: str) -> Path:
+        """The file of a path the manifest lists; any other file is not evidence, and is refused."""
+        if rel not in self.files:
+            raise BundleError(self.path(MANIFEST), f"does not list {rel}, which is needed here")
+        return self.path(rel)
 
 
 def load_json(path: Path) -> Any:
@@ -56,9 +64,9 @@ def load_json(path: Path) -> Any:
 
 def _find_evidence_dir(path: Path) -> Path | None:
     """The evidence folder of a site folder, or ``path`` itself when it is one; None without a manifest."""
-    if (path / _EVIDENCE / _MANIFEST).is_file():
-        return path / _EVIDENCE
-    if (path / _MANIFEST).is_file():
+    if (path / MANIFEST).is_file():
+        return path / EVIDENCE_DIR
+    if (path / MANIFEST_NAME).is_file():
         return path
     return None
 
@@ -67,14 +75,14 @@ def _evidence_dir(path: Path) -> Path:
     found = _find_evidence_dir(path)
     if found is not None:
         return found
-    raise BundleError(path, f"not a site or evidence folder (neither {_EVIDENCE}/{_MANIFEST} nor {_MANIFEST} in it)")
+    raise BundleError(path, f"not a site or evidence folder (neither {MANIFEST} nor {MANIFEST_NAME} in it)")
 
 
 def open_bundle(path: Path) -> Bundle:
     """Find a bundle (a site folder or its ``evidence/`` folder), read its manifest, and check the
     sha256 of every file it lists; the first missing or mismatching file refuses the bundle."""
     evidence_dir = _evidence_dir(Path(path))
-    manifest_path = evidence_dir / _MANIFEST
+    manifest_path = evidence_dir / MANIFEST_NAME
     manifest = load_json(manifest_path)
     listed = manifest.get("files") if isinstance(manifest, Mapping) else None
     if not isinstance(listed, Mapping):
@@ -84,8 +92,8 @@ def open_bundle(path: Path) -> Bundle:
         entry = listed[rel]
         parts = PurePosixPath(rel).parts
         # Manifest paths are relative to the site root; anything else could point outside the bundle.
-        if len(parts) < 2 or parts[0] != _EVIDENCE or ".." in parts or rel.startswith("/"):
-            raise BundleError(manifest_path, f"{rel!r} is not a path under {_EVIDENCE}/")
+        if len(parts) < 2 or parts[0] != EVIDENCE_DIR or ".." in parts or rel.startswith("/"):
+            raise BundleError(manifest_path, f"{rel!r} is not a path under {EVIDENCE_DIR}/")
         if not isinstance(entry, Mapping) or not isinstance(entry.get("sha256"), str):
             raise BundleError(manifest_path, f"{rel}: no sha256")
         files[rel] = entry["sha256"]
@@ -132,15 +140,13 @@ def stored_vectors(path: Path, config_sha256: str, dimensions: int) -> StoredVec
     vectors: dict[str, np.ndarray] = {}
     skipped = 0
     for rel in bundle.files:
-        name = PurePosixPath(rel).name
-        if PurePosixPath(rel).parent.name != "embeddings" or name not in ("index.json", "sweep-index.json"):
+        place = corpus_file(rel)
+        if place is None or place[1] not in VECTOR_FILES:
             continue
         index = load_json(bundle.path(rel))
-        parts = [("passages", "passages.npy"), ("queries", "queries.npy")]
-        if name == "sweep-index.json":
-            parts = [("passages", "sweep-passages.npy")]
-        for key, npy_name in parts:
-            npy_rel = str(PurePosixPath(rel).parent / npy_name)
+        for key, matrix_name in VECTOR_FILES[place[1]]:
+            npy_rel = CorpusFiles(place[0]).at(matrix_name)
+            npy_name = PurePosixPath(matrix_name).name
             if npy_rel not in bundle.files:
                 raise BundleError(bundle.path(rel), f"names rows of {npy_name}, which the manifest does not list")
             matrix = np.load(io.BytesIO(bundle.path(npy_rel).read_bytes()), allow_pickle=False)

@@ -1,6 +1,6 @@
 """Write the evidence bundle: canonical JSON, TREC runs, embeddings, input copies, manifest.
 
-Bundle layout under the site folder::
+What each file holds (the paths themselves are :mod:`sitegen.publish.layout`'s)::
 
     evidence/manifest.json                       see :func:`write_manifest`
     evidence/<corpus>/corpus.json                summary: counts, kinds, rankers, metrics, depth
@@ -20,6 +20,9 @@ Bundle layout under the site folder::
                                                  instead of those hashes, ``supplied`` when the corpus brought
                                                  the vectors (sitegen.inputs.vectors)
     evidence/<corpus>/embeddings/sweep-*         vectors of the chunking sweep's chunks (chunked corpora)
+    evidence/<corpus>/chunks.jsonl               the chunks a chunked corpus was ranked as, corpus.jsonl's format
+    evidence/<corpus>/chunking.json, packing.json, ties.json, filtering.json, postgres.json, hygiene.json
+                                                 the other derived tables (see :class:`DerivedTables`)
 
 Same inputs give the same bytes: keys sorted, floats in Python's shortest
 round-trip form, the line layout of :func:`canonical_json` (compact records, two-space
@@ -35,6 +38,7 @@ import platform
 import re
 import shutil
 from collections.abc import Mapping
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -46,23 +50,34 @@ from sitegen import __version__
 from sitegen.errors import BundleError
 from sitegen.hashing import sha256_file
 from sitegen.inputs.binding import file_hashes, question_set_sha256
-from sitegen.inputs.corpus import Corpus, passage_text
+from sitegen.inputs.corpus import CORPUS_FILE, QRELS_FILE, QUERIES_FILE, Corpus, Document, passage_text
 from sitegen.inputs.freeze import FROZEN_FILE
 from sitegen.publish.bundle import load_json
+from sitegen.publish.layout import (
+    CHUNKING,
+    CHUNKS,
+    EVIDENCE_DIR,
+    MANIFEST,
+    TREC_EVAL,
+    TREC_QRELS,
+    CorpusFiles,
+    input_name,
+    trec_run_file,
+)
 from sitegen.rankers.base import Family, Run
 from sitegen.rankers.embeddings import CorpusEmbeddings, text_sha256
+from sitegen.scoring.chunking_sweep import SweepVectors
 
 __all__ = [
-    "CHUNKS_FILE",
     "DEFAULT_TITLE",
-    "EVIDENCE_DIR",
     "RUN_SCHEMA_VERSION",
     "SCHEMA_VERSION",
     "TREC_DEPTH",
+    "CorpusResults",
+    "DerivedTables",
     "canonical_json",
     "expand_run",
     "library_versions",
-    "passages_file",
     "read_run",
     "run_document",
     "run_json",
@@ -72,7 +87,6 @@ __all__ = [
     "write_json",
     "write_manifest",
     "write_run",
-    "write_sweep_embeddings",
 ]
 
 SCHEMA_VERSION = 1
@@ -80,7 +94,6 @@ SCHEMA_VERSION = 1
 # params.components (2: the same with a {component: rank} object per hit; 1: one indented object per hit)
 RUN_SCHEMA_VERSION = 3
 _RUN_HEADER = ("schema_version", "corpus", "ranker", "depth", "contract", "params")
-EVIDENCE_DIR = "evidence"
 TREC_DEPTH = 100
 _LIBRARIES = (
     "numpy",
@@ -367,7 +380,7 @@ def write_trec_eval_contract(
         for q in corpus.queries
         for d, grade in sorted(corpus.qrels.get(q.query_id, {}).items(), key=lambda item: position[item[0]])
     ]
-    (corpus_dir / "qrels.trec").write_text("".join(lines), encoding="utf-8")
+    (corpus_dir / TREC_QRELS).write_text("".join(lines), encoding="utf-8")
     by_cutoff: dict[int, list[tuple[str, str, str]]] = {}  # k -> [(metric, -m argument, output measure)]
     for name in metric_list:
         measure, k = parse_metric(name)
@@ -380,7 +393,7 @@ def write_trec_eval_contract(
 
     def command(k: int, run_file: str) -> str:
         measures = " ".join(f"-m {flag}" for _, flag, _ in by_cutoff[k])
-        return f"trec_eval -c -q -M {k} {measures} qrels.trec {run_file}"
+        return f"trec_eval -c -q -M {k} {measures} {TREC_QRELS} {run_file}"
 
     judged = [q.query_id for q in corpus.queries if corpus.qrels.get(q.query_id)]
     averaged = [q.query_id for q in corpus.queries if any(g > 0 for g in corpus.qrels.get(q.query_id, {}).values())]
@@ -395,21 +408,21 @@ def write_trec_eval_contract(
             f"the overall value in metrics.json is the mean of the -q values of those {len(averaged)} (an absent "
             f"line counts 0), that is each 'all' value x {len(judged)} / {len(averaged)}."
         )
-    folder = f"{EVIDENCE_DIR}/{corpus.name}"
-    each_run = '"runs/$ranker.trec"'
+    folder = CorpusFiles(corpus.name).folder
+    each_run = f'"{trec_run_file("$ranker")}"'
     loop = "".join(f"  {command(k, each_run)}\n" for k in cutoffs)
     contract = {
         "schema_version": SCHEMA_VERSION,
         "corpus": corpus.name,
         "directory": folder,
         "qrels": {
-            "file": "qrels.trec",
+            "file": TREC_QRELS,
             "format": "qid 0 docid grade, ids percent-encoded as in the runs (% and whitespace)",
-            "source": "chunking.json qrels: each chunk's grade derived from the answer spans"
+            "source": f"{CHUNKING} qrels: each chunk's grade derived from the answer spans"
             if chunked
-            else "inputs/qrels/test.tsv, every row, grade 0 included",
-            "order": "questions in queries.jsonl order; within a question, passages in the order they were "
-            "ranked as (" + ("chunks.jsonl" if chunked else "inputs/corpus.jsonl") + ")",
+            else f"{input_name(QRELS_FILE)}, every row, grade 0 included",
+            "order": f"questions in {QUERIES_FILE} order; within a question, passages in the order they were "
+            "ranked as (" + (CHUNKS if chunked else input_name(CORPUS_FILE)) + ")",
             "pairs": len(lines),
         },
         "questions": {
@@ -419,7 +432,7 @@ def write_trec_eval_contract(
             "judged_only_grade_0": len(judged) - len(averaged),
             "without_judgments": len(corpus.queries) - len(judged),
         },
-        "commands": {r: [command(k, shlex.quote(f"runs/{r}.trec")) for k in cutoffs] for r in rankers},
+        "commands": {r: [command(k, shlex.quote(trec_run_file(r))) for k in cutoffs] for r in rankers},
         "script": f"cd {folder}\nfor ranker in {' '.join(shlex.quote(r) for r in rankers)}; do\n{loop}done\n",
         "measures": {name: {"trec_eval": out, "max_docs": k} for k in cutoffs for name, _, out in by_cutoff[k]},
         "reading": reading,
@@ -428,7 +441,7 @@ def write_trec_eval_contract(
         "no -c: cut each ranking to its first k documents (score descending, ties by id descending) and count a "
         "question the run does not return as 0",
     }
-    write_json(corpus_dir / "trec_eval.json", contract)
+    write_json(corpus_dir / TREC_EVAL, contract)
 
 
 def _npy_bytes(matrix: np.ndarray) -> bytes:
@@ -437,117 +450,186 @@ def _npy_bytes(matrix: np.ndarray) -> bytes:
     return buffer.getvalue()
 
 
-def write_corpus_evidence(
-    evidence_dir: Path,
-    corpus: Corpus,
-    runs: Mapping[str, Run],
-    metrics: Mapping[str, Any],
-    metric_list: list[str],
-    depth: int,
-    embeddings: CorpusEmbeddings | None,
-    derived: Mapping[str, Any],
-    provenance: Mapping[str, Any],
-) -> None:
-    """Write one corpus's part of the bundle under ``evidence_dir/<corpus>/``; ``derived``
-    maps file names (``report.json``, ``experiments.json``) to the tables they hold; ``provenance`` holds
-    ``inputs_date`` and, when known, ``frozen`` (``{"date", "edited_files"}``, see :mod:`sitegen.inputs.freeze`)
-    and ``source`` (:class:`sitegen.inputs.binding.GitSource`), which go into ``corpus.json``.
+@dataclass(frozen=True)
+class DerivedTables:
+    """The tables derived from one corpus's runs, each written to its own file; None: not derived for it."""
 
-    Run files an external ranker brings must already be under ``inputs/runs/``: ``corpus.json`` records the
-    sha256 of every file under ``inputs/``, the corpus's FROZEN.json included (copied here), so the audit can
-    recompute which inputs were edited since the freeze."""
-    base = evidence_dir / corpus.name
+    #: sitegen.scoring.report.derive_report
+    report: Mapping[str, Any]
+    #: sitegen.scoring.experiments.run_experiments
+    experiments: Mapping[str, Any]
+    #: sitegen.scoring.ties.ties_report
+    ties: Mapping[str, Any]
+    #: sitegen.scoring.packing.packing_report
+    packing: Mapping[str, Any]
+    #: sitegen.scoring.hygiene.hygiene_report, computed while loading
+    hygiene: Mapping[str, Any]
+    #: sitegen.scoring.report.filtering_report, for a corpus with metadata filters
+    filtering: Mapping[str, Any] | None = None
+    #: the default chunking, its labels and the sweep, for a chunked corpus
+    chunking: Mapping[str, Any] | None = None
+    #: sitegen.rankers.pg_evidence.postgres_evidence, when PostgreSQL rankers were asked for
+    postgres: Mapping[str, Any] | None = None
+
+    def by_file(self, files: CorpusFiles) -> dict[str, Mapping[str, Any]]:
+        """Each table that was derived, by its site path."""
+        tables = {
+            files.report: self.report,
+            files.experiments: self.experiments,
+            files.ties: self.ties,
+            files.packing: self.packing,
+            files.hygiene: self.hygiene,
+            files.filtering: self.filtering,
+            files.chunking: self.chunking,
+            files.postgres: self.postgres,
+        }
+        return {path: table for path, table in tables.items() if table is not None}
+
+
+@dataclass(frozen=True)
+class CorpusResults:
+    """Everything one corpus's build puts into the bundle: its inputs (as ranked: the chunks of a chunked
+    corpus), runs, metrics, derived tables and vectors."""
+
+    corpus: Corpus
+    runs: Mapping[str, Run]
+    #: ``{ranker: {"overall", "by_kind", "per_query"}}`` and the metric names, in the order computed
+    metrics: Mapping[str, Any]
+    metric_list: tuple[str, ...]
+    depth: int
+    tables: DerivedTables
+    embeddings: CorpusEmbeddings | None = None
+    #: the vectors of every chunk the chunking sweep ranked (chunked corpora)
+    sweep_vectors: SweepVectors | None = None
+    #: the inputs' date (sitegen.inputs.dates.inputs_date)
+    date: str | None = None
+    #: ``{"date", "edited_files"}`` of a frozen corpus (sitegen.inputs.freeze.frozen_summary)
+    frozen: Mapping[str, Any] | None = None
+    #: where the corpus folder comes from in git (sitegen.inputs.binding.GitSource.as_dict), when it does
+    source: Mapping[str, Any] | None = None
+
+
+def write_corpus_evidence(site_dir: Path, results: CorpusResults) -> None:
+    """Write one corpus's part of the bundle under ``site_dir/evidence/<corpus>/``. The inputs' copies of
+    external runs (written by the rankers that hold them) are the build's, and must be there first:
+    ``corpus.json`` records the sha256 of every input copy, the corpus's FROZEN.json included (copied here),
+    so the audit can recompute which inputs were edited since the freeze."""
+    corpus, runs = results.corpus, results.runs
+    files = CorpusFiles(corpus.name)
+    base = site_dir / files.folder
     for name in (*corpus.input_files, *([FROZEN_FILE] if (corpus.root / FROZEN_FILE).is_file() else [])):
-        target = base / "inputs" / name
+        target = site_dir / files.input(name)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(corpus.root / name, target)
-    hashes = file_hashes(base / "inputs")
     query_order = [q.query_id for q in corpus.queries]
     for ranker, run in runs.items():
-        write_run(base / "runs" / f"{ranker}.json", run_document(run, corpus.name, depth))
-        (base / "runs" / f"{ranker}.trec").write_text(run_trec(run, query_order), encoding="utf-8")
-    write_json(base / "metrics.json", {r: metrics[r] for r in runs})
-    write_trec_eval_contract(base, corpus, list(runs), metric_list, chunked="chunking.json" in derived)
-    for name, table in derived.items():
-        write_json(base / name, table)
+        write_run(site_dir / files.run(ranker), run_document(run, corpus.name, results.depth))
+        (site_dir / files.trec_run(ranker)).write_text(run_trec(run, query_order), encoding="utf-8")
+    write_json(site_dir / files.metrics, {r: results.metrics[r] for r in runs})
+    chunked = results.tables.chunking is not None
+    write_trec_eval_contract(base, corpus, list(runs), list(results.metric_list), chunked=chunked)
+    for path, table in results.tables.by_file(files).items():
+        write_json(site_dir / path, table)
+    write_json(site_dir / files.summary, _summary(site_dir, files, results))
+    if results.embeddings is not None:
+        _write_embeddings(site_dir, files, corpus, results.embeddings)
+    if results.sweep_vectors is not None and results.sweep_vectors.ids:
+        _write_sweep_vectors(site_dir, files, results.sweep_vectors)
+    if chunked:
+        _write_chunks(site_dir / files.chunks, corpus.documents)
+
+
+def _summary(site_dir: Path, files: CorpusFiles, results: CorpusResults) -> dict[str, Any]:
+    """``corpus.json`` (read back as :class:`sitegen.publish.reader.CorpusSummary`)."""
+    corpus, runs = results.corpus, results.runs
     kinds = corpus.kinds
+    hashes = file_hashes(site_dir / files.inputs)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "name": corpus.name,
+        "documents": len(corpus.documents),
+        "queries": len(corpus.queries),
+        "answerable_queries": sum(1 for q in corpus.queries if q.answerable),
+        "judged_pairs": sum(len(j) for j in corpus.qrels.values()),
+        "kinds": {k: sum(1 for q in corpus.queries if q.kind == k and q.answerable) for k in kinds},
+        "kind_order": list(kinds),
+        "rankers": list(runs),
+        "external_rankers": [r for r, run in runs.items() if run.contract.family is Family.EXTERNAL],
+        "metrics": list(results.metric_list),
+        "depth": results.depth,
+        "inputs": [input_name(n) for n in hashes],
+        "input_sha256": hashes,
+        "question_set_sha256": question_set_sha256(hashes),
+        "embeddings": results.embeddings is not None,
+        "inputs_date": results.date,
+        **({"frozen": dict(results.frozen)} if results.frozen is not None else {}),
+        **({"source": dict(results.source)} if results.source is not None else {}),
+    }
+
+
+def _write_embeddings(site_dir: Path, files: CorpusFiles, corpus: Corpus, embeddings: CorpusEmbeddings) -> None:
+    (site_dir / files.embeddings).mkdir(parents=True, exist_ok=True)
+    (site_dir / files.passage_vectors).write_bytes(_npy_bytes(embeddings.doc_vectors))
+    (site_dir / files.query_vectors).write_bytes(_npy_bytes(embeddings.query_vectors))
     write_json(
-        base / "corpus.json",
+        site_dir / files.vector_index,
         {
-            "schema_version": SCHEMA_VERSION,
-            "name": corpus.name,
-            "documents": len(corpus.documents),
-            "queries": len(corpus.queries),
-            "answerable_queries": sum(1 for q in corpus.queries if q.answerable),
-            "judged_pairs": sum(len(j) for j in corpus.qrels.values()),
-            "kinds": {k: sum(1 for q in corpus.queries if q.kind == k and q.answerable) for k in kinds},
-            "kind_order": list(kinds),
-            "rankers": list(runs),
-            "external_rankers": [r for r, run in runs.items() if run.contract.family is Family.EXTERNAL],
-            "metrics": metric_list,
-            "depth": depth,
-            "inputs": [f"inputs/{n}" for n in hashes],
-            "input_sha256": hashes,
-            "question_set_sha256": question_set_sha256(hashes),
-            "embeddings": embeddings is not None,
-            **{key: value for key, value in provenance.items() if value is not None or key == "inputs_date"},
+            "model": embeddings.model,
+            "weights_sha256": embeddings.weights_sha256,
+            "config_sha256": embeddings.config_sha256,
+            "dtype": "float32",
+            "dimensions": int(embeddings.doc_vectors.shape[1]),
+            "normalised": True,
+            "passages": list(embeddings.doc_ids),
+            "queries": list(embeddings.query_ids),
+            # Each row's text sha256, what a later build reuses a row by (with config_sha256). Vectors the
+            # corpus brought (sitegen.inputs.vectors) are never reused from a bundle (config_sha256 null;
+            # each build reads them from the corpus), so they record their files' sha256 and provenance
+            # instead: 6.8 MB of hashes saved at 100,000 passages.
+            **(
+                {"supplied": dict(embeddings.supplied)}
+                if embeddings.supplied is not None
+                else {
+                    "text_sha256": {
+                        "passages": [text_sha256(passage_text(d)) for d in corpus.documents],
+                        "queries": [text_sha256(q.text) for q in corpus.queries],
+                    }
+                }
+            ),
         },
     )
-    if embeddings is not None:
-        folder = base / "embeddings"
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "passages.npy").write_bytes(_npy_bytes(embeddings.doc_vectors))
-        (folder / "queries.npy").write_bytes(_npy_bytes(embeddings.query_vectors))
-        write_json(
-            folder / "index.json",
-            {
-                "model": embeddings.model,
-                "weights_sha256": embeddings.weights_sha256,
-                "config_sha256": embeddings.config_sha256,
-                "dtype": "float32",
-                "dimensions": int(embeddings.doc_vectors.shape[1]),
-                "normalised": True,
-                "passages": list(embeddings.doc_ids),
-                "queries": list(embeddings.query_ids),
-                # Each row's text sha256, what a later build reuses a row by (with config_sha256). Vectors the
-                # corpus brought (sitegen.inputs.vectors) are never reused from a bundle (config_sha256 null;
-                # each build reads them from the corpus), so they record their files' sha256 and provenance
-                # instead: 6.8 MB of hashes saved at 100,000 passages.
-                **(
-                    {"supplied": dict(embeddings.supplied)}
-                    if embeddings.supplied is not None
-                    else {
-                        "text_sha256": {
-                            "passages": [text_sha256(passage_text(d)) for d in corpus.documents],
-                            "queries": [text_sha256(q.text) for q in corpus.queries],
-                        }
-                    }
-                ),
-            },
-        )
 
 
-CHUNKS_FILE = "chunks.jsonl"
-
-
-def passages_file(corpus_dir: Path) -> Path:
-    """The passages a corpus was ranked as: its chunks when chunked, else the input copy of corpus.jsonl."""
-    chunks = corpus_dir / CHUNKS_FILE
-    return chunks if chunks.is_file() else corpus_dir / "inputs" / "corpus.jsonl"
-
-
-def write_sweep_embeddings(
-    corpus_dir: Path, ids: list[str], hashes: list[str], matrix: np.ndarray, config_sha256: str | None
-) -> None:
+def _write_sweep_vectors(site_dir: Path, files: CorpusFiles, vectors: SweepVectors) -> None:
     """The vectors of every chunk the chunking sweep ranked, so the sweep can be checked and rebuilt
     without the model: ``embeddings/sweep-passages.npy`` rows in ``sweep-index.json`` order, with
     each chunk text's sha256 so a later build can reuse them as frozen inputs."""
-    folder = corpus_dir / "embeddings"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "sweep-passages.npy").write_bytes(_npy_bytes(matrix))
+    (site_dir / files.embeddings).mkdir(parents=True, exist_ok=True)
+    (site_dir / files.sweep_vectors).write_bytes(_npy_bytes(vectors.matrix))
     write_json(
-        folder / "sweep-index.json",
-        {"config_sha256": config_sha256, "dtype": "float32", "passages": ids, "text_sha256": hashes},
+        site_dir / files.sweep_index,
+        {
+            "config_sha256": vectors.config_sha256,
+            "dtype": "float32",
+            "passages": list(vectors.ids),
+            "text_sha256": list(vectors.hashes),
+        },
+    )
+
+
+def _write_chunks(path: Path, documents: tuple[Document, ...]) -> None:
+    """``chunks.jsonl``: the chunks a chunked corpus was ranked as, one corpus.jsonl record a line."""
+    path.write_text(
+        "".join(
+            json.dumps(
+                {"_id": d.doc_id, "title": d.title, "text": d.text, "metadata": dict(d.metadata)},
+                sort_keys=True,
+                ensure_ascii=False,
+            )
+            + "\n"
+            for d in documents
+        ),
+        encoding="utf-8",
     )
 
 
@@ -577,7 +659,7 @@ def write_manifest(
     (paths relative to the site root, sorted), plus tool, Python, library and model versions, the
     command that built it, and the report's title and description (from ``sitegen.toml`` or ``--title``)."""
     evidence_dir = site_dir / EVIDENCE_DIR
-    manifest_path = evidence_dir / "manifest.json"
+    manifest_path = site_dir / MANIFEST
     files = {}
     for path in sorted(p for p in evidence_dir.rglob("*") if p.is_file() and p != manifest_path):
         files[path.relative_to(site_dir).as_posix()] = {"sha256": sha256_file(path), "bytes": path.stat().st_size}

@@ -18,13 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from sitegen.errors import BuildError
+from sitegen.publish.layout import RETRIEVER_TIMINGS, TIMING_DEFAULT, TIMING_RESULTS, TIMINGS_DIR, timing_file
 
-__all__ = ["TIMINGS_DIR", "TimingFile", "copy_timing_files", "load_timing_files", "performance_view"]
+__all__ = ["TimingFile", "copy_timing_files", "load_timing_files", "performance_view"]
 
-TIMINGS_DIR = "timings"
-PATTERN = "results*.json"
 PG_COST_KIND = "sitegen-pg-cost"
-RETRIEVER_PATTERN = "retrievers-*.json"
 RETRIEVER_LATENCY_KIND = "sitegen-retriever-latency"  # sitegen.rankers.retriever.LATENCY_KIND
 _RETRIEVER_KEYS = {"retriever": str, "target": str, "k": int, "machine": dict, "corpora": list, "overall": dict}
 _SUITE_KEYS = {"machine": dict, "targets": list, "sections": dict, "run_at": str}
@@ -68,8 +66,8 @@ def _result_paths(folder: Path) -> list[Path]:
     """``results.json`` (the default benchmark run) first, then the others by name, then retriever latencies."""
     if not folder.is_dir():
         return []
-    results = sorted(folder.glob(PATTERN), key=lambda p: (p.name != "results.json", p.name))
-    return results + sorted(folder.glob(RETRIEVER_PATTERN))
+    results = sorted(folder.glob(TIMING_RESULTS), key=lambda p: (p.name != TIMING_DEFAULT, p.name))
+    return results + sorted(folder.glob(RETRIEVER_TIMINGS))
 
 
 def load_timing_files(folder: Path) -> list[TimingFile]:
@@ -178,7 +176,7 @@ def _suite_view(file: TimingFile) -> dict[str, Any]:
                 )
     return {
         "file": file.name,
-        "href": f"{TIMINGS_DIR}/{file.name}",
+        "href": timing_file(file.name),
         "run_at": data["run_at"],
         "command": data.get("command", ""),
         "machine": _machine(data["machine"]),
@@ -196,7 +194,7 @@ def _pg_view(file: TimingFile) -> dict[str, Any]:
     ratio = data["hybrid_ratio"]
     return {
         "file": file.name,
-        "href": f"{TIMINGS_DIR}/{file.name}",
+        "href": timing_file(file.name),
         "run_at": data.get("measured_at", ""),
         "command": data.get("command", ""),
         "machine": _machine(data["machine"]),
@@ -279,7 +277,7 @@ def _retriever_view(file: TimingFile) -> dict[str, Any]:
     rows = [*data["corpora"], data["overall"] | {"corpus": "all corpora"}]
     return {
         "file": file.name,
-        "href": f"{TIMINGS_DIR}/{file.name}",
+        "href": timing_file(file.name),
         "retriever": data["retriever"],
         "target": data["target"],
         "k": data["k"],

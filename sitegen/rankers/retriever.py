@@ -194,9 +194,15 @@ def _answer(
 
 
 def retriever_ranker(
-    retriever: Retriever, corpus: Corpus, doc_ids: Set[str], depth: int, clock: Callable[[], float]
+    retriever: Retriever,
+    corpus: Corpus,
+    doc_ids: Set[str],
+    depth: int,
+    clock: Callable[[], float],
+    input_copy: str,
 ) -> RetrieverRanker:
-    """Ask ``retriever`` every question of ``corpus`` (ranked as ``doc_ids``) and make its run."""
+    """Ask ``retriever`` every question of ``corpus`` (ranked as ``doc_ids``) and make its run, which the
+    bundle's inputs will hold at ``input_copy`` (its params name it)."""
     lines: list[str] = []
     seconds: list[float] = []
     with _project_on_path():
@@ -229,7 +235,7 @@ def retriever_ranker(
             f"retriever {retriever.name}: corpus {corpus.name}: returned no passage for any of "
             f"{len(corpus.queries)} questions"
         )
-    return RetrieverRanker(retriever, f"inputs/runs/{retriever.name}.trec", "".join(lines).encode("utf-8"), seconds)
+    return RetrieverRanker(retriever, input_copy, "".join(lines).encode("utf-8"), seconds)
 
 
 def _percentile(values: Sequence[float], share: float) -> float:
@@ -258,9 +264,10 @@ class _Latency:
         }
 
 
-def write_latency_file(folder: Path, retriever: Retriever, depth: int, runs: Mapping[str, RetrieverRanker]) -> Path:
-    """``folder/retrievers-NAME.json``: per corpus, each call's wall-clock time summarised (p50, p95, max,
-    total), measured in the build's process on this machine. Timing, so never part of the evidence."""
+def write_latency_file(path: Path, retriever: Retriever, depth: int, runs: Mapping[str, RetrieverRanker]) -> Path:
+    """``path`` (the site's ``timings/retrievers-NAME.json``): per corpus, each call's wall-clock time summarised
+    (p50, p95, max, total), measured in the build's process on this machine. Timing, so never part of the
+    evidence."""
     every = [s for run in runs.values() for s in run.seconds]
     data = {
         "kind": LATENCY_KIND,
@@ -279,7 +286,6 @@ def write_latency_file(folder: Path, retriever: Retriever, depth: int, runs: Map
         "corpora": [_Latency(corpus, run.seconds).as_dict() for corpus, run in sorted(runs.items())],
         "overall": _Latency("all", tuple(every)).as_dict() | {"corpus": None},
     }
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"retrievers-{retriever.name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return path

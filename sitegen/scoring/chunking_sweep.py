@@ -4,6 +4,7 @@ ranked and scored, for the ``sweep`` section of ``chunking.json`` and ``embeddin
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -22,12 +23,34 @@ from sitegen.rankers.embeddings import (
 )
 from sitegen.scoring.metrics import evaluate
 
-__all__ = ["CHUNKING_SWEEP_METRICS", "chunking_sweep"]
+__all__ = ["CHUNKING_SWEEP_METRICS", "ChunkingSweep", "SweepVectors", "chunking_sweep"]
 
 Log = Callable[[str], None]
 
 
 CHUNKING_SWEEP_METRICS = ("recall@5", "recall@10", "ndcg@10", "mrr@10")
+
+
+@dataclass(frozen=True)
+class SweepVectors:
+    """The vector of every chunk the sweep ranked, rows in id order, each with its text's sha256 (what a
+    later build reuses a row by, with ``config_sha256``)."""
+
+    ids: tuple[str, ...]
+    hashes: tuple[str, ...]
+    #: float32 rows, one per id; None when the sweep ranked no chunk
+    matrix: np.ndarray | None
+    config_sha256: str
+
+
+@dataclass(frozen=True)
+class ChunkingSweep:
+    """What the sweep gives: the ``sweep`` table of ``chunking.json``, the vectors it ranked, and where they
+    came from (for the build's log, never the evidence)."""
+
+    table: Mapping[str, Any]
+    vectors: SweepVectors
+    stats: EmbedStats
 
 
 def chunking_sweep(
@@ -40,7 +63,7 @@ def chunking_sweep(
     frozen: Mapping[str, np.ndarray] | None,
     reembed: bool,
     depth: int,
-) -> dict[str, Any]:
+) -> ChunkingSweep:
     """Each sweep setting: chunk the source documents, embed (frozen, cached or fresh), rank with
     bm25, dense and their RRF to ``depth``, and score."""
     kinds = {q.query_id: q.kind for q in corpus.queries}
@@ -86,16 +109,12 @@ def chunking_sweep(
         chosen = next(row for row in rows if row["scores"][ranker]["recall@10"] == top)
         best[ranker] = {"label": chosen["setting"]["label"], "recall@10": top}
     ids = sorted(vectors)
-    return {
+    table = {
         "rankers": list(sweep_rankers),
         "metrics": list(CHUNKING_SWEEP_METRICS),
         "rows": rows,
         "best_recall@10": best,
-        "vectors": {
-            "ids": ids,
-            "hashes": [hashes[i] for i in ids],
-            "matrix": np.stack([vectors[i] for i in ids]) if ids else None,
-            "config_sha256": model.config.sha256(),
-        },
-        "stats": stats,
     }
+    matrix = np.stack([vectors[i] for i in ids]) if ids else None
+    swept = SweepVectors(tuple(ids), tuple(hashes[i] for i in ids), matrix, model.config.sha256())
+    return ChunkingSweep(table, swept, stats)

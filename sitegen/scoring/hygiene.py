@@ -37,9 +37,8 @@ import numpy as np
 from sitegen.inputs.corpus import Corpus, passage_text
 from sitegen.rankers.tokenize import tokenize
 
-__all__ = ["FLAG_KINDS", "HYGIENE_FILE", "RULES", "HygieneRules", "flag_lines", "hygiene_report"]
+__all__ = ["FLAG_KINDS", "RULES", "HygieneRules", "flag_lines", "hygiene_report"]
 
-HYGIENE_FILE = "hygiene.json"
 
 _BASE = np.uint64(0x9E3779B97F4A7C15)  # odd, so the hash of a window mixes every word id
 _MASK = (1 << 64) - 1

@@ -2,7 +2,7 @@
 
 The standalone audit proves the evidence bundle; this check proves the pages shown beside it.
 The site's files that no render writes (``evidence/``, ``timings/``, ``audit.json``,
-``audit.py``, ``pages.json``), which hold everything :func:`sitegen.publish.render.render_site`
+``audit.py``, ``pages.json``), which hold everything :func:`sitegen.publish.pages.render_site`
 reads, are copied into a fresh temporary folder; the pages are rendered there with this
 sitegen's templates, and every file the render writes is compared byte for byte with the
 site's file of the same path. Nothing is written into the site.
@@ -18,9 +18,8 @@ from pathlib import Path
 from jinja2 import TemplateError
 
 from sitegen.errors import BundleError
-from sitegen.publish.evidence import EVIDENCE_DIR
-from sitegen.publish.render import AUDIT_FILE, render_site
-from sitegen.publish.timings import TIMINGS_DIR
+from sitegen.publish.layout import AUDIT_REPORT, AUDIT_SCRIPT, EVIDENCE_DIR, PAGE_LISTING, TIMINGS_DIR
+from sitegen.publish.pages import render_site
 
 __all__ = ["EXCERPT_CHARS", "PageDifference", "PagesComparison", "compare_pages"]
 
@@ -28,7 +27,7 @@ EXCERPT_CHARS = 120
 SHOWN = 5  # paths of each kind listed on failure
 # Inputs of the render and files the site carries that no render writes and that are not pages.
 _INPUT_DIRS = frozenset({EVIDENCE_DIR, TIMINGS_DIR})
-_NOT_PAGES = frozenset({"audit.py", AUDIT_FILE, "pages.json"})
+_NOT_PAGES = frozenset({AUDIT_SCRIPT, AUDIT_REPORT, PAGE_LISTING})
 
 
 @dataclass(frozen=True)

@@ -18,16 +18,17 @@ import dataclasses
 import io
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
 from sitegen.errors import BundleError
-from sitegen.inputs.corpus import Corpus, Document, json_lines, load_corpus
-from sitegen.publish.bundle import Bundle, load_json, open_bundle
-from sitegen.publish.evidence import CHUNKS_FILE, read_run
+from sitegen.inputs.corpus import Corpus, Document, load_corpus
+from sitegen.publish.bundle import Bundle, open_bundle
+from sitegen.publish.layout import MANIFEST, corpus_file, run_ranker
+from sitegen.publish.reader import CorpusReader
 from sitegen.rankers import RANKERS, RankInputs, Run, make_rankers, needs_postgres
 from sitegen.rankers.embeddings import CorpusEmbeddings
 
@@ -60,41 +61,43 @@ class PostgresRerun:
 
 def _stored_runs(bundle: Bundle, corpus: str) -> dict[str, dict[str, Any]]:
     """The corpus's run files the manifest lists, by ranker name."""
-    folder = PurePosixPath("evidence", corpus, "runs")
+    reader = CorpusReader(bundle, corpus)
     runs = {}
     for rel in bundle.files:
-        path = PurePosixPath(rel)
-        if path.parent == folder and path.suffix == ".json":
-            runs[path.stem] = read_run(bundle.path(rel))
+        place = corpus_file(rel)
+        ranker = run_ranker(place[1]) if place is not None and place[0] == corpus else None
+        if ranker is not None:
+            runs[ranker] = reader.run(ranker)
     return runs
 
 
 def _corpus(bundle: Bundle, corpus: str) -> Corpus:
     """The bundle's copy of the inputs, as the rankers saw it: renamed to the corpus (the copy's folder is
     called ``inputs``) and, when chunked, its passages replaced by ``chunks.jsonl``, the chunks it was ranked as."""
-    base = bundle.evidence_dir / corpus
-    loaded = dataclasses.replace(load_corpus(base / "inputs"), name=corpus)
-    if not (base / CHUNKS_FILE).is_file():
+    reader = CorpusReader(bundle, corpus)
+    loaded = dataclasses.replace(load_corpus(bundle.path(reader.files.inputs)), name=corpus)
+    if not bundle.has(reader.files.chunks):
         return loaded
     chunks = tuple(
         Document(obj["_id"], obj.get("title") or "", obj["text"], MappingProxyType(dict(obj.get("metadata") or {})))
-        for _, obj in json_lines(base / CHUNKS_FILE)
+        for obj in reader.passages()
     )
     return dataclasses.replace(loaded, documents=chunks)
 
 
 def _embeddings(bundle: Bundle, corpus: str) -> CorpusEmbeddings:
     """The stored vectors, rows in ``index.json`` order (files already checked against the manifest)."""
-    folder = bundle.evidence_dir / corpus / "embeddings"
-    index = load_json(folder / "index.json")
+    reader = CorpusReader(bundle, corpus)
+    files = reader.files
+    index = reader.json(files.vector_index)
     if not isinstance(index, dict) or not all(isinstance(index.get(k), list) for k in ("passages", "queries")):
-        raise BundleError(folder / "index.json", "expected 'passages' and 'queries' id lists")
+        raise BundleError(bundle.path(files.vector_index), "expected 'passages' and 'queries' id lists")
     matrices = []
-    for name in ("passages", "queries"):
-        matrix = np.load(io.BytesIO((folder / f"{name}.npy").read_bytes()), allow_pickle=False)
+    for name, rel in (("passages", files.passage_vectors), ("queries", files.query_vectors)):
+        matrix = np.load(io.BytesIO(bundle.require(rel).read_bytes()), allow_pickle=False)
         want = (len(index[name]), index.get("dimensions"))
         if matrix.dtype != np.dtype("<f4") or matrix.shape != want:
-            raise BundleError(folder / f"{name}.npy", f"holds {matrix.dtype} {matrix.shape}; expected float32 {want}")
+            raise BundleError(bundle.path(rel), f"holds {matrix.dtype} {matrix.shape}; expected float32 {want}")
         matrices.append(matrix)
     return CorpusEmbeddings(
         model=str(index.get("model")),
@@ -145,7 +148,7 @@ def rerun_postgres(
     bundle = open_bundle(Path(site_dir))
     corpora = bundle.manifest.get("corpora")
     if not isinstance(corpora, Sequence) or not all(isinstance(c, str) for c in corpora):
-        raise BundleError(bundle.evidence_dir / "manifest.json", "no 'corpora' list")
+        raise BundleError(bundle.path(MANIFEST), "no 'corpora' list")
     plans = []
     for corpus in corpora:
         stored = _stored_runs(bundle, corpus)

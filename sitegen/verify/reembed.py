@@ -11,7 +11,6 @@ packaged model and its weights sha256; otherwise the result says why they were n
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,9 +18,10 @@ from pathlib import Path
 import numpy as np
 
 from sitegen.hashing import sha256_file
-from sitegen.inputs.corpus import Document, json_lines, passage_text
-from sitegen.publish.bundle import REEMBED_TOLERANCE
-from sitegen.publish.evidence import passages_file
+from sitegen.inputs.corpus import Document, passage_text
+from sitegen.publish.bundle import REEMBED_TOLERANCE, load_json
+from sitegen.publish.layout import MANIFEST
+from sitegen.publish.reader import CorpusReader, SiteFolder
 from sitegen.rankers.embeddings import MODEL_NAME, EmbeddingModel
 
 __all__ = ["ReembedResult", "reembed_bundle", "sample_seed", "sampled_rows"]
@@ -61,11 +61,11 @@ def _not_rederivable(index: dict, model: EmbeddingModel) -> str | None:
     )
 
 
-def _texts(base: Path) -> dict[str, dict[str, str]]:
+def _texts(reader: CorpusReader) -> dict[str, dict[str, str]]:
     passages, queries = {}, {}
-    for _, doc in json_lines(passages_file(base)):
+    for doc in reader.passages():
         passages[doc["_id"]] = passage_text(Document(doc["_id"], doc.get("title") or "", doc["text"]))
-    for _, query in json_lines(base / "inputs" / "queries.jsonl"):
+    for query in reader.queries():
         queries[query["_id"]] = query["text"]
     return {"passages": passages, "queries": queries}
 
@@ -91,38 +91,37 @@ def reembed_bundle(
     """Re-embed every corpus in the bundle that carries embeddings; with ``sample``, only that many rows,
     drawn by :func:`sampled_rows` with the seed :func:`sample_seed` derives from the manifest."""
     model = model or EmbeddingModel()
-    manifest_path = site_dir / "evidence" / "manifest.json"
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    manifest = load_json(site_dir / MANIFEST)
+    readers = [CorpusReader(SiteFolder(site_dir), corpus) for corpus in manifest["corpora"]]
+    indexes = {reader.files.corpus: reader.optional(reader.files.vector_index) for reader in readers}
     chosen = None
     if sample is not None:
         rows = [
             (corpus, name, row)
-            for corpus in manifest["corpora"]
-            if (index_path := site_dir / "evidence" / corpus / "embeddings" / "index.json").is_file()
-            for index in [json.loads(index_path.read_text(encoding="utf-8"))]
-            if _not_rederivable(index, model) is None
+            for corpus, index in indexes.items()
+            if index is not None and _not_rederivable(index, model) is None
             for name in ("passages", "queries")
             for row in index[name]
         ]
-        chosen = sampled_rows(rows, sample, sample_seed(sha256_file(manifest_path)))
+        chosen = sampled_rows(rows, sample, sample_seed(sha256_file(site_dir / MANIFEST)))
     results = []
-    for corpus in manifest["corpora"]:
-        base = site_dir / "evidence" / corpus
-        if not (base / "embeddings" / "index.json").is_file():
+    for reader in readers:
+        files, corpus = reader.files, reader.files.corpus
+        index = indexes[corpus]
+        if index is None:
             continue
-        index = json.loads((base / "embeddings" / "index.json").read_text(encoding="utf-8"))
         reason = _not_rederivable(index, model)
         if reason is not None:
             rows = len(index.get("passages", [])) + len(index.get("queries", []))
             results.append(ReembedResult(corpus, rows, 0.0, "", False, not_checked=reason))
             continue
-        texts = _texts(base)
+        texts = _texts(reader)
         worst, worst_where, count = 0.0, "", 0
-        for name in ("passages", "queries"):
+        for name, rel in (("passages", files.passage_vectors), ("queries", files.query_vectors)):
             rows = [n for n, i in enumerate(index[name]) if chosen is None or (corpus, name, i) in chosen]
             if not rows:
                 continue
-            stored = np.load(base / "embeddings" / f"{name}.npy")[rows]
+            stored = np.load(site_dir / rel)[rows]
             fresh = model.encode([texts[name][index[name][n]] for n in rows])
             diff = np.abs(fresh.astype(np.float64) - stored.astype(np.float64)).max(axis=1)
             count += len(diff)

@@ -17,7 +17,7 @@ import pytest
 
 from sitegen import audit
 from sitegen.publish.evidence import read_run, write_run
-from sitegen.publish.render import write_page_listing
+from sitegen.publish.pages import write_page_listing
 from tests.helpers import REPO, rehash_manifest
 
 COMMITTED = REPO / "site"

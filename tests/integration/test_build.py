@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from pathlib import Path
@@ -183,10 +184,10 @@ def test_build_whose_audit_fails_exits_non_zero_and_keeps_the_previous_site(
     before = file_tree(out)
     real_writer = build_module.write_corpus_evidence
 
-    def writer_with_a_wrong_metric(evidence_dir, corpus, runs, metrics, *args, **kwargs):
-        wrong = json.loads(json.dumps(metrics))
+    def writer_with_a_wrong_metric(site_dir, results):
+        wrong = json.loads(json.dumps(results.metrics))
         wrong["bm25"]["overall"]["mrr@10"] += 0.01  # what a scoring bug would publish
-        real_writer(evidence_dir, corpus, runs, wrong, *args, **kwargs)
+        real_writer(site_dir, dataclasses.replace(results, metrics=wrong))
 
     monkeypatch.setattr(build_module, "write_corpus_evidence", writer_with_a_wrong_metric)
     with pytest.raises(SitegenError, match="audit of the new build failed") as info:

@@ -15,7 +15,10 @@ import pytest
 from sitegen import audit
 from sitegen.build import BuildOptions, build_site
 from sitegen.publish.evidence import canonical_json, expand_run, read_run, run_json
-from sitegen.publish.render import TABLE_METRICS, _legend, _letter, _question_ties, snippet, write_page_listing
+from sitegen.publish.pages import write_page_listing
+from sitegen.publish.pages.base import snippet
+from sitegen.publish.pages.question import legend, letter, question_ties
+from sitegen.publish.pages.view import TABLE_METRICS
 from tests.helpers import FakeEmbeddingModel, evidence_failures, rehash_manifest, write_corpus
 
 # A passage id with characters that are unsafe in a file name, a URL and an HTML attribute.
@@ -352,16 +355,16 @@ def test_the_legend_gives_each_passage_one_letter_and_appends_labelled_passages_
 
     rankers = [{"hits": [hit("a"), hit("b")]}, {"hits": [hit("b"), hit("c")]}, {"hits": []}]
     labelled = [{"doc_id": "z", "grade": 2, "snippet": "text of z"}, {"doc_id": "b", "grade": 1, "snippet": "x"}]
-    legend = _legend(rankers, labelled, {"z": 2, "b": 1})
-    assert [(e["label"], e["doc_id"], e["grade"]) for e in legend] == [
+    shown = legend(rankers, labelled, {"z": 2, "b": 1})
+    assert [(e["label"], e["doc_id"], e["grade"]) for e in shown] == [
         ("A", "a", None), ("B", "b", 1), ("C", "c", None), ("D", "z", 2)
     ]  # fmt: skip
     assert [[h["label"] for h in r["hits"]] for r in rankers] == [["A", "B"], ["B", "C"], []]
 
 
 def test_passage_letters_run_a_to_z_then_two_letters_and_never_repeat() -> None:
-    assert [_letter(n) for n in (0, 25, 26, 27, 51, 52, 701, 702)] == ["A", "Z", "AA", "AB", "AZ", "BA", "ZZ", "AAA"]
-    labels = [_letter(n) for n in range(2000)]
+    assert [letter(n) for n in (0, 25, 26, 27, 51, 52, 701, 702)] == ["A", "Z", "AA", "AB", "AZ", "BA", "ZZ", "AAA"]
+    labels = [letter(n) for n in range(2000)]
     assert len(set(labels)) == len(labels) and all(re.fullmatch(r"[A-Z]+", label) for label in labels)
 
 
@@ -369,10 +372,10 @@ def test_a_question_page_tables_the_tie_dependent_metrics_of_the_corpus_table_an
     values = {"reported": 1.0, "expected": 0.5, "min": 0.0, "max": 1.0}
     metrics = {m: {"questions": {"q1": values}} for m in ("mrr@20", "ndcg@10", "hit@1", "mrr@5")}
     metrics["hit@3"] = {"questions": {"q2": values}}
-    c = {"ties": {"rankers": {"bm25": {"metrics": metrics}}}}
-    shown, elsewhere = _question_ties(c, "bm25", "q1")
+    ties = {"rankers": {"bm25": {"metrics": metrics}}}
+    shown, elsewhere = question_ties(ties, "bm25", "q1")
     assert [t["metric"] for t in shown] == [m for m in TABLE_METRICS if m in ("hit@1", "ndcg@10")]
     assert shown[0] == {"metric": "hit@1", **values} and elsewhere
-    assert _question_ties(c, "bm25", "q2") == ([{"metric": "hit@3", **values}], False)
-    assert _question_ties(c, "dense", "q1") == ([], False)
-    assert _question_ties({"ties": None}, "bm25", "q1") == ([], False)
+    assert question_ties(ties, "bm25", "q2") == ([{"metric": "hit@3", **values}], False)
+    assert question_ties(ties, "dense", "q1") == ([], False)
+    assert question_ties(None, "bm25", "q1") == ([], False)

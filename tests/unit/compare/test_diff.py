@@ -22,12 +22,12 @@ from sitegen.compare.diff import (
     compare_vectors,
     diff_bundles,
     first_relevant_ranks,
-    relevance_grades,
 )
 from sitegen.compare.diff_format import format_diff
 from sitegen.compare.diff_results import HitRef, MetricChange, RankMove
 from sitegen.errors import BundleError
 from sitegen.publish.evidence import canonical_json, read_run, write_run
+from sitegen.publish.reader import qrels_grades
 from tests.helpers import REPO, rehash_manifest
 
 MANIFEST_FIELDS: dict[str, Any] = {
@@ -127,7 +127,7 @@ def test_first_relevant_rank_moves_are_listed_per_question_including_one_that_dr
 
 
 def test_first_relevant_ranks_follow_the_bundle_qrels_grade_above_zero() -> None:
-    grades = relevance_grades("query-id\tcorpus-id\tscore\nq1\td1\t2\nq1\td9\t0\nq2\td3\t1\n", None)
+    grades = qrels_grades("query-id\tcorpus-id\tscore\nq1\td1\t2\nq1\td9\t0\nq2\td3\t1\n", "qrels/test.tsv")
     run = {"queries": {"q1": [{"doc_id": d, "rank": r, "score": 1.0} for r, d in enumerate(["d9", "d1"], 1)]}}
     assert first_relevant_ranks(run, grades) == {"q1": 2, "q2": None}
     assert compare_first_relevant("c", "r", {"q1": 2, "q2": None}, {"q1": 2, "q2": 4}) == (
@@ -389,7 +389,7 @@ def test_a_score_moved_by_1e7_passes_with_tolerance_1e6_and_fails_when_exact(sit
 
 def test_two_swapped_hits_are_different_rankings_naming_the_query(site_copy: Path, edited: Path) -> None:
     base = edited / "evidence" / "payments-support"
-    grades = relevance_grades((base / "inputs" / "qrels" / "test.tsv").read_text(), None)
+    grades = qrels_grades((base / "inputs" / "qrels" / "test.tsv").read_text(), "qrels/test.tsv")
     run_path = base / "runs" / "bm25.json"
     queries = read_run(run_path)["queries"]
     # A query whose rank-1 passage is relevant and rank-2 one is not: the swap moves it from 1 to 2.

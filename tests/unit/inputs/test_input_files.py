@@ -17,7 +17,7 @@ import pytest
 
 from sitegen.errors import CorpusError
 from sitegen.inputs.corpus import CITATIONS_FILE, CONFIG_FILE, MAX_GRADE, json_lines, load_corpus, text_lines
-from sitegen.publish.evidence import write_corpus_evidence
+from sitegen.publish.evidence import CorpusResults, DerivedTables, write_corpus_evidence
 from sitegen.rankers.external import read_trec_run
 from tests.helpers import TINY_DOCS, TINY_QRELS, TINY_QUERIES, write_corpus
 
@@ -111,7 +111,7 @@ def test_only_the_files_the_format_names_are_copied_into_the_bundle(tmp_path: Pa
     corpus = load_corpus(folder)
     assert corpus.input_files == tuple(sorted(NAMED_FILES))
     evidence = tmp_path / "evidence"
-    write_corpus_evidence(evidence, corpus, {}, {}, [], 10, None, {}, {"inputs_date": None})
+    write_corpus_evidence(tmp_path, CorpusResults(corpus, {}, {}, (), 10, DerivedTables({}, {}, {}, {}, {})))
     copied = sorted(p.relative_to(evidence / "tiny" / "inputs").as_posix() for p in evidence.rglob("inputs/**/*"))
     assert [p for p in copied if not (evidence / "tiny" / "inputs" / p).is_dir()] == sorted(NAMED_FILES)
     assert not any(b"hunter2" in p.read_bytes() for p in evidence.rglob("*") if p.is_file())

@@ -10,7 +10,7 @@ import pytest
 from sitegen import build as build_module
 from sitegen.build import BuildOptions, build_site
 from sitegen.errors import SitegenError
-from sitegen.publish import render as render_module
+from sitegen.publish.pages import corpus as render_module
 from sitegen.stepcache import StepCache
 from tests.helpers import FakeEmbeddingModel, file_tree
 

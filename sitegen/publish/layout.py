@@ -1,0 +1,298 @@
+"""Where everything lies in a site: the one module that names a folder or file of a bundle.
+
+A site folder holds the pages, ``evidence/`` (the bundle the pages are read from) and a few files beside
+them::
+
+    index.html, metrics.html, ...                      pages (sitegen.publish.pages)
+    style.css, .nojekyll                               the stylesheet every page links; GitHub Pages' switch
+    audit.py, audit.json, pages.json                   the standalone audit, its verdict, the pages' listing
+    timings/                                           benchmark timings, kept out of the evidence
+    evidence/manifest.json                             sha256 of every evidence file
+    evidence/<corpus>/...                              one corpus's evidence: see :class:`CorpusFiles`
+
+Every path here is relative to the site root and written with ``/`` (``evidence/<corpus>/metrics.json``): the
+form the manifest lists, a page links to and a JSON pointer's file names, so the same string serves all three.
+``site_dir / path`` gives the file on disk; :meth:`sitegen.publish.bundle.Bundle.path` finds it in a bundle
+opened at its evidence folder. The standalone ``audit.py`` spells these names again on purpose: it imports
+nothing from sitegen.
+
+The corpus input files keep the names the corpus format gives them (:mod:`sitegen.inputs.corpus`), under
+``inputs/``; a bundle's ``embeddings/`` folder has the layout of a corpus's supplied vectors
+(:mod:`sitegen.inputs.vectors`), so an evidence folder can be supplied as it is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from sitegen.inputs.corpus import CORPUS_FILE, QRELS_FILE, QUERIES_FILE, README_FILE, RUNS_DIR
+from sitegen.inputs.vectors import SUPPLIED_DIR, SUPPLIED_INDEX, SUPPLIED_PASSAGES, SUPPLIED_QUERIES
+
+__all__ = [
+    "AUDIT_REPORT",
+    "AUDIT_SCRIPT",
+    "CHANGES",
+    "CHUNKING",
+    "CHUNKS",
+    "EVIDENCE_DIR",
+    "EXPERIMENTS",
+    "FILTERING",
+    "HYGIENE",
+    "MANIFEST",
+    "MANIFEST_NAME",
+    "METRICS",
+    "NO_JEKYLL",
+    "PACKING",
+    "PAGE_LISTING",
+    "POSTGRES",
+    "REPORT",
+    "STYLESHEET",
+    "SUMMARY",
+    "TIES",
+    "TIMINGS_DIR",
+    "TIMING_RESULTS",
+    "TREC_EVAL",
+    "TREC_QRELS",
+    "CorpusFiles",
+    "CorpusPages",
+    "corpus_file",
+    "page_name",
+    "retriever_timing",
+    "run_ranker",
+    "timing_file",
+    "vector_rows",
+]
+
+# ------------------------------------------------------------------------------------------ the site root
+
+EVIDENCE_DIR = "evidence"
+MANIFEST_NAME = "manifest.json"
+#: ``evidence/manifest.json``; a bundle opened at its evidence folder holds it as ``MANIFEST_NAME``.
+MANIFEST = f"{EVIDENCE_DIR}/{MANIFEST_NAME}"
+AUDIT_SCRIPT = "audit.py"
+AUDIT_REPORT = "audit.json"
+PAGE_LISTING = "pages.json"
+STYLESHEET = "style.css"
+NO_JEKYLL = ".nojekyll"
+TIMINGS_DIR = "timings"
+#: Benchmark result files (``bench/run.py``, ``sitegen bench-pg``): ``results.json`` first, then the others by name.
+TIMING_RESULTS = "results*.json"
+TIMING_DEFAULT = "results.json"
+#: A ``--retriever``'s call latencies, which the build writes itself.
+RETRIEVER_TIMINGS = "retrievers-*.json"
+
+
+def timing_file(name: str) -> str:
+    """A timing file's site path: ``timings/<name>``."""
+    return f"{TIMINGS_DIR}/{name}"
+
+
+def retriever_timing(name: str) -> str:
+    """``timings/retrievers-NAME.json``: one retriever's call latencies, timing rather than evidence."""
+    return timing_file(RETRIEVER_TIMINGS.replace("*", name))
+
+
+# ------------------------------------------------------------------------------- one corpus's evidence
+
+#: Names inside ``evidence/<corpus>/``, as the evidence itself records them (``corpus.json``'s inputs, a run's
+#: source, the trec_eval commands that run there).
+SUMMARY = "corpus.json"
+METRICS = "metrics.json"
+REPORT = "report.json"
+EXPERIMENTS = "experiments.json"
+PACKING = "packing.json"
+POSTGRES = "postgres.json"
+CHUNKING = "chunking.json"
+FILTERING = "filtering.json"
+TIES = "ties.json"
+HYGIENE = "hygiene.json"
+CHANGES = "changes.json"
+TREC_EVAL = "trec_eval.json"
+TREC_QRELS = "qrels.trec"
+#: The chunks a chunked corpus was ranked as, in corpus.jsonl's format.
+CHUNKS = "chunks.jsonl"
+_RUNS = "runs"
+_INPUTS = "inputs"
+_BASELINE = "baseline"
+_BASELINE_RECORD = "baseline.json"
+_SWEEP_INDEX = f"{SUPPLIED_DIR}/sweep-index.json"
+_SWEEP_PASSAGES = f"{SUPPLIED_DIR}/sweep-passages.npy"
+
+
+def _run(ranker: str, suffix: str) -> str:
+    return f"{_RUNS}/{ranker}{suffix}"
+
+
+def input_name(name: str) -> str:
+    """A corpus input file's name in the bundle (``inputs/qrels/test.tsv``), as ``corpus.json`` lists it."""
+    return f"{_INPUTS}/{name}"
+
+
+def input_of(name: str) -> str:
+    """The corpus input file a bundle name stands for: ``qrels/test.tsv`` for ``inputs/qrels/test.tsv``."""
+    return name.removeprefix(f"{_INPUTS}/")
+
+
+def external_run_input(ranker: str) -> str:
+    """Where an external run or a retriever's answers are copied among the inputs, as its run's params name it."""
+    return input_name(f"{RUNS_DIR}/{ranker}.trec")
+
+
+def run_file(ranker: str) -> str:
+    """``runs/<ranker>.json``, relative to the corpus folder (what a trec_eval command or a link beside it names)."""
+    return _run(ranker, ".json")
+
+
+def trec_run_file(ranker: str) -> str:
+    """``runs/<ranker>.trec``, relative to the corpus folder."""
+    return _run(ranker, ".trec")
+
+
+@dataclass(frozen=True)
+class CorpusFiles:
+    """Where one corpus's evidence lies, each path relative to the site root: ``evidence/<corpus>/...``."""
+
+    corpus: str
+
+    @property
+    def folder(self) -> str:
+        return f"{EVIDENCE_DIR}/{self.corpus}"
+
+    def at(self, name: str) -> str:
+        """A name inside the corpus folder (one of this module's, such as :data:`METRICS`) as a site path."""
+        return f"{self.folder}/{name}"
+
+    summary = property(lambda self: self.at(SUMMARY))
+    metrics = property(lambda self: self.at(METRICS))
+    report = property(lambda self: self.at(REPORT))
+    experiments = property(lambda self: self.at(EXPERIMENTS))
+    packing = property(lambda self: self.at(PACKING))
+    postgres = property(lambda self: self.at(POSTGRES))
+    chunking = property(lambda self: self.at(CHUNKING))
+    filtering = property(lambda self: self.at(FILTERING))
+    ties = property(lambda self: self.at(TIES))
+    hygiene = property(lambda self: self.at(HYGIENE))
+    changes = property(lambda self: self.at(CHANGES))
+    trec_eval = property(lambda self: self.at(TREC_EVAL))
+    trec_qrels = property(lambda self: self.at(TREC_QRELS))
+    chunks = property(lambda self: self.at(CHUNKS))
+    runs = property(lambda self: self.at(_RUNS))
+    inputs = property(lambda self: self.at(_INPUTS))
+    embeddings = property(lambda self: self.at(SUPPLIED_DIR))
+    vector_index = property(lambda self: self.at(SUPPLIED_INDEX))
+    passage_vectors = property(lambda self: self.at(SUPPLIED_PASSAGES))
+    query_vectors = property(lambda self: self.at(SUPPLIED_QUERIES))
+    sweep_index = property(lambda self: self.at(_SWEEP_INDEX))
+    sweep_vectors = property(lambda self: self.at(_SWEEP_PASSAGES))
+    passages_input = property(lambda self: self.input(CORPUS_FILE))
+    queries_input = property(lambda self: self.input(QUERIES_FILE))
+    qrels_input = property(lambda self: self.input(QRELS_FILE))
+    readme_input = property(lambda self: self.input(README_FILE))
+    #: ``baseline/``: what a build with ``--baseline`` keeps of the earlier build (sitegen.compare.changes).
+    baseline = property(lambda self: self.at(_BASELINE))
+    baseline_record = property(lambda self: self.at(f"{_BASELINE}/{_BASELINE_RECORD}"))
+
+    def run(self, ranker: str) -> str:
+        return self.at(run_file(ranker))
+
+    def trec_run(self, ranker: str) -> str:
+        return self.at(trec_run_file(ranker))
+
+    def input(self, name: str) -> str:
+        """A copy of one corpus input file (``name`` as the corpus folder has it: ``qrels/test.tsv``)."""
+        return self.at(input_name(name))
+
+    def baseline_input(self, name: str) -> str:
+        """The baseline's copy of one corpus input file."""
+        return self.at(f"{_BASELINE}/{input_name(name)}")
+
+
+def corpus_file(path: str) -> tuple[str, str] | None:
+    """``(corpus, name)`` for a site path under ``evidence/<corpus>/``; None for any other path."""
+    parts = PurePosixPath(path).parts
+    if len(parts) < 3 or parts[0] != EVIDENCE_DIR:
+        return None
+    return parts[1], "/".join(parts[2:])
+
+
+def run_ranker(name: str) -> str | None:
+    """The ranker of ``runs/<ranker>.json`` (a name inside a corpus folder); None for any other file."""
+    parts = PurePosixPath(name).parts
+    if len(parts) == 2 and parts[0] == _RUNS and parts[1].endswith(".json"):
+        return parts[1].removesuffix(".json")
+    return None
+
+
+def vector_rows(name: str) -> tuple[str, str] | None:
+    """For a matrix of vectors (``embeddings/<stem>.npy``, a name inside a corpus folder): the index file that
+    names its rows and the key of their ids there, ``embeddings/index.json`` and ``passages`` for
+    ``embeddings/passages.npy``, ``embeddings/sweep-index.json`` and ``passages`` for
+    ``embeddings/sweep-passages.npy``; None for any other file."""
+    parts = PurePosixPath(name).parts
+    if len(parts) != 2 or parts[0] != SUPPLIED_DIR or not parts[1].endswith(".npy"):
+        return None
+    prefix, dash, key = parts[1].removesuffix(".npy").rpartition("-")
+    return f"{SUPPLIED_DIR}/{prefix}{dash}{PurePosixPath(SUPPLIED_INDEX).name}", key
+
+
+#: The index files of a corpus's vectors and, for each, the matrices it names rows of by key.
+VECTOR_FILES = {
+    SUPPLIED_INDEX: (("passages", SUPPLIED_PASSAGES), ("queries", SUPPLIED_QUERIES)),
+    _SWEEP_INDEX: (("passages", _SWEEP_PASSAGES),),
+}
+
+# ------------------------------------------------------------------------------------------------ pages
+
+INDEX_PAGE = "index.html"
+METRICS_PAGE = "metrics.html"
+PERFORMANCE_PAGE = "performance.html"
+REPRODUCIBILITY_PAGE = "reproducibility.html"
+_SAFE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+
+
+def page_name(identifier: str) -> str:
+    """A file-name-safe, unique stem for any id: the id itself when it is plain lowercase
+    ASCII, else a slug plus the first 10 hex digits of the id's sha256."""
+    if _SAFE.fullmatch(identifier):
+        return identifier
+    slug = re.sub(r"[^a-z0-9]+", "-", identifier.lower()).strip("-")[:40] or "id"
+    return f"{slug}-{hashlib.sha256(identifier.encode('utf-8')).hexdigest()[:10]}"
+
+
+@dataclass(frozen=True)
+class CorpusPages:
+    """Where one corpus's pages and plots lie: ``corpora/<page name>/...``."""
+
+    corpus: str
+
+    @property
+    def dir(self) -> str:
+        return f"corpora/{page_name(self.corpus)}"
+
+    def at(self, name: str) -> str:
+        return f"{self.dir}/{name}"
+
+    index = property(lambda self: self.at(INDEX_PAGE))
+    changes = property(lambda self: self.at("changes.html"))
+    kind_plot = property(lambda self: self.at("hit-at-1-by-kind.svg"))
+    chunk_plot = property(lambda self: self.at("chunking-recall.svg"))
+
+    def question(self, query_id: str) -> str:
+        return self.at(f"questions/{page_name(query_id)}.html")
+
+    def ranks(self, n: int) -> str:
+        """The n-th (1-based) page of the first-relevant-rank table."""
+        return self.at("ranks.html" if n == 1 else f"ranks-{n}.html")
+
+    def passages(self, n: int) -> str:
+        """The n-th (1-based) shard of passage texts."""
+        return self.at(f"passages/{n}.html")
+
+    def sweep_plot(self, fusion: str, sweep: str) -> str:
+        return self.at(f"sweep-{page_name(fusion)}-{sweep}.svg")
+
+    def changes_plot(self, ranker: str) -> str:
+        return self.at(f"changes-{page_name(ranker)}.svg")

@@ -1,0 +1,110 @@
+"""One corpus as its pages see it: the evidence read back typed (:class:`sitegen.publish.reader.CorpusEvidence`),
+with where its pages lie and its README as HTML, and the tables more than one page family prints."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from markupsafe import Markup
+
+from sitegen.publish.layout import CorpusPages
+from sitegen.publish.pages.base import readme_lead, render_markdown, snippet, with_sources
+from sitegen.publish.reader import CorpusEvidence, CorpusReader, SiteFolder
+
+__all__ = ["HEADLINE_METRICS", "TABLE_METRICS", "TOP_N", "CorpusView", "hits", "metric_table", "read_view"]
+
+HEADLINE_METRICS = ("hit@1", "hit@5", "mrr@10", "ndcg@10")
+TABLE_METRICS = ("hit@1", "hit@3", "hit@5", "hit@10", "recall@10", "precision@5", "mrr@10", "ndcg@10")
+TOP_N = 10
+
+
+@dataclass(frozen=True)
+class CorpusView(CorpusEvidence):
+    """A corpus's evidence, every number carrying its source (``with_sources``), plus what its pages add."""
+
+    pages: CorpusPages
+    readme_html: Markup
+    readme_lead: Markup
+    #: A packing setting's column title, on the corpus page and each question page.
+    setting_titles: Mapping[str, str]
+
+
+def _setting_title(setting: str, top_n: int) -> str:
+    return f"top {top_n} passages, no budget" if setting.startswith("top") else f"{setting} characters"
+
+
+def read_view(site_dir: Path, name: str) -> CorpusView:
+    """Everything the corpus's pages show, read from the bundle at ``site_dir``."""
+    evidence = CorpusReader(SiteFolder(site_dir), name, with_sources).read()
+    readme = render_markdown(evidence.readme)
+    packing = evidence.packing
+    return CorpusView(
+        **{f.name: getattr(evidence, f.name) for f in fields(CorpusEvidence)},
+        pages=CorpusPages(name),
+        readme_html=readme,
+        readme_lead=readme_lead(readme),
+        setting_titles={s: _setting_title(s, packing["top_n"]) for s in packing["settings"]} if packing else {},
+    )
+
+
+def passage_title(doc: Mapping[str, Any]) -> str:
+    return doc.get("title") or doc["text"][:80]
+
+
+def passage_snippet(doc: Mapping[str, Any]) -> str:
+    title = doc.get("title") or ""
+    return snippet(f"{title}: {doc['text']}" if title else doc["text"])
+
+
+def hits(c: CorpusView, ranker: str, query_id: str, top: int) -> list[dict[str, Any]]:
+    """A ranker's first ``top`` hits for one question, each with its passage's title, snippet and grade."""
+    grades = c.grades.get(query_id, {})
+    rows = []
+    for hit in c.runs[ranker]["queries"].get(query_id, [])[:top]:
+        doc = c.passages.get(hit["doc_id"])
+        rows.append(
+            {
+                "rank": hit["rank"],
+                "doc_id": hit["doc_id"],
+                "title": passage_title(doc) if doc else "(not a passage of this corpus; named by an external run)",
+                "snippet": passage_snippet(doc) if doc else None,
+                "score": hit["score"],
+                "grade": grades.get(hit["doc_id"], 0),
+                "components": hit.get("components"),
+            }
+        )
+    return rows
+
+
+def metric_table(c: CorpusView, kind: str | None, metrics: tuple[str, ...]) -> dict[str, Any]:
+    """A ranker x metric table (overall, or for one question kind) with counts for hit@k and the best values
+    marked."""
+    report = c.report
+    if kind is None:
+        n, counts, best = report["questions"]["overall"], report["hit_counts"]["overall"], report["best"]["overall"]
+        clear = report["best_clear"]["overall"]
+    else:
+        n = report["questions"]["by_kind"][kind]
+        counts, best = report["hit_counts"]["by_kind"][kind], report["best"]["by_kind"][kind]
+        clear = report["best_clear"]["by_kind"][kind]
+    rows = []
+    for ranker in c.rankers:
+        values = c.metrics[ranker]["overall"] if kind is None else c.metrics[ranker]["by_kind"][kind]
+        cells = []
+        for m in metrics:
+            count = counts[ranker].get(m)
+            cells.append(
+                {
+                    "value": values[m],
+                    "count": Markup("{}/{}").format(count, n) if count is not None else None,
+                    # bold only for a lead of more than one question; a narrower lead is marked with a caution,
+                    # and a column where every ranker ties is not marked at all
+                    "best": ranker in best[m] and clear[m],
+                    "close": ranker in best[m] and not clear[m] and len(best[m]) < len(c.rankers),
+                }
+            )
+        rows.append({"ranker": ranker, "cells": cells, "external": ranker in c.external})
+    return {"metrics": metrics, "rows": rows, "n": n, "kind": kind}
