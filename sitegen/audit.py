@@ -1501,25 +1501,52 @@ def pinned_params_problems(ranker: str, params: dict[str, Any]) -> list[str]:
     return problems
 
 
-# The verifiers that recompute a run's lists from the bundle alone (given its components' runs). The others, an
-# external run's file check and PostgreSQL text search's server-less check, cannot: such a row, and any fusion
-# over it, is never marked best over a verified one, and its pages say which checks it rests on.
-RECOMPUTING_VERIFIERS = frozenset(
-    {"okapi-bm25", "exact cosine", "reciprocal rank fusion", "pgvector-hnsw", "postgres-hybrid-sql"}
-)
+# What each verifier's check of a run's own lists rests on: the bundled inputs, the stored vectors (which only
+# `sitegen audit --reembed` can hold to the model), PostgreSQL (only `sitegen audit --postgres` reruns it) or an
+# external source (the ranking cannot be reproduced at all). A fusion's rest on its components'. A row resting
+# on PostgreSQL or an external source, and any fusion over it, is never marked best over a verified one.
+VERIFIER_BASIS: dict[str, tuple[str, ...]] = {
+    "okapi-bm25": ("inputs",),
+    "exact cosine": ("vectors",),
+    "pgvector-hnsw": ("vectors",),
+    "postgres-tsvector": ("postgres",),
+    "external trec run": ("external",),
+    "reciprocal rank fusion": (),
+    "postgres-hybrid-sql": (),
+}
+BASIS_ORDER = ("inputs", "vectors", "postgres", "external")
+RECOMPUTABLE_BASIS = frozenset({"inputs", "vectors"})
+
+
+def _components(bundle: Bundle, corpus: str, name: str) -> list[str]:
+    return bundle.run(corpus, name)["params"].get("components") or []
+
+
+def _own_basis(bundle: Bundle, corpus: str, name: str) -> tuple[str, ...]:
+    return VERIFIER_BASIS[expected_contract(bundle, corpus, name, bundle.run(corpus, name))[1]]
+
+
+def verification_basis(bundle: Bundle, corpus: str, rankers: list[str]) -> dict[str, list[str]]:
+    """What this audit's check of each ranker's lists rests on, its own basis and its components', by this
+    file's tables, not by what the runs declare."""
+
+    def rests_on(name: str) -> set[str]:
+        if name not in rankers:
+            return set()
+        return set(_own_basis(bundle, corpus, name)).union(*(rests_on(c) for c in _components(bundle, corpus, name)))
+
+    return {name: [b for b in BASIS_ORDER if b in rests_on(name)] for name in rankers}
 
 
 def unverified_rankers(bundle: Bundle, corpus: str, rankers: list[str]) -> dict[str, list[str]]:
     """Each ranker whose lists this audit cannot recompute, with the rankers (itself, then its components')
-    that make it so, decided by this file's tables, not by what the runs declare."""
+    that make it so."""
 
     def rests_on(name: str) -> list[str]:
         if name not in rankers:
             return []
-        run = bundle.run(corpus, name)
-        own = [] if expected_contract(bundle, corpus, name, run)[1] in RECOMPUTING_VERIFIERS else [name]
-        components = run["params"].get("components") or []
-        return list(dict.fromkeys([*own, *(r for c in components for r in rests_on(c))]))
+        own = [] if set(_own_basis(bundle, corpus, name)) <= RECOMPUTABLE_BASIS else [name]
+        return list(dict.fromkeys([*own, *(r for c in _components(bundle, corpus, name) for r in rests_on(c))]))
 
     return {name: found for name in rankers if (found := rests_on(name))}
 
@@ -1758,6 +1785,7 @@ def check_report(check: Check, bundle: Bundle, corpus: str) -> str:
     want = {
         "questions": {"overall": len(scored), "by_kind": {k: len(v) for k, v in kinds.items()}},
         "hit_counts": {"overall": hit_counts(scored), "by_kind": {k: hit_counts(v) for k, v in kinds.items()}},
+        "basis": verification_basis(bundle, corpus, rankers),
         "unverified": unverified,
         "best": {
             "overall": {n: best(scored, n) for n in names},

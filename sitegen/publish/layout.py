@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from sitegen.inputs.corpus import CORPUS_FILE, QRELS_FILE, QUERIES_FILE, README_FILE, RUNS_DIR
+from sitegen.inputs.corpus import CONFIG_FILE, CORPUS_FILE, QRELS_FILE, QUERIES_FILE, README_FILE, RUNS_DIR
 from sitegen.inputs.vectors import SUPPLIED_DIR, SUPPLIED_INDEX, SUPPLIED_PASSAGES, SUPPLIED_QUERIES
 
 __all__ = [
@@ -191,6 +191,7 @@ class CorpusFiles:
     queries_input = property(lambda self: self.input(QUERIES_FILE))
     qrels_input = property(lambda self: self.input(QRELS_FILE))
     readme_input = property(lambda self: self.input(README_FILE))
+    config_input = property(lambda self: self.input(CONFIG_FILE))
     #: ``baseline/``: what a build with ``--baseline`` keeps of the earlier build (sitegen.compare.changes).
     baseline = property(lambda self: self.at(_BASELINE))
     baseline_record = property(lambda self: self.at(f"{_BASELINE}/{_BASELINE_RECORD}"))

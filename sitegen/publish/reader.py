@@ -83,6 +83,12 @@ class CorpusSummary:
     inputs_date: str | None
     #: ``{"date", "edited_files"}`` from the corpus's FROZEN.json; None for a corpus never frozen.
     frozen: Mapping[str, Any] | None
+    #: The sha256 of every input copy by its name in the corpus folder, and the question set's one hash
+    #: (sitegen.inputs.binding); empty and None in a bundle written before they were recorded.
+    input_sha256: Mapping[str, str]
+    question_set_sha256: str | None
+    #: Where the corpus folder comes from in git (``{"commit", "tree", "date", "uncommitted_changes"}``), or None.
+    source: Mapping[str, Any] | None
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> CorpusSummary:
@@ -104,6 +110,9 @@ class CorpusSummary:
             embeddings=bool(doc.get("embeddings")),
             inputs_date=doc.get("inputs_date"),
             frozen=doc.get("frozen"),
+            input_sha256=doc.get("input_sha256") or {},
+            question_set_sha256=doc.get("question_set_sha256"),
+            source=doc.get("source"),
         )
 
 
@@ -146,6 +155,8 @@ class CorpusEvidence:
     supplied_vectors: SuppliedVectorsNote | None
     #: The corpus's README.md copy ("" when it has none).
     readme: str
+    #: The corpus's own settings, its ``sitegen.json`` copy ({} when it has none): every one a choice made for it.
+    config: Mapping[str, Any]
 
     @property
     def rankers(self) -> tuple[str, ...]:
@@ -298,4 +309,5 @@ class CorpusReader:
             trec_eval=self.optional(files.trec_eval),
             supplied_vectors=self.supplied_vectors(),
             readme=self.readme(),
+            config=self.optional(files.config_input) or {},
         )

@@ -14,7 +14,7 @@ from sitegen.inputs.corpus import Corpus
 if TYPE_CHECKING:
     from sitegen.rankers.embeddings import CorpusEmbeddings
 
-__all__ = ["Contract", "Family", "Hit", "RankInputs", "Ranker", "Reproduction", "Run", "doc_id_order", "top_k"]
+__all__ = ["Basis", "Contract", "Family", "Hit", "RankInputs", "Ranker", "Reproduction", "Run", "doc_id_order", "top_k"]
 
 
 class Family(str, Enum):
@@ -27,6 +27,25 @@ class Family(str, Enum):
     FUSION = "fusion"
     POSTGRES = "postgres"
     EXTERNAL = "external"
+
+
+class Basis(str, Enum):
+    """What the standalone audit's check of a ranking rests on, in the order the pages list them."""
+
+    #: recomputed from the bundled inputs alone (BM25)
+    INPUTS = "inputs"
+    #: recomputed from the stored vectors; that they are the model's for these texts, only
+    #: ``sitegen audit --reembed`` shows
+    VECTORS = "vectors"
+    #: PostgreSQL's parser and ts_rank_cd: checked without a server as far as that goes, recomputed only by
+    #: ``sitegen audit --postgres``
+    POSTGRES = "postgres"
+    #: another system's run: its metrics are checked, its ranking cannot be reproduced from the bundle
+    EXTERNAL = "external"
+
+    @property
+    def recomputable(self) -> bool:
+        return self in (Basis.INPUTS, Basis.VECTORS)
 
 
 @dataclass(frozen=True)
@@ -60,10 +79,10 @@ class Contract:
     uses_postgres: bool = False
     chunking_sweep: bool = False
     reproduces: Reproduction | None = None
-    #: The standalone audit recomputes this ranker's lists from the bundle alone (given its components'
-    #: runs). False for a list only its source can give again: an external run or retriever, PostgreSQL's
-    #: text search. Such a row, and any fusion over it, never wins a "best" mark over a verified one.
-    recomputed: bool = True
+    #: What the audit's check of this ranker's own lists rests on (a fusion's rest on its components'); a
+    #: list resting on PostgreSQL or an external source is not recomputable from the bundle, and such a row,
+    #: and any fusion over it, never wins a "best" mark over a verified one.
+    basis: tuple[Basis, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         """The evidence form: what a run's JSON records beside its params."""

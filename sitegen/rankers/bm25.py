@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from sitegen.inputs.corpus import Document, passage_text
-from sitegen.rankers.base import Contract, Family, Hit, RankInputs, Run, doc_id_order, top_k
+from sitegen.rankers.base import Basis, Contract, Family, Hit, RankInputs, Run, doc_id_order, top_k
 from sitegen.rankers.filtering import FILTER_NOTE, allowed_masks
 from sitegen.rankers.tokenize import STOP_WORDS, strip_plural, tokenize, tokenize_stemmed
 
@@ -213,7 +213,12 @@ class BM25Ranker:
         self.k1 = k1
         self.b = b
         self.contract = Contract(
-            Family.LEXICAL, "okapi-bm25", filtered=filtered, unfiltered=unfiltered, chunking_sweep=chunking_sweep
+            Family.LEXICAL,
+            "okapi-bm25",
+            filtered=filtered,
+            unfiltered=unfiltered,
+            chunking_sweep=chunking_sweep,
+            basis=(Basis.INPUTS,),
         )
 
     @property

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from sitegen.errors import SitegenError
-from sitegen.rankers.base import Contract, Family, Hit, RankInputs, Run, doc_id_order, top_k
+from sitegen.rankers.base import Basis, Contract, Family, Hit, RankInputs, Run, doc_id_order, top_k
 from sitegen.rankers.filtering import FILTER_NOTE, allowed_masks
 
 __all__ = ["DenseRanker", "blas_margin", "cosine_scores", "dense_top_k", "fixed_order_dot"]
@@ -93,6 +93,7 @@ class DenseRanker:
             unfiltered=unfiltered,
             uses_embeddings=True,
             chunking_sweep=chunking_sweep,
+            basis=(Basis.VECTORS,),
         )
 
     def params(self) -> dict[str, Any]:

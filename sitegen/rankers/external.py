@@ -25,7 +25,7 @@ from typing import Any
 from sitegen.errors import CorpusError
 from sitegen.hashing import sha256_file
 from sitegen.inputs.corpus import text_lines
-from sitegen.rankers.base import Contract, Family, Hit, RankInputs, Run
+from sitegen.rankers.base import Basis, Contract, Family, Hit, RankInputs, Run
 
 __all__ = [
     "EXTERNAL_METHOD",
@@ -157,7 +157,7 @@ def check_ids(run: ExternalRun, doc_ids: Set[str], query_ids: Set[str]) -> IdChe
 class ExternalRunRanker:
     """A TREC run file presented as a ranker; the file is parsed once, when the build validates its inputs."""
 
-    contract = Contract(Family.EXTERNAL, EXTERNAL_METHOD, recomputed=False)
+    contract = Contract(Family.EXTERNAL, EXTERNAL_METHOD, basis=(Basis.EXTERNAL,))
 
     def __init__(self, name: str, path: Path, input_copy: str, run: ExternalRun) -> None:
         self.name = name

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from sitegen.errors import SitegenError
-from sitegen.rankers.base import Contract, Family, Hit, RankInputs, Reproduction, Run
+from sitegen.rankers.base import Basis, Contract, Family, Hit, RankInputs, Reproduction, Run
 from sitegen.rankers.fusion import TIE_RULE
 from sitegen.rankers.pg_index import EF_SEARCH, EF_SEARCH_MAX, HNSW_EF_CONSTRUCTION, HNSW_M
 
@@ -135,6 +135,7 @@ class PgVectorRanker:
             uses_embeddings=True,
             uses_postgres=True,
             reproduces=reproduces,
+            basis=(Basis.VECTORS,),  # the server-less check ranks the stored vectors exactly
         )
 
     def params(self) -> dict[str, Any]:
@@ -173,7 +174,7 @@ class PgTsvectorRanker:
             unfiltered=unfiltered,
             uses_embeddings=True,  # not for ranking: the build loads vectors and text into one table
             uses_postgres=True,
-            recomputed=False,  # PostgreSQL's parser, stemmer and ts_rank_cd: only `sitegen audit --postgres`
+            basis=(Basis.POSTGRES,),  # PostgreSQL's parser, stemmer and ts_rank_cd
         )
 
     def params(self) -> dict[str, Any]:

@@ -8,6 +8,7 @@ Shape::
     {"schema_version": 1,
      "questions": {"overall": n, "by_kind": {kind: n}},
      "hit_counts": {"overall": {ranker: {"hit@k": count}}, "by_kind": {kind: {ranker: {...}}}},
+     "basis": {ranker: ["inputs"|"vectors"|"postgres"|"external", ...]} (sitegen.rankers.base.Basis),
      "unverified": {ranker: [the rankers not recomputable from the bundle that its lists rest on]},
      "best": {"overall": {metric: [rankers]}, "by_kind": {kind: {metric: [rankers]}}},
      "best_clear": {"overall": {metric: bool}, "by_kind": {kind: {metric: bool}}},
@@ -23,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sitegen.inputs.corpus import Corpus
-from sitegen.rankers.base import Contract
+from sitegen.rankers.base import Basis, Contract, Family
 
 __all__ = [
     "BEST_RULE",
@@ -32,6 +33,7 @@ __all__ = [
     "filtering_report",
     "first_relevant_rank",
     "unverified_rankers",
+    "verification_basis",
 ]
 
 SAMPLE_RULE = (
@@ -77,17 +79,39 @@ def _hit_counts(
     return {m: sum(1 for q in members if per_query[q][m] > 0) for m in names}
 
 
+#: The basis of a ranker whose contract declares none, by family: the audit checks such a ranker (a plugin) with
+#: its family's verifier.
+FAMILY_BASIS = {Family.LEXICAL: (Basis.INPUTS,), Family.DENSE: (Basis.VECTORS,), Family.EXTERNAL: (Basis.EXTERNAL,)}
+
+
+def _own_basis(contract: Contract) -> tuple[Basis, ...]:
+    return contract.basis or FAMILY_BASIS.get(contract.family, ())
+
+
+def verification_basis(contracts: Mapping[str, Contract]) -> dict[str, list[str]]:
+    """What the audit's check of each ranker's lists rests on (:class:`Basis` values, in that order): its own
+    basis and, through a fusion, its components'."""
+
+    def rests_on(name: str) -> set[Basis]:
+        contract = contracts.get(name)
+        if contract is None:
+            return set()
+        return set(_own_basis(contract)).union(*(rests_on(c) for c in contract.components))
+
+    return {name: [b.value for b in Basis if b in rests_on(name)] for name in contracts}
+
+
 def unverified_rankers(contracts: Mapping[str, Contract]) -> dict[str, list[str]]:
     """Each ranker whose lists the audit cannot recompute from the bundle, with the rankers (itself or its
-    components, in order) that make it so: those whose contract is not ``recomputed``, and through them any
-    fusion over them."""
+    components, in order) that make it so: those whose own basis is not recomputable (an external run or
+    retriever, PostgreSQL's text search), and through them any fusion over them."""
     found: dict[str, list[str]] = {}
 
     def rests_on(name: str) -> list[str]:
         contract = contracts.get(name)
         if contract is None:
             return []
-        own = [] if contract.recomputed else [name]
+        own = [] if all(b.recomputable for b in _own_basis(contract)) else [name]
         return list(dict.fromkeys([*own, *(r for c in contract.components for r in rests_on(c))]))
 
     for name in contracts:
@@ -161,6 +185,7 @@ def derive_report(
                 k: {r: _hit_counts(metrics[r]["per_query"], members[k], metric_list) for r in rankers} for k in kinds
             },
         },
+        "basis": verification_basis({r: contracts[r] for r in rankers}),
         "unverified": unverified,
         "best": best,
         "best_clear": clear,

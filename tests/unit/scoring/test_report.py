@@ -6,13 +6,13 @@ from pathlib import Path
 from types import MappingProxyType
 
 from sitegen.inputs.corpus import Corpus, Document, Query
-from sitegen.rankers.base import Contract, Family
+from sitegen.rankers.base import Basis, Contract, Family
 from sitegen.scoring.metrics import evaluate, metric_names
-from sitegen.scoring.report import derive_report, unverified_rankers
+from sitegen.scoring.report import derive_report, unverified_rankers, verification_basis
 
-LEXICAL = Contract(Family.LEXICAL, "okapi-bm25")
-TSVECTOR = Contract(Family.POSTGRES, "postgres-tsvector", recomputed=False)
-EXTERNAL = Contract(Family.EXTERNAL, "external trec run", recomputed=False)
+LEXICAL = Contract(Family.LEXICAL, "okapi-bm25", basis=(Basis.INPUTS,))
+TSVECTOR = Contract(Family.POSTGRES, "postgres-tsvector", basis=(Basis.POSTGRES,))
+EXTERNAL = Contract(Family.EXTERNAL, "external trec run", basis=(Basis.EXTERNAL,))
 
 
 def _corpus() -> Corpus:
@@ -35,6 +35,13 @@ def test_a_fusion_over_an_unverifiable_run_is_unverified_through_it() -> None:
         "fused": ["pg-tsvector"],
         "mine": ["mine"],
         "twice": ["pg-tsvector", "mine"],
+    }
+    assert verification_basis(contracts) == {
+        "bm25": ["inputs"],
+        "pg-tsvector": ["postgres"],
+        "fused": ["inputs", "postgres"],
+        "mine": ["external"],
+        "twice": ["inputs", "postgres", "external"],
     }
 
 
