@@ -40,9 +40,17 @@ from sitegen.publish.evidence import (
     write_corpus_evidence,
     write_manifest,
 )
-from sitegen.publish.layout import EVIDENCE_DIR, MANIFEST, CorpusFiles, external_run_input, retriever_timing
+from sitegen.publish.layout import (
+    EVIDENCE_DIR,
+    MANIFEST,
+    VERIFICATION,
+    CorpusFiles,
+    external_run_input,
+    retriever_timing,
+)
 from sitegen.publish.reader import CorpusReader, SiteFolder
 from sitegen.publish.timings import copy_timing_files, load_timing_files
+from sitegen.publish.verification import DEFAULT_RECORD, read_verification
 from sitegen.rankers import DEFAULT_RANKERS, RankInputs, Run, make_rankers, needs_postgres
 from sitegen.rankers.embeddings import (
     MODEL_NAME,
@@ -125,6 +133,13 @@ class BuildOptions:
     #: The report's title and description on every page (``sitegen.toml``'s ``title``/``description``, ``--title``).
     title: str = DEFAULT_TITLE
     description: str = ""
+    #: The record of the last ``sitegen audit --reembed --postgres --record`` to show on the Reproducibility page;
+    #: None: ``verification/last.json`` beside the corpora, when it exists.
+    verification_file: Path | None = None
+
+    @property
+    def verification_record(self) -> Path:
+        return self.verification_file or self.corpora_dir.resolve().parent / DEFAULT_RECORD
 
     @property
     def vectors_source(self) -> Path:
@@ -553,6 +568,8 @@ def _build_locked(
             drift = compare_with_source(drift, options.vectors_source, staging)
         if timing_files:
             copy_timing_files(options.timings_folder, staging)
+        if read_verification(options.verification_record, staging) is not None:  # a bad record fails here
+            shutil.copyfile(options.verification_record, staging / VERIFICATION)
         _write_retriever_timings(staging, options, retrieved)
         audit_report = audit_and_render(staging, steps, log, seconds)
         log(

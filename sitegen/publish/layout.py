@@ -7,6 +7,7 @@ them::
     style.css, .nojekyll                               the stylesheet every page links; GitHub Pages' switch
     audit.py, audit.json, pages.json                   the standalone audit, its verdict, the pages' listing
     timings/                                           benchmark timings, kept out of the evidence
+    verification.json                                  the last re-embedding and PostgreSQL rerun, likewise
     evidence/manifest.json                             sha256 of every evidence file
     evidence/<corpus>/...                              one corpus's evidence: see :class:`CorpusFiles`
 
@@ -56,6 +57,7 @@ __all__ = [
     "TIMING_RESULTS",
     "TREC_EVAL",
     "TREC_QRELS",
+    "VERIFICATION",
     "CorpusFiles",
     "CorpusPages",
     "corpus_file",
@@ -78,6 +80,8 @@ PAGE_LISTING = "pages.json"
 STYLESHEET = "style.css"
 NO_JEKYLL = ".nojekyll"
 TIMINGS_DIR = "timings"
+#: The last verification with the model and PostgreSQL (sitegen.publish.verification), outside the evidence.
+VERIFICATION = "verification.json"
 #: Benchmark result files (``bench/run.py``, ``sitegen bench-pg``): ``results.json`` first, then the others by name.
 TIMING_RESULTS = "results*.json"
 TIMING_DEFAULT = "results.json"

@@ -6,7 +6,8 @@ those runs, needs the model and a server. This record says when that was last ch
 tolerance, and on which files (their sha256), so a page can show whether it still applies to the bundle it
 describes. It is a record of one run on one day, like the benchmark timings: kept beside the corpora
 (``verification/last.json``), copied to the site as ``verification.json`` and shown on the Reproducibility
-page, outside the evidence manifest. The Pages workflow attests it with the manifest.
+page, outside the evidence manifest (:mod:`sitegen.publish.verification` reads it back). The Pages workflow
+attests it with the manifest.
 
 Shape (``"format": "sitegen-verification/1"``)::
 
@@ -14,54 +15,35 @@ Shape (``"format": "sitegen-verification/1"``)::
      "audit": {"verdict", "checks", "passed"},
      "reembed": null | {"tolerance", "sample": null|N, "seed": null|int,
                         "corpora": {corpus: {"status": "pass"|"fail"|"not checked", "vectors", "max_abs_diff",
-                                             "worst", "weights_match", "not_checked", "files_sha256": {path: hex}}}},
+                                             "worst", "weights_match", "not_checked",
+                                             "files_sha256": {site path: hex}}}},
      "postgres": null | {"tolerance", "runs": {"corpus/ranker": {"status", "questions", "ids_differ",
                                                                  "max_score_diff", "first_difference", "sha256"}}}}
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from sitegen import __version__
-from sitegen.errors import BuildError
-from sitegen.hashing import sha256_file
 from sitegen.inputs.dates import source_date_epoch
 from sitegen.publish.bundle import REEMBED_TOLERANCE
-from sitegen.publish.evidence import EVIDENCE_DIR, canonical_json
+from sitegen.publish.evidence import canonical_json
+from sitegen.publish.layout import CorpusFiles
+from sitegen.publish.verification import VERIFICATION_FORMAT, file_sha256, vector_files
 from sitegen.verify.postgres import SCORE_TOLERANCE, PostgresRerun
 from sitegen.verify.reembed import ReembedResult
 
-__all__ = [
-    "DEFAULT_RECORD",
-    "SITE_RECORD",
-    "VERIFICATION_FORMAT",
-    "Verification",
-    "read_verification",
-    "verification_record",
-    "write_verification",
-]
-
-VERIFICATION_FORMAT = "sitegen-verification/1"
-DEFAULT_RECORD = Path("verification") / "last.json"  # beside the corpora folder
-SITE_RECORD = "verification.json"  # its copy on the site, outside the evidence
-_VECTOR_FILES = ("embeddings/passages.npy", "embeddings/queries.npy")
+__all__ = ["verification_record", "write_verification"]
 
 
 def _today() -> str:
     epoch = source_date_epoch()
     moment = datetime.fromtimestamp(epoch, tz=timezone.utc) if epoch is not None else datetime.now(timezone.utc)
     return moment.date().isoformat()
-
-
-def _evidence_sha256(site: Path, corpus: str, name: str) -> str | None:
-    path = site / EVIDENCE_DIR / corpus / name
-    return sha256_file(path) if path.is_file() else None
 
 
 def verification_record(
@@ -100,7 +82,7 @@ def verification_record(
                     "worst": r.worst,
                     "weights_match": r.weights_match,
                     "not_checked": r.not_checked,
-                    "files_sha256": {n: _evidence_sha256(site, r.corpus, n) for n in _VECTOR_FILES},
+                    "files_sha256": {rel: file_sha256(site, rel) for rel in vector_files(r.corpus)},
                 }
                 for r in results
             },
@@ -116,7 +98,7 @@ def verification_record(
                     "ids_differ": r.ids_differ,
                     "max_score_diff": r.max_score_diff,
                     "first_difference": r.first_difference,
-                    "sha256": _evidence_sha256(site, r.corpus, f"runs/{r.ranker}.json"),
+                    "sha256": file_sha256(site, CorpusFiles(r.corpus).run(r.ranker)),
                 }
                 for r in postgres
             },
@@ -129,38 +111,3 @@ def verification_record(
 def write_verification(path: Path, record: Mapping[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(canonical_json(record))
-
-
-@dataclass(frozen=True)
-class Verification:
-    """A record as a page shows it, held against the bundle being built: each part applies only while the
-    files it checked are still the bundle's (same sha256)."""
-
-    record: Mapping[str, Any]
-    #: Per corpus (reembed) and per corpus/ranker (postgres): whether the checked files are this bundle's.
-    current: Mapping[str, bool]
-
-    @property
-    def stale(self) -> list[str]:
-        return sorted(name for name, same in self.current.items() if not same)
-
-
-def read_verification(path: Path, site: Path) -> Verification | None:
-    """The record at ``path`` held against the bundle under ``site``, or None when there is none; a file that
-    is not a verification record is a BuildError naming it."""
-    if not path.is_file():
-        return None
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BuildError(f"{path}: not a readable verification record ({exc})") from None
-    if not isinstance(record, dict) or record.get("format") != VERIFICATION_FORMAT:
-        raise BuildError(f"{path}: not a sitegen verification record (format {VERIFICATION_FORMAT})")
-    current: dict[str, bool] = {}
-    for corpus, entry in ((record.get("reembed") or {}).get("corpora") or {}).items():
-        files = entry.get("files_sha256") or {}
-        current[f"reembed:{corpus}"] = all(_evidence_sha256(site, corpus, n) == files.get(n) for n in _VECTOR_FILES)
-    for name, entry in ((record.get("postgres") or {}).get("runs") or {}).items():
-        corpus, _, ranker = name.partition("/")
-        current[f"postgres:{name}"] = _evidence_sha256(site, corpus, f"runs/{ranker}.json") == entry.get("sha256")
-    return Verification(record, current)

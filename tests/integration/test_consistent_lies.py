@@ -30,8 +30,12 @@ from sitegen.rankers.fusion import RRFRanker
 from tests.helpers import TINY_QRELS, TINY_QUERIES, FakeEmbeddingModel, rehash_manifest, write_corpus
 
 RANKERS_BUILT = ("bm25", "bm25-stem", "dense", "rrf-dense-bm25")
-QUERIES = [*TINY_QUERIES, {"_id": "q5", "text": "card expired error", "kind": "exact-code"}]
-QRELS = [*TINY_QRELS, ("q5", "d3", 1)]
+QUERIES = [
+    *TINY_QUERIES,
+    {"_id": "q5", "text": "card expired error", "kind": "exact-code"},
+    {"_id": "q6", "text": "money back please", "kind": "paraphrase"},  # no word in common with its label, d4
+]
+QRELS = [*TINY_QRELS, ("q5", "d3", 1), ("q6", "d4", 1)]
 
 
 def _options(root: Path, corpora: Path, site: str, **kwargs: Any) -> BuildOptions:
@@ -126,7 +130,7 @@ def test_nudged_vectors_pass_the_standalone_audit_and_fail_the_reembed_check(hon
 def test_dropped_questions_refrozen_pass_alone_and_fail_against_the_trusted_checkout(honest, edited, tmp_path):
     """Row 2: the hardest question dropped from the inputs and the corpus frozen again."""
     folder = edited / "tiny"
-    write_corpus(folder, queries=[q for q in QUERIES if q["_id"] != "q5"], qrels=QRELS[:-1])
+    write_corpus(folder, queries=[q for q in QUERIES if q["_id"] != "q5"], qrels=[r for r in QRELS if r[0] != "q5"])
     freeze_corpus(folder, "2026-12-01")
     build_site(_options(tmp_path, edited, "site"), model=FakeEmbeddingModel())
     site = tmp_path / "site"
@@ -306,3 +310,48 @@ def test_a_fabricated_postgres_run_passes_alone_and_fails_the_postgres_rerun(hon
     assert not reruns["pg-tsvector"].ok and reruns["pg-tsvector"].ids_differ > 0
     assert not reruns["pg-hybrid-sql"].ok
     assert reruns["pg-vector"].ok
+
+
+def test_a_fabricated_run_and_a_retriever_reading_the_labels_never_take_a_best_mark(honest, edited, tmp_path) -> None:
+    """Row 10: an external run and a retriever plugin that both read the qrels score 1.000 everywhere. They pass
+    by design (their rankings cannot be reproduced), but never take a best mark from a verified ranker, and
+    every page that shows them says so."""
+    import re
+
+    answers = {q: [d for qq, d, _ in QRELS if qq == q] for q in {qq for qq, _, _ in QRELS}}
+    text_to_id = {q["text"]: q["_id"] for q in QUERIES}
+    (edited / "tiny" / "runs").mkdir()
+    (edited / "tiny" / "runs" / "oracle.trec").write_text(
+        "".join(f"{q} Q0 {d} {n} {10 - n} oracle\n" for q, docs in answers.items() for n, d in enumerate(docs, 1))
+    )
+    freeze_corpus(edited / "tiny", "2026-12-01")
+
+    def peeking(question: str, k: int, filter: Any) -> list[tuple[str, float]]:
+        return [(d, 1.0 / n) for n, d in enumerate(answers.get(text_to_id[question], []), 1)]
+
+    options = _options(tmp_path, edited, "site", retrievers=(("peek", peeking),))
+    build_site(options, model=FakeEmbeddingModel())
+    site = tmp_path / "site"
+    metrics = json.loads((site / "evidence" / "tiny" / "metrics.json").read_text())
+    assert metrics["oracle"]["overall"]["ndcg@10"] == metrics["peek"]["overall"]["ndcg@10"] == 1.0
+    assert max(metrics[r]["overall"]["ndcg@10"] for r in RANKERS_BUILT) < 1.0
+    report = json.loads((site / "evidence" / "tiny" / "report.json").read_text())
+    assert report["unverified"] == {"oracle": ["oracle"], "peek": ["peek"]}
+    assert all("oracle" not in best and "peek" not in best for best in report["best"]["overall"].values())
+    home = (site / "index.html").read_text()
+    for name in ("oracle", "peek"):
+        row = re.search(rf'<tr><td><span class="id">{name}</span>(.*?)</tr>', home, re.S)
+        assert (
+            row and 'class="best"' not in row.group(1) and "(ranking not reproducible from the bundle)" in row.group(1)
+        )
+    bm25_row = re.search(r'<tr><td><span class="id">bm25</span>(.*?)</tr>', home, re.S)
+    assert bm25_row and "ranking not reproducible" not in bm25_row.group(1)
+    for page in ("corpora/tiny/index.html", "corpora/tiny/questions/q1.html", "corpora/tiny/ranks.html"):
+        text = (site / page).read_text()
+        assert text.count("(ranking not reproducible from the bundle)") >= 2, page
+    reproducibility = (site / "reproducibility.html").read_text()
+    row = re.search(r'<td class="id">oracle</td><td class="text">(.*?)</td>', reproducibility)
+    assert row and "its ranking is not reproducible from the bundle" in row.group(1)
+    row = re.search(r'<td class="id">dense</td><td class="text">(.*?)</td>', reproducibility)
+    assert row and "recomputed from the stored vectors" in row.group(1) and "--reembed" in row.group(1)
+    assert shipped_audit(site, "--corpora", str(edited))[0] == 0  # honest about what they are: they pass

@@ -55,6 +55,7 @@ _PATHS = {
     "metrics": layout.METRICS_PAGE,
     "performance": layout.PERFORMANCE_PAGE,
     "reproducibility": layout.REPRODUCIBILITY_PAGE,
+    "verification": layout.VERIFICATION,
 }
 
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sitegen.publish.pages.base import Page, pointer_part
-from sitegen.publish.pages.view import TABLE_METRICS, TOP_N, CorpusView, hits, passage_snippet
+from sitegen.publish.pages.view import TABLE_METRICS, TOP_N, CorpusView, basis_badge, hits, passage_snippet
 
 __all__ = ["PASSAGES_PER_SHARD", "legend", "letter", "question_pages", "question_ties"]
 
@@ -130,6 +130,7 @@ def _rankers(c: CorpusView, query_id: str) -> list[dict[str, Any]]:
         rankers.append(
             {
                 "name": r,
+                "badge": basis_badge(c, r),
                 "hits": hits(c, r, query_id, TOP_N),
                 "run_href": c.files.run(r),
                 # the table names the run file and question once; each span gives only ``<index>/1`` (a score)

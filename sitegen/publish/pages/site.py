@@ -19,6 +19,7 @@ from sitegen.publish.pages.corpus import corpus_pages
 from sitegen.publish.pages.question import question_pages
 from sitegen.publish.pages.view import HEADLINE_METRICS, metric_table, read_view
 from sitegen.publish.timings import load_timing_files, performance_view
+from sitegen.publish.verification import read_verification
 from sitegen.stepcache import StepCache
 
 __all__ = ["render_site", "write_page_listing"]
@@ -49,6 +50,7 @@ def render_site(site_dir: Path, steps: StepCache | None = None) -> list[Path]:
                 "manifest_sha256": sha256_file(site_dir / layout.MANIFEST),
                 "audit_sha256": sha256_file(audit_script) if audit_script.is_file() else None,
                 "reembed_tolerance": f"{REEMBED_TOLERANCE:g}",
+                "verification": read_verification(site_dir / layout.VERIFICATION, site_dir),
             },
         ),
     ]

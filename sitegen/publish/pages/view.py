@@ -14,7 +14,16 @@ from sitegen.publish.layout import CorpusPages
 from sitegen.publish.pages.base import readme_lead, render_markdown, snippet, with_sources
 from sitegen.publish.reader import CorpusEvidence, CorpusReader, SiteFolder
 
-__all__ = ["HEADLINE_METRICS", "TABLE_METRICS", "TOP_N", "CorpusView", "hits", "metric_table", "read_view"]
+__all__ = [
+    "HEADLINE_METRICS",
+    "TABLE_METRICS",
+    "TOP_N",
+    "CorpusView",
+    "basis_badge",
+    "hits",
+    "metric_table",
+    "read_view",
+]
 
 HEADLINE_METRICS = ("hit@1", "hit@5", "mrr@10", "ndcg@10")
 TABLE_METRICS = ("hit@1", "hit@3", "hit@5", "hit@10", "recall@10", "precision@5", "mrr@10", "ndcg@10")
@@ -30,6 +39,8 @@ class CorpusView(CorpusEvidence):
     readme_lead: Markup
     #: A packing setting's column title, on the corpus page and each question page.
     setting_titles: Mapping[str, str]
+    #: The rankers the audit cannot recompute from the bundle, each with its :func:`basis_badge` code.
+    badges: Mapping[str, str]
 
 
 def _setting_title(setting: str, top_n: int) -> str:
@@ -41,13 +52,26 @@ def read_view(site_dir: Path, name: str) -> CorpusView:
     evidence = CorpusReader(SiteFolder(site_dir), name, with_sources).read()
     readme = render_markdown(evidence.readme)
     packing = evidence.packing
+    badges = {r: code for r in evidence.rankers if (code := basis_badge(evidence, r)) is not None}
     return CorpusView(
         **{f.name: getattr(evidence, f.name) for f in fields(CorpusEvidence)},
         pages=CorpusPages(name),
         readme_html=readme,
         readme_lead=readme_lead(readme),
         setting_titles={s: _setting_title(s, packing["top_n"]) for s in packing["settings"]} if packing else {},
+        badges=badges,
     )
+
+
+def basis_badge(c: CorpusEvidence, ranker: str) -> str | None:
+    """Which note a page prints beside a ranker whose lists the audit cannot recompute from the bundle:
+    ``external`` (another system's run, or a fusion over one), ``postgres`` (PostgreSQL's text search, or a fusion
+    over it), None for a verified ranker. From report.json's ``basis``, which the audit recomputes; the words
+    are the templates' (partials/ranker.html)."""
+    basis = c.report.get("basis", {}).get(ranker, ())
+    if "external" in basis or ranker in c.external:
+        return "external"
+    return "postgres" if "postgres" in basis else None
 
 
 def passage_title(doc: Mapping[str, Any]) -> str:
@@ -106,5 +130,5 @@ def metric_table(c: CorpusView, kind: str | None, metrics: tuple[str, ...]) -> d
                     "close": ranker in best[m] and not clear[m] and len(best[m]) < len(c.rankers),
                 }
             )
-        rows.append({"ranker": ranker, "cells": cells, "external": ranker in c.external})
+        rows.append({"ranker": ranker, "cells": cells, "badge": basis_badge(c, ranker)})
     return {"metrics": metrics, "rows": rows, "n": n, "kind": kind}
