@@ -118,10 +118,11 @@ def audit(
     if reembed:
         from sitegen.hashing import sha256_file
         from sitegen.publish.bundle import REEMBED_TOLERANCE
+        from sitegen.publish.layout import MANIFEST
         from sitegen.verify.reembed import reembed_bundle, sample_seed
 
         results = extension("re-embed", "vectors are not trusted", lambda: reembed_bundle(site, sample=sample))
-        seed = sample_seed(sha256_file(site / "evidence" / "manifest.json")) if sample is not None else None
+        seed = sample_seed(sha256_file(site / MANIFEST)) if sample is not None else None
         if sample is not None:
             click.echo(f"re-embedding a sample of {count(sample, 'text')}, drawn with seed {seed} (from the manifest)")
         reembedded = (results, sample, seed)

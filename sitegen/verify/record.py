@@ -5,8 +5,9 @@ far as a server-less check can; whether the vectors are what the model gives, an
 those runs, needs the model and a server. This record says when that was last checked, with what result and
 tolerance, and on which files (their sha256), so a page can show whether it still applies to the bundle it
 describes. It is a record of one run on one day, like the benchmark timings: kept beside the corpora
-(``verification/last.json``), copied to the site as ``verification.json`` and shown on the Reproducibility
-page, outside the evidence manifest. The Pages workflow attests it with the manifest.
+(``verification/last.json``), copied to the site as ``verification.json``
+(:data:`sitegen.publish.layout.VERIFICATION_RECORD`) and shown on the Reproducibility page, outside the
+evidence manifest. The Pages workflow attests it with the manifest.
 
 Shape (``"format": "sitegen-verification/1"``)::
 
@@ -33,13 +34,13 @@ from sitegen.errors import BuildError
 from sitegen.hashing import sha256_file
 from sitegen.inputs.dates import source_date_epoch
 from sitegen.publish.bundle import REEMBED_TOLERANCE
-from sitegen.publish.evidence import EVIDENCE_DIR, canonical_json
+from sitegen.publish.evidence import canonical_json
+from sitegen.publish.layout import PASSAGE_VECTORS, QUERY_VECTORS, CorpusFiles, run_file
 from sitegen.verify.postgres import SCORE_TOLERANCE, PostgresRerun
 from sitegen.verify.reembed import ReembedResult
 
 __all__ = [
     "DEFAULT_RECORD",
-    "SITE_RECORD",
     "VERIFICATION_FORMAT",
     "Verification",
     "read_verification",
@@ -49,8 +50,7 @@ __all__ = [
 
 VERIFICATION_FORMAT = "sitegen-verification/1"
 DEFAULT_RECORD = Path("verification") / "last.json"  # beside the corpora folder
-SITE_RECORD = "verification.json"  # its copy on the site, outside the evidence
-_VECTOR_FILES = ("embeddings/passages.npy", "embeddings/queries.npy")
+_VECTOR_FILES = (PASSAGE_VECTORS, QUERY_VECTORS)
 
 
 def _today() -> str:
@@ -60,7 +60,7 @@ def _today() -> str:
 
 
 def _evidence_sha256(site: Path, corpus: str, name: str) -> str | None:
-    path = site / EVIDENCE_DIR / corpus / name
+    path = site / CorpusFiles(corpus).at(name)
     return sha256_file(path) if path.is_file() else None
 
 
@@ -116,7 +116,7 @@ def verification_record(
                     "ids_differ": r.ids_differ,
                     "max_score_diff": r.max_score_diff,
                     "first_difference": r.first_difference,
-                    "sha256": _evidence_sha256(site, r.corpus, f"runs/{r.ranker}.json"),
+                    "sha256": _evidence_sha256(site, r.corpus, run_file(r.ranker)),
                 }
                 for r in postgres
             },
@@ -162,5 +162,5 @@ def read_verification(path: Path, site: Path) -> Verification | None:
         current[f"reembed:{corpus}"] = all(_evidence_sha256(site, corpus, n) == files.get(n) for n in _VECTOR_FILES)
     for name, entry in ((record.get("postgres") or {}).get("runs") or {}).items():
         corpus, _, ranker = name.partition("/")
-        current[f"postgres:{name}"] = _evidence_sha256(site, corpus, f"runs/{ranker}.json") == entry.get("sha256")
+        current[f"postgres:{name}"] = _evidence_sha256(site, corpus, run_file(ranker)) == entry.get("sha256")
     return Verification(record, current)
