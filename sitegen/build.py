@@ -37,6 +37,7 @@ from sitegen.publish.evidence import (
     TREC_DEPTH,
     CorpusResults,
     DerivedTables,
+    Provenance,
     write_corpus_evidence,
     write_manifest,
 )
@@ -871,11 +872,6 @@ def _build_corpus(
     log(f"{corpus.name}: experiments done (sweeps, held-out selection, significance, ablation, packing)")
     seconds["experiments"] += time.perf_counter() - clock
     clock = time.perf_counter()
-    files = CorpusFiles(corpus.name)
-    for external in externals:  # first: corpus.json records the sha256 of every input copy
-        target = staging / files.at(external.input_copy)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        external.write_input(target)  # a run file is copied and checked; a retriever's run is written
     source = git_source(corpus.root)
     results = CorpusResults(
         corpus=corpus,
@@ -886,9 +882,12 @@ def _build_corpus(
         tables=tables,
         embeddings=embeddings,
         sweep_vectors=sweep.vectors if sweep is not None else None,
-        date=inputs_date(corpus.root, corpus.input_files),
-        frozen=frozen_summary(corpus),
-        source=source.as_dict() if source is not None else None,
+        provenance=Provenance(
+            inputs_date=inputs_date(corpus.root, corpus.input_files),
+            frozen=frozen_summary(corpus),
+            source=source.as_dict() if source is not None else None,
+        ),
+        external_inputs=externals,
     )
     write_corpus_evidence(staging, results)
     seconds["write"] += time.perf_counter() - clock

@@ -47,6 +47,7 @@ from sitegen.errors import SitegenError
 from sitegen.inputs.binding import QUESTION_SET_FILES
 from sitegen.publish.bundle import load_json, open_bundle
 from sitegen.publish.layout import METRICS, SUMMARY, corpus_file
+from sitegen.publish.reader import CorpusReader
 
 __all__ = [
     "FAIL",
@@ -426,7 +427,7 @@ def _observed(site: Path) -> tuple[dict[str, dict[str, dict[str, Any]]], dict[st
     for rel in bundle.files:
         place = corpus_file(rel)
         if place is not None and place[1] == SUMMARY:
-            recorded = load_json(bundle.path(rel)).get("input_sha256") or {}
+            recorded = CorpusReader(bundle, place[0]).summary().input_sha256
             inputs[place[0]] = {name: recorded[name] for name in QUESTION_SET_FILES if name in recorded}
         if place is None or place[1] != METRICS:
             continue

@@ -37,11 +37,11 @@ import math
 import platform
 import re
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import quote
 
 import numpy as np
@@ -487,6 +487,32 @@ class DerivedTables:
 
 
 @dataclass(frozen=True)
+class Provenance:
+    """Where one corpus's inputs come from, as ``corpus.json`` records it."""
+
+    #: the inputs' date (sitegen.inputs.dates.inputs_date); None when nothing dates them
+    inputs_date: str | None = None
+    #: ``{"date", "edited_files"}`` of a frozen corpus (sitegen.inputs.freeze.frozen_summary)
+    frozen: Mapping[str, Any] | None = None
+    #: the git commit and tree of the corpus folder (sitegen.inputs.binding.GitSource.as_dict)
+    source: Mapping[str, Any] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The date always (null when unknown); the freeze and the source only when known."""
+        known = {"frozen": self.frozen, "source": self.source}
+        return {"inputs_date": self.inputs_date} | {k: dict(v) for k, v in known.items() if v is not None}
+
+
+class InputCopy(Protocol):
+    """A run from another system whose file the bundle's inputs hold (sitegen.rankers.external)."""
+
+    #: its name inside the corpus folder (``inputs/runs/NAME.trec``), as its run's params name it
+    input_copy: str
+
+    def write_input(self, target: Path) -> None: ...
+
+
+@dataclass(frozen=True)
 class CorpusResults:
     """Everything one corpus's build puts into the bundle: its inputs (as ranked: the chunks of a chunked
     corpus), runs, metrics, derived tables and vectors."""
@@ -501,26 +527,30 @@ class CorpusResults:
     embeddings: CorpusEmbeddings | None = None
     #: the vectors of every chunk the chunking sweep ranked (chunked corpora)
     sweep_vectors: SweepVectors | None = None
-    #: the inputs' date (sitegen.inputs.dates.inputs_date)
-    date: str | None = None
-    #: ``{"date", "edited_files"}`` of a frozen corpus (sitegen.inputs.freeze.frozen_summary)
-    frozen: Mapping[str, Any] | None = None
-    #: where the corpus folder comes from in git (sitegen.inputs.binding.GitSource.as_dict), when it does
-    source: Mapping[str, Any] | None = None
+    #: where the inputs come from, for ``corpus.json``
+    provenance: Provenance = Provenance()
+    #: runs from other systems (a TREC file, a retriever's answers), copied among the inputs
+    external_inputs: Sequence[InputCopy] = ()
 
 
 def write_corpus_evidence(site_dir: Path, results: CorpusResults) -> None:
-    """Write one corpus's part of the bundle under ``site_dir/evidence/<corpus>/``. The inputs' copies of
-    external runs (written by the rankers that hold them) are the build's, and must be there first:
-    ``corpus.json`` records the sha256 of every input copy, the corpus's FROZEN.json included (copied here),
-    so the audit can recompute which inputs were edited since the freeze."""
+    """Write one corpus's part of the bundle under ``site_dir/evidence/<corpus>/``.
+
+    The inputs are copied first, the external runs' among them and the corpus's FROZEN.json included:
+    ``corpus.json`` records the sha256 of every file under ``inputs/``, so the audit can recompute which
+    inputs were edited since the freeze."""
     corpus, runs = results.corpus, results.runs
     files = CorpusFiles(corpus.name)
     base = site_dir / files.folder
+    for external in results.external_inputs:
+        target = site_dir / files.at(external.input_copy)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        external.write_input(target)  # a run file is copied and checked; a retriever's run is written
     for name in (*corpus.input_files, *([FROZEN_FILE] if (corpus.root / FROZEN_FILE).is_file() else [])):
         target = site_dir / files.input(name)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(corpus.root / name, target)
+    hashes = file_hashes(site_dir / files.inputs)
     query_order = [q.query_id for q in corpus.queries]
     for ranker, run in runs.items():
         write_run(site_dir / files.run(ranker), run_document(run, corpus.name, results.depth))
@@ -530,7 +560,7 @@ def write_corpus_evidence(site_dir: Path, results: CorpusResults) -> None:
     write_trec_eval_contract(base, corpus, list(runs), list(results.metric_list), chunked=chunked)
     for path, table in results.tables.by_file(files).items():
         write_json(site_dir / path, table)
-    write_json(site_dir / files.summary, _summary(site_dir, files, results))
+    write_json(site_dir / files.summary, _summary(results, hashes))
     if results.embeddings is not None:
         _write_embeddings(site_dir, files, corpus, results.embeddings)
     if results.sweep_vectors is not None and results.sweep_vectors.ids:
@@ -539,11 +569,11 @@ def write_corpus_evidence(site_dir: Path, results: CorpusResults) -> None:
         _write_chunks(site_dir / files.chunks, corpus.documents)
 
 
-def _summary(site_dir: Path, files: CorpusFiles, results: CorpusResults) -> dict[str, Any]:
-    """``corpus.json`` (read back as :class:`sitegen.publish.reader.CorpusSummary`)."""
+def _summary(results: CorpusResults, hashes: Mapping[str, str]) -> dict[str, Any]:
+    """``corpus.json`` (read back as :class:`sitegen.publish.reader.CorpusSummary`); ``hashes`` are the input
+    copies' sha256 by their name under ``inputs/``."""
     corpus, runs = results.corpus, results.runs
     kinds = corpus.kinds
-    hashes = file_hashes(site_dir / files.inputs)
     return {
         "schema_version": SCHEMA_VERSION,
         "name": corpus.name,
@@ -558,12 +588,10 @@ def _summary(site_dir: Path, files: CorpusFiles, results: CorpusResults) -> dict
         "metrics": list(results.metric_list),
         "depth": results.depth,
         "inputs": [input_name(n) for n in hashes],
-        "input_sha256": hashes,
+        "input_sha256": dict(hashes),
         "question_set_sha256": question_set_sha256(hashes),
         "embeddings": results.embeddings is not None,
-        "inputs_date": results.date,
-        **({"frozen": dict(results.frozen)} if results.frozen is not None else {}),
-        **({"source": dict(results.source)} if results.source is not None else {}),
+        **results.provenance.as_dict(),
     }
 
 

@@ -42,29 +42,43 @@ __all__ = [
     "EXPERIMENTS",
     "FILTERING",
     "HYGIENE",
+    "INDEX_PAGE",
     "MANIFEST",
     "MANIFEST_NAME",
     "METRICS",
+    "METRICS_PAGE",
     "NO_JEKYLL",
     "PACKING",
     "PAGE_LISTING",
+    "PASSAGE_VECTORS",
+    "PERFORMANCE_PAGE",
     "POSTGRES",
+    "QUERY_VECTORS",
     "REPORT",
+    "REPRODUCIBILITY_PAGE",
+    "RETRIEVER_TIMINGS",
     "STYLESHEET",
     "SUMMARY",
     "TIES",
     "TIMINGS_DIR",
+    "TIMING_DEFAULT",
     "TIMING_RESULTS",
     "TREC_EVAL",
     "TREC_QRELS",
+    "VECTOR_FILES",
     "VERIFICATION",
     "CorpusFiles",
     "CorpusPages",
     "corpus_file",
+    "external_run_input",
+    "input_name",
+    "input_of",
     "page_name",
     "retriever_timing",
+    "run_file",
     "run_ranker",
     "timing_file",
+    "trec_run_file",
     "vector_rows",
 ]
 
@@ -122,6 +136,9 @@ _RUNS = "runs"
 _INPUTS = "inputs"
 _BASELINE = "baseline"
 _BASELINE_RECORD = "baseline.json"
+#: The vectors of a corpus's passages and questions, rows in ``embeddings/index.json`` order.
+PASSAGE_VECTORS = SUPPLIED_PASSAGES
+QUERY_VECTORS = SUPPLIED_QUERIES
 _SWEEP_INDEX = f"{SUPPLIED_DIR}/sweep-index.json"
 _SWEEP_PASSAGES = f"{SUPPLIED_DIR}/sweep-passages.npy"
 
@@ -187,8 +204,8 @@ class CorpusFiles:
     inputs = property(lambda self: self.at(_INPUTS))
     embeddings = property(lambda self: self.at(SUPPLIED_DIR))
     vector_index = property(lambda self: self.at(SUPPLIED_INDEX))
-    passage_vectors = property(lambda self: self.at(SUPPLIED_PASSAGES))
-    query_vectors = property(lambda self: self.at(SUPPLIED_QUERIES))
+    passage_vectors = property(lambda self: self.at(PASSAGE_VECTORS))
+    query_vectors = property(lambda self: self.at(QUERY_VECTORS))
     sweep_index = property(lambda self: self.at(_SWEEP_INDEX))
     sweep_vectors = property(lambda self: self.at(_SWEEP_PASSAGES))
     passages_input = property(lambda self: self.input(CORPUS_FILE))
@@ -245,7 +262,7 @@ def vector_rows(name: str) -> tuple[str, str] | None:
 
 #: The index files of a corpus's vectors and, for each, the matrices it names rows of by key.
 VECTOR_FILES = {
-    SUPPLIED_INDEX: (("passages", SUPPLIED_PASSAGES), ("queries", SUPPLIED_QUERIES)),
+    SUPPLIED_INDEX: (("passages", PASSAGE_VECTORS), ("queries", QUERY_VECTORS)),
     _SWEEP_INDEX: (("passages", _SWEEP_PASSAGES),),
 }
 

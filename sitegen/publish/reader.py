@@ -77,8 +77,11 @@ class CorpusSummary:
     external_rankers: tuple[str, ...]
     metrics: tuple[str, ...]
     depth: int
-    #: The input copies, as names inside the corpus folder (``inputs/qrels/test.tsv``).
+    #: The input copies, as names inside the corpus folder (``inputs/qrels/test.tsv``), and their sha256 by
+    #: name under ``inputs/`` (none in a bundle written before they were recorded).
     inputs: tuple[str, ...]
+    input_sha256: Mapping[str, str]
+    question_set_sha256: str | None
     embeddings: bool
     inputs_date: str | None
     #: ``{"date", "edited_files"}`` from the corpus's FROZEN.json; None for a corpus never frozen.
@@ -93,7 +96,8 @@ class CorpusSummary:
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> CorpusSummary:
         """The summary of a ``corpus.json`` document; a missing required key raises KeyError. Fields a bundle
-        written before they were recorded lacks (external runs, inputs date, freezing) read as absent."""
+        written before they were recorded lacks (external runs, input hashes, date, freezing, source) read as
+        absent."""
         return cls(
             name=doc["name"],
             documents=doc["documents"],
@@ -107,6 +111,8 @@ class CorpusSummary:
             metrics=tuple(doc["metrics"]),
             depth=doc["depth"],
             inputs=tuple(doc["inputs"]),
+            input_sha256=doc.get("input_sha256") or {},
+            question_set_sha256=doc.get("question_set_sha256"),
             embeddings=bool(doc.get("embeddings")),
             inputs_date=doc.get("inputs_date"),
             frozen=doc.get("frozen"),

@@ -70,6 +70,12 @@ def _texts(reader: CorpusReader) -> dict[str, dict[str, str]]:
     return {"passages": passages, "queries": queries}
 
 
+def _vector_index(site_dir: Path, corpus: str) -> dict | None:
+    """The corpus's ``embeddings/index.json``; None when it carries no vectors."""
+    reader = CorpusReader(SiteFolder(site_dir), corpus)
+    return reader.optional(reader.files.vector_index)
+
+
 def sample_seed(manifest_sha256: str) -> int:
     """The sample's seed: the manifest's sha256 read as a number, so nobody who publishes a bundle can choose
     which vectors a ``--sample`` check re-embeds, and anyone can draw the same sample again."""
@@ -92,22 +98,22 @@ def reembed_bundle(
     drawn by :func:`sampled_rows` with the seed :func:`sample_seed` derives from the manifest."""
     model = model or EmbeddingModel()
     manifest = load_json(site_dir / MANIFEST)
-    readers = [CorpusReader(SiteFolder(site_dir), corpus) for corpus in manifest["corpora"]]
-    indexes = {reader.files.corpus: reader.optional(reader.files.vector_index) for reader in readers}
     chosen = None
     if sample is not None:
         rows = [
             (corpus, name, row)
-            for corpus, index in indexes.items()
+            for corpus in manifest["corpora"]
+            for index in [_vector_index(site_dir, corpus)]
             if index is not None and _not_rederivable(index, model) is None
             for name in ("passages", "queries")
             for row in index[name]
         ]
         chosen = sampled_rows(rows, sample, sample_seed(sha256_file(site_dir / MANIFEST)))
     results = []
-    for reader in readers:
-        files, corpus = reader.files, reader.files.corpus
-        index = indexes[corpus]
+    for corpus in manifest["corpora"]:
+        reader = CorpusReader(SiteFolder(site_dir), corpus)
+        files = reader.files
+        index = _vector_index(site_dir, corpus)
         if index is None:
             continue
         reason = _not_rederivable(index, model)

@@ -13,8 +13,9 @@ from sitegen.publish import layout
 from sitegen.publish.bundle import Bundle
 from sitegen.publish.layout import CorpusFiles, CorpusPages, corpus_file, run_ranker, vector_rows
 from sitegen.publish.reader import CorpusReader, CorpusSummary, SiteFolder
+from tests.helpers import REPO
 
-SITEGEN = Path(__file__).resolve().parent.parent / "sitegen"
+SITEGEN = REPO / "sitegen"
 
 SUMMARY = {
     "name": "c",
@@ -109,6 +110,7 @@ def _evidence_names() -> set[str]:
     paths = [getattr(files, name) for name, value in vars(CorpusFiles).items() if isinstance(value, property)]
     names = {Path(p).name for p in paths if p != files.folder} - {"inputs", "runs", "baseline", "embeddings"}
     names |= {layout.MANIFEST_NAME, layout.AUDIT_REPORT, layout.PAGE_LISTING, layout.STYLESHEET, layout.NO_JEKYLL}
+    names.add(layout.VERIFICATION_RECORD)
     return names - {"corpus.jsonl", "queries.jsonl", "test.tsv", "README.md"}  # input names: sitegen.inputs owns them
 
 
