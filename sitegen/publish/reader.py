@@ -86,10 +86,6 @@ class CorpusSummary:
     inputs_date: str | None
     #: ``{"date", "edited_files"}`` from the corpus's FROZEN.json; None for a corpus never frozen.
     frozen: Mapping[str, Any] | None
-    #: The sha256 of every input copy by its name in the corpus folder, and the question set's one hash
-    #: (sitegen.inputs.binding); empty and None in a bundle written before they were recorded.
-    input_sha256: Mapping[str, str]
-    question_set_sha256: str | None
     #: Where the corpus folder comes from in git (``{"commit", "tree", "date", "uncommitted_changes"}``), or None.
     source: Mapping[str, Any] | None
 
@@ -116,8 +112,6 @@ class CorpusSummary:
             embeddings=bool(doc.get("embeddings")),
             inputs_date=doc.get("inputs_date"),
             frozen=doc.get("frozen"),
-            input_sha256=doc.get("input_sha256") or {},
-            question_set_sha256=doc.get("question_set_sha256"),
             source=doc.get("source"),
         )
 

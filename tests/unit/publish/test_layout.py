@@ -110,7 +110,7 @@ def _evidence_names() -> set[str]:
     paths = [getattr(files, name) for name, value in vars(CorpusFiles).items() if isinstance(value, property)]
     names = {Path(p).name for p in paths if p != files.folder} - {"inputs", "runs", "baseline", "embeddings"}
     names |= {layout.MANIFEST_NAME, layout.AUDIT_REPORT, layout.PAGE_LISTING, layout.STYLESHEET, layout.NO_JEKYLL}
-    names.add(layout.VERIFICATION_RECORD)
+    names.add(layout.VERIFICATION)
     return names - {"corpus.jsonl", "queries.jsonl", "test.tsv", "README.md"}  # input names: sitegen.inputs owns them
 
 
