@@ -25,7 +25,7 @@ from sitegen.inputs.binding import git_source
 from sitegen.inputs.chunk_settings import ChunkConfig, parse_chunking
 from sitegen.inputs.chunking import RELEVANCE_RULE as CHUNK_RELEVANCE_RULE
 from sitegen.inputs.chunking import chunk_corpus
-from sitegen.inputs.corpus import Corpus, discover_corpora, load_corpus
+from sitegen.inputs.corpus import CONFIG_FILE, Corpus, discover_corpora, load_corpus
 from sitegen.inputs.dates import inputs_date, source_date_epoch
 from sitegen.inputs.freeze import check_frozen, frozen_summary
 from sitegen.inputs.fusion_settings import parse_fusions
@@ -328,7 +328,7 @@ def retriever_rankers(
 def config_fusions(corpus: Corpus, builtin: Sequence[str], externals: Sequence[str]) -> list[RRFRanker]:
     """The RRF fusions the corpus's ``sitegen.json`` asks for (``"fusions"``), in its order: each component is
     a ranker of this build, an external run or retriever of this corpus, or an earlier fusion of the list."""
-    path = corpus.root / "sitegen.json"
+    path = corpus.root / CONFIG_FILE
     known = [*builtin, *externals]
     fusions: list[RRFRanker] = []
     for fusion in parse_fusions(corpus.config.get("fusions", [])):
