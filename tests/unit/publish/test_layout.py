@@ -111,7 +111,7 @@ def _evidence_names() -> set[str]:
     names = {Path(p).name for p in paths if p != files.folder} - {"inputs", "runs", "baseline", "embeddings"}
     names |= {layout.MANIFEST_NAME, layout.AUDIT_REPORT, layout.PAGE_LISTING, layout.STYLESHEET, layout.NO_JEKYLL}
     names.add(layout.VERIFICATION)
-    return names - {"corpus.jsonl", "queries.jsonl", "test.tsv", "README.md", "sitegen.json"}  # sitegen.inputs owns them
+    return names - {"corpus.jsonl", "queries.jsonl", "test.tsv", "README.md", "sitegen.json"}  # inputs own these
 
 
 def _spelled_paths(path: Path, names: set[str], root: Path) -> list[str]:
