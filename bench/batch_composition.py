@@ -34,10 +34,10 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from sitegen.embedding.model import EmbeddingModel  # noqa: E402
 from sitegen.inputs.corpus import load_corpus, passage_text  # noqa: E402
 from sitegen.rankers.base import doc_id_order  # noqa: E402
 from sitegen.rankers.dense import dense_top_k  # noqa: E402
-from sitegen.rankers.embeddings import EmbeddingModel  # noqa: E402
 
 SEED = 20261201
 DEPTH = 10

@@ -20,6 +20,9 @@ from typing import Any
 
 from sitegen.compare.changes import open_baseline, write_changes
 from sitegen.compare.vector_drift import DriftTracker, VectorDrift, compare_with_source
+from sitegen.embedding.cache import Embedder, EmbeddingCache, ProgressFactory, cache_key, default_cache_dir
+from sitegen.embedding.model import MODEL_NAME, EmbeddingModel
+from sitegen.embedding.vectors import CorpusEmbeddings, EmbedStats
 from sitegen.errors import BuildError, BundleError, CorpusError, OutputFolderError, SitegenError
 from sitegen.inputs.binding import git_source
 from sitegen.inputs.chunk_settings import ChunkConfig, parse_chunking
@@ -29,18 +32,10 @@ from sitegen.inputs.corpus import CONFIG_FILE, Corpus, discover_corpora, load_co
 from sitegen.inputs.dates import inputs_date, source_date_epoch
 from sitegen.inputs.freeze import check_frozen, frozen_summary
 from sitegen.inputs.fusion_settings import parse_fusions
-from sitegen.inputs.vectors import SuppliedVectors, read_supplied_vectors
+from sitegen.inputs.vectors import SuppliedVectors, embed_corpus, read_supplied_vectors
 from sitegen.publish.audit_stage import audit_and_render
 from sitegen.publish.bundle import StoredVectors, has_manifest, stored_vectors
-from sitegen.publish.evidence import (
-    DEFAULT_TITLE,
-    TREC_DEPTH,
-    CorpusResults,
-    DerivedTables,
-    Provenance,
-    write_corpus_evidence,
-    write_manifest,
-)
+from sitegen.publish.evidence import DEFAULT_TITLE, TREC_DEPTH, write_manifest
 from sitegen.publish.layout import (
     EVIDENCE_DIR,
     MANIFEST,
@@ -52,28 +47,18 @@ from sitegen.publish.layout import (
 from sitegen.publish.reader import CorpusReader, SiteFolder
 from sitegen.publish.timings import copy_timing_files, load_timing_files
 from sitegen.publish.verification import DEFAULT_RECORD, read_verification
+from sitegen.publish.writer import CorpusResults, DerivedTables, Provenance, write_corpus_evidence
 from sitegen.rankers import DEFAULT_RANKERS, RankInputs, Run, make_rankers, needs_postgres
-from sitegen.rankers.embeddings import (
-    MODEL_NAME,
-    CorpusEmbeddings,
-    EmbeddingCache,
-    EmbeddingModel,
-    EmbedStats,
-    ProgressFactory,
-    cache_key,
-    default_cache_dir,
-    embed_corpus,
-)
 from sitegen.rankers.external import ExternalRunRanker, check_ids, read_trec_run
 from sitegen.rankers.filtering import has_filters
 from sitegen.rankers.fusion import RRFRanker
-from sitegen.rankers.pg_evidence import postgres_evidence
 from sitegen.rankers.retriever import RetrieverRanker, load_retriever, retriever_ranker, write_latency_file
 from sitegen.scoring.chunking_sweep import ChunkingSweep, chunking_sweep
 from sitegen.scoring.experiments import experiment_inputs, run_experiments
 from sitegen.scoring.hygiene import flag_lines, hygiene_report
 from sitegen.scoring.metrics import evaluate, metric_names
 from sitegen.scoring.packing import packing_report
+from sitegen.scoring.postgres_report import postgres_report
 from sitegen.scoring.report import derive_report, filtering_report
 from sitegen.scoring.ties import ties_report
 from sitegen.stepcache import StepCache
@@ -629,7 +614,7 @@ def _build_into(
     stored = StoredVectors(options.vectors_source, {}, 0)
     drift = DriftTracker()
     with ExitStack() as stack:
-        cache = None
+        embedder = None
         if needs_model:
             model = model or EmbeddingModel(device=options.device)
             cache = EmbeddingCache(
@@ -638,7 +623,8 @@ def _build_into(
             stack.callback(cache.close)
             log(f"embedding model {MODEL_NAME}, weights sha256 {model.weights_sha256[:12]}..., cache {cache.path}")
             stored = _stored_vectors(options, model, log)
-        frozen = None if options.reembed else stored.vectors
+            frozen = None if options.reembed else stored.vectors
+            embedder = Embedder(model, cache, progress, frozen, options.reembed)
         server, server_problem = _start_postgres(rankers, options, log, stack)
         pg_versions = server.versions() if server is not None else None
         for corpus in corpora:
@@ -654,20 +640,18 @@ def _build_into(
                 log(f"{corpus.name}: vectors supplied by the corpus ({own.describe()}); nothing embedded")
                 if options.reembed:
                     log(f"{corpus.name}: --reembed leaves supplied vectors as they are: sitegen did not make them")
-            elif model is not None and cache is not None:
+            elif embedder is not None:
                 clock = time.perf_counter()
-                embeddings, stats = embed_corpus(corpus, model, cache, progress, frozen, options.reembed)
+                embeddings, stats = embed_corpus(corpus, embedder)
                 total += stats
                 _log_embed_stats(corpus.name, stats, stored.source, log)
                 if options.reembed:
                     drift.add(corpus, embeddings, stored.vectors)
                 seconds["embed"] += time.perf_counter() - clock
             sweep = None
-            if chunking is not None and model is not None and cache is not None:
+            if chunking is not None and embedder is not None:
                 clock = time.perf_counter()
-                sweep = chunking_sweep(
-                    source, chunking, model, cache, progress, log, frozen, options.reembed, TREC_DEPTH
-                )
+                sweep = chunking_sweep(source, chunking, embedder, log, TREC_DEPTH)
                 total += sweep.stats
                 seconds["experiments"] += time.perf_counter() - clock
             _build_corpus(
@@ -731,7 +715,7 @@ def _start_postgres(rankers: list[Any], options: BuildOptions, log: Log, stack: 
     """Start (or connect to) PostgreSQL when a pg ranker is asked for; stopped when ``stack`` closes."""
     if not any(r.contract.uses_postgres for r in rankers):
         return None, None
-    from sitegen.rankers.pg_server import PostgresServer, PostgresUnavailable
+    from sitegen.postgres.server import PostgresServer, PostgresUnavailable
 
     try:
         server = stack.enter_context(PostgresServer(options.pg_dsn))
@@ -795,7 +779,7 @@ def _rank_corpus(
 
 
 def _is_postgres_unavailable(exc: Exception) -> bool:
-    from sitegen.rankers.pg_server import PostgresUnavailable
+    from sitegen.postgres.server import PostgresUnavailable
 
     return isinstance(exc, PostgresUnavailable)
 
@@ -821,7 +805,7 @@ def _build_corpus(
     with ExitStack() as stack:
         pg_index, pg_problem = None, server_problem
         if server is not None and embeddings is not None:
-            from sitegen.rankers.pg_index import PgCorpusIndex
+            from sitegen.postgres.index import PgCorpusIndex
 
             try:
                 pg_index = stack.enter_context(
@@ -836,7 +820,7 @@ def _build_corpus(
         runs, metrics, not_run = _rank_corpus(
             corpus, [*rankers, *externals, *fusions], embeddings, pg_index, pg_problem, options, log, seconds
         )
-        postgres = postgres_evidence(corpus, rankers, runs, embeddings, pg_index, not_run)
+        postgres = postgres_report(corpus, rankers, runs, embeddings, pg_index, not_run)
     clock = time.perf_counter()
     rankings = {r: {q: [h.doc_id for h in hits] for q, hits in run.hits.items()} for r, run in runs.items()}
     contracts = {r: run.contract for r, run in runs.items()}

@@ -15,8 +15,8 @@ from urllib.parse import unquote
 import numpy as np
 
 from sitegen.build import BuildOptions, BuildResult, build_site
+from sitegen.embedding.model import EmbeddingConfig
 from sitegen.publish.evidence import canonical_json
-from sitegen.rankers.embeddings import EmbeddingConfig
 from sitegen.rankers.tokenize import tokenize
 
 REPO = Path(__file__).resolve().parent.parent

@@ -45,19 +45,15 @@ import numpy as np
 
 from sitegen import wording
 from sitegen.bench.machine import LIBRARIES, cpu_ticks, machine, other_cpu_share, process_tree_cpu_seconds
+from sitegen.embedding.cache import Embedder, EmbeddingCache, cache_key, default_cache_dir
+from sitegen.embedding.model import EmbeddingModel
+from sitegen.embedding.vectors import CorpusEmbeddings
 from sitegen.errors import SitegenError
 from sitegen.inputs.corpus import Corpus, Document, load_corpus, passage_text
+from sitegen.inputs.vectors import embed_corpus
 from sitegen.rankers.base import doc_id_order, top_k
 from sitegen.rankers.bm25 import bm25_scores, build_bm25_index
 from sitegen.rankers.dense import dense_top_k
-from sitegen.rankers.embeddings import (
-    CorpusEmbeddings,
-    EmbeddingCache,
-    EmbeddingModel,
-    cache_key,
-    default_cache_dir,
-    embed_corpus,
-)
 from sitegen.rankers.fusion import reciprocal_rank_fusion
 from sitegen.rankers.tokenize import tokenize
 
@@ -255,7 +251,7 @@ def _embed(corpus: Corpus, cache_dir: Path | None, model: Any, progress: Progres
     model = model or EmbeddingModel()
     cache = EmbeddingCache(cache_dir or default_cache_dir(), cache_key(model.config))
     try:
-        embeddings, stats = embed_corpus(corpus, model, cache, None)
+        embeddings, stats = embed_corpus(corpus, Embedder(model, cache))
     finally:
         cache.close()
     embedded = wording.count(stats.embedded, "text")
@@ -306,9 +302,9 @@ def run_pg_cost(
     Raises SitegenError (CorpusError, PostgresUnavailable) with a one-line reason; no PostgreSQL
     server started here outlives the call.
     """
+    from sitegen.postgres.index import EF_SEARCH, PgCorpusIndex
+    from sitegen.postgres.server import PostgresServer
     from sitegen.rankers import RANKERS
-    from sitegen.rankers.pg_index import EF_SEARCH, PgCorpusIndex
-    from sitegen.rankers.pg_server import PostgresServer
 
     if runs < 1 or warmups < 0 or depth < 1:
         raise SitegenError(f"need runs >= 1, warmups >= 0 and depth >= 1, got {runs}, {warmups} and {depth}")

@@ -13,7 +13,7 @@ from sitegen.errors import SitegenError
 from sitegen.wording import count
 
 if TYPE_CHECKING:
-    from sitegen.rankers.embeddings import EmbedStats
+    from sitegen.embedding.vectors import EmbedStats
 
 
 @click.command()

@@ -22,8 +22,8 @@ def rankers(as_json: bool) -> None:
     """
     import json
 
+    from sitegen.embedding.model import MODEL_NAME
     from sitegen.rankers import RANKERS
-    from sitegen.rankers.embeddings import MODEL_NAME
 
     rows = []
     for name, factory in RANKERS.items():

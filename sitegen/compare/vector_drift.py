@@ -9,9 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
+from sitegen.embedding.vectors import CorpusEmbeddings, text_sha256
 from sitegen.inputs.corpus import Corpus, passage_text
 from sitegen.publish.bundle import has_manifest
-from sitegen.rankers.embeddings import CorpusEmbeddings, text_sha256
 
 __all__ = ["DriftTracker", "VectorDrift", "compare_with_source"]
 

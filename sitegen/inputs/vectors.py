@@ -1,4 +1,6 @@
-"""Vectors a corpus brings with it: ``<corpus>/embeddings/``, made elsewhere (a GPU farm, a hosted API).
+"""A corpus's vectors: those it brings with it, or those the packaged model gives its texts (:func:`embed_corpus`).
+
+Vectors a corpus brings: ``<corpus>/embeddings/``, made elsewhere (a GPU farm, a hosted API).
 
 Layout, the same as a bundle's ``evidence/<corpus>/embeddings/`` so one description serves both::
 
@@ -31,10 +33,12 @@ from typing import Any
 
 import numpy as np
 
+from sitegen.embedding.cache import Embedder
+from sitegen.embedding.model import MODEL_NAME
+from sitegen.embedding.vectors import CorpusEmbeddings, EmbedStats, text_sha256
 from sitegen.errors import CorpusError
 from sitegen.hashing import sha256_file
 from sitegen.inputs.corpus import Corpus, input_path, passage_text
-from sitegen.rankers.embeddings import CorpusEmbeddings, text_sha256
 
 __all__ = [
     "SUPPLIED_DIR",
@@ -44,6 +48,7 @@ __all__ = [
     "SUPPLIED_PASSAGES",
     "SUPPLIED_QUERIES",
     "SuppliedVectors",
+    "embed_corpus",
     "read_supplied_vectors",
     "unit_rows",
 ]
@@ -272,3 +277,20 @@ def _check_text_hashes(path: Path, index: dict[str, Any], hashes: Any, corpus: C
             raise CorpusError(
                 path, f"the vectors of {len(changed)} {key} were made from other texts ({_examples(changed)})"
             )
+
+
+def embed_corpus(corpus: Corpus, embedder: Embedder) -> tuple[CorpusEmbeddings, EmbedStats]:
+    """Every passage (title and text) and question of a corpus, from frozen vectors, the cache or the model."""
+    texts = [passage_text(d) for d in corpus.documents] + [q.text for q in corpus.queries]
+    vectors, stats = embedder.texts(texts, f"embedding {corpus.name}")
+    n_docs = len(corpus.documents)
+    embeddings = CorpusEmbeddings(
+        model=MODEL_NAME,
+        weights_sha256=embedder.model.weights_sha256,
+        doc_ids=tuple(d.doc_id for d in corpus.documents),
+        doc_vectors=vectors[:n_docs],
+        query_ids=tuple(q.query_id for q in corpus.queries),
+        query_vectors=vectors[n_docs:],
+        config_sha256=embedder.model.config.sha256(),
+    )
+    return embeddings, stats

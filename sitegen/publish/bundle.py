@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from sitegen.embedding.vectors import usable_vector
 from sitegen.errors import BundleError
 from sitegen.hashing import sha256_file
 from sitegen.publish.layout import EVIDENCE_DIR, MANIFEST, MANIFEST_NAME, VECTOR_FILES, CorpusFiles, corpus_file
-from sitegen.rankers.embeddings import usable_vector
 
 __all__ = ["REEMBED_TOLERANCE", "Bundle", "StoredVectors", "has_manifest", "load_json", "open_bundle", "stored_vectors"]
 

@@ -15,12 +15,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from sitegen.errors import SitegenError
+from sitegen.postgres.index import EF_SEARCH_MAX
 from sitegen.rankers.base import Contract, Family, Hit, Ranker, RankInputs, Reproduction, Run, top_k
 from sitegen.rankers.bm25 import BM25Ranker
 from sitegen.rankers.dense import DenseRanker
 from sitegen.rankers.fusion import RRFRanker, reciprocal_rank_fusion
 from sitegen.rankers.pg import PgHybridRanker, PgTsvectorRanker, PgVectorRanker
-from sitegen.rankers.pg_index import EF_SEARCH_MAX
 from sitegen.rankers.plugins import entry_point_names, load_entry_point_ranker
 
 __all__ = [
@@ -57,7 +57,7 @@ RANKERS: dict[str, Callable[[], Ranker]] = {
     ),
     # ef_search at pgvector's ceiling: on corpora up to 1,000 passages the HNSW search visits every
     # passage, so pg-vector is exact and two builds agree byte for byte; above it the vector lists run
-    # as an exact scan (sitegen.rankers.pg_index.vector_search).
+    # as an exact scan (sitegen.postgres.index.vector_search).
     "pg-vector": lambda: PgVectorRanker(
         "pg-vector", ef_search=EF_SEARCH_MAX, reproduces=Reproduction("dense", 10, _HNSW)
     ),

@@ -12,7 +12,7 @@ import numpy as np
 from sitegen.inputs.corpus import Corpus
 
 if TYPE_CHECKING:
-    from sitegen.rankers.embeddings import CorpusEmbeddings
+    from sitegen.embedding.vectors import CorpusEmbeddings
 
 __all__ = ["Basis", "Contract", "Family", "Hit", "RankInputs", "Ranker", "Reproduction", "Run", "doc_id_order", "top_k"]
 

@@ -2,13 +2,13 @@
 Reciprocal Rank Fusion of the two computed in one SQL statement.
 
 Each reads the corpus index the build loaded into the server (``inputs.postgres``, a
-:class:`sitegen.rankers.pg_index.PgCorpusIndex`) and the query vectors from ``inputs.embeddings``;
-the SQL of each is in :mod:`sitegen.rankers.pg_index`.
+:class:`sitegen.postgres.index.PgCorpusIndex`) and the query vectors from ``inputs.embeddings``;
+the SQL of each is in :mod:`sitegen.postgres.index`.
 
 - ``pg-vector``: ``ORDER BY embedding <=> q`` through the HNSW index (cosine distance);
   score = 1 - distance, the cosine similarity, comparable with ``dense``. Approximate; exact
   when the corpus has at most ``ef_search`` passages. Above pgvector's ef_search ceiling (1000
-  passages) it runs as an exact scan instead (:func:`sitegen.rankers.pg_index.vector_search`),
+  passages) it runs as an exact scan instead (:func:`sitegen.postgres.index.vector_search`),
   and the run's ``vector_search`` parameter says which search ran and why.
 - ``pg-tsvector``: ``to_tsvector('english', title || ' ' || text)`` against
   ``plainto_tsquery('english', q)`` with AND rewritten to OR, only matching passages ranked
@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 
 from sitegen.errors import SitegenError
+from sitegen.postgres.index import EF_SEARCH, EF_SEARCH_MAX, HNSW_EF_CONSTRUCTION, HNSW_M
 from sitegen.rankers.base import Basis, Contract, Family, Hit, RankInputs, Reproduction, Run
 from sitegen.rankers.fusion import TIE_RULE
-from sitegen.rankers.pg_index import EF_SEARCH, EF_SEARCH_MAX, HNSW_EF_CONSTRUCTION, HNSW_M
 
 __all__ = ["PgHybridRanker", "PgTsvectorRanker", "PgVectorRanker", "same_top"]
 

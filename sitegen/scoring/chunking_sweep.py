@@ -9,18 +9,13 @@ from typing import Any
 
 import numpy as np
 
+from sitegen.embedding.cache import Embedder
+from sitegen.embedding.vectors import EmbedStats, text_sha256
 from sitegen.inputs.chunk_settings import ChunkConfig
 from sitegen.inputs.chunking import chunk_corpus
 from sitegen.inputs.corpus import Corpus, passage_text
+from sitegen.inputs.vectors import embed_corpus
 from sitegen.rankers import RankInputs, Run, chunking_sweep_rankers, make_rankers
-from sitegen.rankers.embeddings import (
-    EmbeddingCache,
-    EmbeddingModel,
-    EmbedStats,
-    ProgressFactory,
-    embed_corpus,
-    text_sha256,
-)
 from sitegen.scoring.metrics import evaluate
 
 __all__ = ["CHUNKING_SWEEP_METRICS", "ChunkingSweep", "SweepVectors", "chunking_sweep"]
@@ -56,12 +51,8 @@ class ChunkingSweep:
 def chunking_sweep(
     corpus: Corpus,
     chunking: ChunkConfig,
-    model: EmbeddingModel,
-    cache: EmbeddingCache,
-    progress: ProgressFactory | None,
+    embedder: Embedder,
     log: Log,
-    frozen: Mapping[str, np.ndarray] | None,
-    reembed: bool,
     depth: int,
 ) -> ChunkingSweep:
     """Each sweep setting: chunk the source documents, embed (frozen, cached or fresh), rank with
@@ -75,7 +66,7 @@ def chunking_sweep(
     for setting in chunking.sweep:
         chunked = chunk_corpus(corpus, setting)
         # Where the vectors came from is logged, never written: evidence depends on inputs only.
-        embeddings, setting_stats = embed_corpus(chunked, model, cache, progress, frozen, reembed)
+        embeddings, setting_stats = embed_corpus(chunked, embedder)
         stats += setting_stats
         vectors.update(zip(embeddings.doc_ids, embeddings.doc_vectors, strict=True))
         hashes.update((d.doc_id, text_sha256(passage_text(d))) for d in chunked.documents)
@@ -116,5 +107,5 @@ def chunking_sweep(
         "best_recall@10": best,
     }
     matrix = np.stack([vectors[i] for i in ids]) if ids else None
-    swept = SweepVectors(tuple(ids), tuple(hashes[i] for i in ids), matrix, model.config.sha256())
+    swept = SweepVectors(tuple(ids), tuple(hashes[i] for i in ids), matrix, embedder.model.config.sha256())
     return ChunkingSweep(table, swept, stats)

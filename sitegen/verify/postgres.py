@@ -24,13 +24,13 @@ from typing import Any
 
 import numpy as np
 
+from sitegen.embedding.vectors import CorpusEmbeddings
 from sitegen.errors import BundleError
 from sitegen.inputs.corpus import Corpus, Document, load_corpus
 from sitegen.publish.bundle import Bundle, open_bundle
 from sitegen.publish.layout import MANIFEST, corpus_file, run_ranker
 from sitegen.publish.reader import CorpusReader
 from sitegen.rankers import RANKERS, RankInputs, Run, make_rankers, needs_postgres
-from sitegen.rankers.embeddings import CorpusEmbeddings
 
 __all__ = ["SCORE_TOLERANCE", "PostgresRerun", "compare_run", "rerun_postgres"]
 
@@ -142,8 +142,8 @@ def rerun_postgres(
     """Rerun every PostgreSQL run of the bundle at ``site_dir`` on a server (``dsn``, else a private one
     from ``pgserver``) and compare it with the stored run. Raises BundleError when the bundle does not
     match its manifest, PostgresUnavailable when no server can be used."""
-    from sitegen.rankers.pg_index import PgCorpusIndex
-    from sitegen.rankers.pg_server import PostgresServer
+    from sitegen.postgres.index import PgCorpusIndex
+    from sitegen.postgres.server import PostgresServer
 
     bundle = open_bundle(Path(site_dir))
     corpora = bundle.manifest.get("corpora")

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import numpy as np
 
+from sitegen.embedding.model import MODEL_NAME, EmbeddingModel
 from sitegen.hashing import sha256_file
 from sitegen.inputs.corpus import Document, passage_text
 from sitegen.publish.bundle import REEMBED_TOLERANCE, load_json
 from sitegen.publish.layout import MANIFEST
 from sitegen.publish.reader import CorpusReader, SiteFolder
-from sitegen.rankers.embeddings import MODEL_NAME, EmbeddingModel
 
 __all__ = ["ReembedResult", "reembed_bundle", "sample_seed", "sampled_rows"]
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from sitegen.build import BuildOptions, build_site
-from sitegen.rankers.embeddings import EmbeddingModel
+from sitegen.embedding.model import EmbeddingModel
 from tests.helpers import REPO
 
 SITE = REPO / "site"

@@ -294,14 +294,14 @@ def pg_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 def _fail_postgres(monkeypatch: pytest.MonkeyPatch, where: str) -> None:
-    from sitegen.rankers.pg_server import PostgresUnavailable
+    from sitegen.postgres.server import PostgresUnavailable
 
     def fail(*args, **kwargs):
         raise PostgresUnavailable(f"injected: {where} failed")
 
     target = {
-        "server start": "sitegen.rankers.pg_server.PostgresServer.start",
-        "corpus load": "sitegen.rankers.pg_index.PgCorpusIndex.load",
+        "server start": "sitegen.postgres.server.PostgresServer.start",
+        "corpus load": "sitegen.postgres.index.PgCorpusIndex.load",
         "ranking": "sitegen.rankers.pg.PgVectorRanker.rank",
     }[where]
     monkeypatch.setattr(target, fail)

@@ -127,8 +127,8 @@ def test_rebuild_embeds_nothing_and_gives_identical_evidence(two_builds) -> None
 
 
 def test_model_weights_sha256_is_recorded(two_builds) -> None:
+    from sitegen.embedding.model import model_folder
     from sitegen.hashing import sha256_file
-    from sitegen.rankers.embeddings import model_folder
 
     manifest = json.loads((two_builds[0] / "evidence" / "manifest.json").read_text())
     assert manifest["model"]["weights_sha256"] == sha256_file(model_folder() / "model.safetensors")
@@ -136,11 +136,12 @@ def test_model_weights_sha256_is_recorded(two_builds) -> None:
 
 def test_a_vector_does_not_depend_on_the_texts_embedded_with_it(tmp_path: Path) -> None:
     """An incremental rebuild must give the same bytes as a cold one."""
-    from sitegen.rankers.embeddings import EmbeddingCache, EmbeddingModel, cache_key, embed_texts
+    from sitegen.embedding.cache import Embedder, EmbeddingCache, cache_key
+    from sitegen.embedding.model import EmbeddingModel
 
     corpus = load_corpus(CORPUS)
     texts = [passage_text(d) for d in corpus.documents[:12]]
     model = EmbeddingModel()
-    together, _ = embed_texts(texts, model, EmbeddingCache(tmp_path / "a", cache_key(model.config)))
-    alone, _ = embed_texts(texts[5:6], model, EmbeddingCache(tmp_path / "b", cache_key(model.config)))
+    together, _ = Embedder(model, EmbeddingCache(tmp_path / "a", cache_key(model.config))).texts(texts)
+    alone, _ = Embedder(model, EmbeddingCache(tmp_path / "b", cache_key(model.config))).texts(texts[5:6])
     assert together[5].tobytes() == alone[0].tobytes()

@@ -13,8 +13,8 @@ import pytest
 
 from sitegen import audit
 from sitegen.build import BuildOptions, build_site
-from sitegen.rankers.pg_index import EF_SEARCH_MAX
-from sitegen.rankers.pg_server import PostgresServer, PostgresUnavailable
+from sitegen.postgres.index import EF_SEARCH_MAX
+from sitegen.postgres.server import PostgresServer, PostgresUnavailable
 from sitegen.verify.postgres import rerun_postgres
 from tests.helpers import FakeEmbeddingModel, evidence_failures, rehash_manifest, write_corpus
 
@@ -248,7 +248,7 @@ def test_an_unreachable_dsn_in_a_build_fails_it_when_postgres_is_required_with_t
     ["postgresql://someone:s3cr3t-pw@db.example:5432/x", "host=db.example password=s3cr3t-pw user=someone"],
 )
 def test_messages_mask_the_password_of_either_form_of_connection_string(dsn: str) -> None:
-    from sitegen.rankers.pg_server import _masked
+    from sitegen.postgres.server import _masked
 
     assert _masked(f"server said: bad login for {dsn}", dsn) == f"server said: bad login for {dsn}".replace(
         "s3cr3t-pw", "***"

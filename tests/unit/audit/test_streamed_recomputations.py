@@ -22,10 +22,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sitegen import audit
+from sitegen.embedding.vectors import CorpusEmbeddings
 from sitegen.inputs.corpus import Corpus, Document, Query, passage_text
 from sitegen.rankers import bm25, dense
 from sitegen.rankers.base import RankInputs, doc_id_order
-from sitegen.rankers.embeddings import CorpusEmbeddings
 from sitegen.rankers.tokenize import STOP_WORDS, tokenize, tokenize_stemmed
 from sitegen.scoring import experiments, hygiene
 from tests.helpers import REPO

@@ -139,7 +139,7 @@ def test_hybrid_latency_per_kind_pairs_each_sample_with_its_question() -> None:
 @pytest.fixture(scope="module")
 def postgres() -> None:
     pytest.importorskip("psycopg")
-    from sitegen.rankers.pg_server import PostgresServer, PostgresUnavailable
+    from sitegen.postgres.server import PostgresServer, PostgresUnavailable
 
     try:
         with PostgresServer():

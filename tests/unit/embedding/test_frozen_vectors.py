@@ -10,12 +10,13 @@ import numpy as np
 import pytest
 
 from sitegen.build import BuildOptions, build_site
+from sitegen.embedding import cache as embeddings_module
+from sitegen.embedding.cache import Embedder, EmbeddingCache, cache_key
+from sitegen.embedding.vectors import text_sha256
 from sitegen.errors import BundleError, SitegenError
 from sitegen.publish.bundle import stored_vectors
-from sitegen.rankers import embeddings as embeddings_module
 from sitegen.rankers.base import doc_id_order
 from sitegen.rankers.dense import dense_top_k, fixed_order_dot
-from sitegen.rankers.embeddings import EmbeddingCache, cache_key, embed_texts, text_sha256
 from tests.helpers import FakeEmbeddingModel, file_tree, rehash_manifest
 
 RANKERS = ("bm25", "dense", "rrf-dense-bm25")
@@ -32,18 +33,18 @@ def _cache(tmp_path: Path, model: FakeEmbeddingModel) -> EmbeddingCache:
 def test_cache_rows_with_swapped_vectors_fail_their_checksums_and_are_embedded_again(tmp_path: Path) -> None:
     model = FakeEmbeddingModel()
     cache = _cache(tmp_path, model)
-    clean, _ = embed_texts(TEXTS, model, cache)
+    clean, _ = Embedder(model, cache).texts(TEXTS)
     keys = [text_sha256(t) for t in TEXTS[:2]]
     with sqlite3.connect(cache.path) as db:  # swap two rows' vectors: each still a unit vector
         blobs = {k: db.execute("select vector from vectors where text_sha256 = ?", (k,)).fetchone()[0] for k in keys}
         db.execute("update vectors set vector = ? where text_sha256 = ?", (blobs[keys[1]], keys[0]))
         db.execute("update vectors set vector = ? where text_sha256 = ?", (blobs[keys[0]], keys[1]))
     model.encoded.clear()
-    again, stats = embed_texts(TEXTS, model, cache)
+    again, stats = Embedder(model, cache).texts(TEXTS)
     assert stats.rejected == 2 and stats.embedded == 2 and stats.cached == 1
     assert model.encoded == TEXTS[:2]
     assert np.array_equal(again, clean)
-    _, healed = embed_texts(TEXTS, model, cache)
+    _, healed = Embedder(model, cache).texts(TEXTS)
     assert healed.rejected == 0 and healed.embedded == 0
 
 
@@ -51,11 +52,11 @@ def test_cache_rows_with_swapped_vectors_fail_their_checksums_and_are_embedded_a
 def test_cache_rows_that_are_not_finite_unit_vectors_are_dropped(tmp_path: Path, bad: float) -> None:
     model = FakeEmbeddingModel()
     cache = _cache(tmp_path, model)
-    clean, _ = embed_texts(TEXTS, model, cache)
+    clean, _ = Embedder(model, cache).texts(TEXTS)
     corrupt = clean[1].copy()
     corrupt[3] = bad
     cache.put_many([(text_sha256(TEXTS[1]), corrupt)])  # a valid checksum over a bad vector
-    again, stats = embed_texts(TEXTS, model, cache)
+    again, stats = Embedder(model, cache).texts(TEXTS)
     assert stats.rejected == 1 and stats.embedded == 1
     assert np.array_equal(again, clean)
 
@@ -71,15 +72,15 @@ def test_cache_key_changes_with_the_model_configuration_and_library_versions(mon
 def test_frozen_vectors_come_first_and_reembed_ignores_frozen_and_cached(tmp_path: Path) -> None:
     model = FakeEmbeddingModel()
     cache = _cache(tmp_path, model)
-    embed_texts(TEXTS, model, cache)
+    Embedder(model, cache).texts(TEXTS)
     frozen_vector = np.zeros(model.dim, dtype=np.float32)
     frozen_vector[7] = 1.0
     frozen = {text_sha256(TEXTS[0]): frozen_vector}
     model.encoded.clear()
-    matrix, stats = embed_texts(TEXTS, model, cache, frozen=frozen)
+    matrix, stats = Embedder(model, cache, frozen=frozen).texts(TEXTS)
     assert (stats.frozen, stats.cached, stats.embedded) == (1, 2, 0) and model.encoded == []
     assert np.array_equal(matrix[0], frozen_vector)
-    matrix, stats = embed_texts(TEXTS, model, cache, frozen=frozen, reembed=True)
+    matrix, stats = Embedder(model, cache, frozen=frozen, reembed=True).texts(TEXTS)
     assert (stats.frozen, stats.cached, stats.embedded) == (0, 0, 3) and model.encoded == TEXTS
     assert not np.array_equal(matrix[0], frozen_vector)
 

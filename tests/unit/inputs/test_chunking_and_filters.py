@@ -132,8 +132,8 @@ def tenant_corpus(tmp_path: Path):
 
 @pytest.mark.parametrize("name", ["bm25-filtered", "dense-filtered", "rrf-dense-bm25-filtered"])
 def test_filtered_rankers_never_return_a_passage_that_fails_the_filter(tenant_corpus, name: str) -> None:
+    from sitegen.embedding.vectors import CorpusEmbeddings
     from sitegen.inputs.corpus import passage_text
-    from sitegen.rankers.embeddings import CorpusEmbeddings
 
     model = FakeEmbeddingModel()
     embeddings = CorpusEmbeddings(

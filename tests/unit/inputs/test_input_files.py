@@ -17,7 +17,7 @@ import pytest
 
 from sitegen.errors import CorpusError
 from sitegen.inputs.corpus import CITATIONS_FILE, CONFIG_FILE, MAX_GRADE, json_lines, load_corpus, text_lines
-from sitegen.publish.evidence import CorpusResults, DerivedTables, write_corpus_evidence
+from sitegen.publish.writer import CorpusResults, DerivedTables, write_corpus_evidence
 from sitegen.rankers.external import read_trec_run
 from tests.helpers import TINY_DOCS, TINY_QRELS, TINY_QUERIES, write_corpus
 

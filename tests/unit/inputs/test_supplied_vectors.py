@@ -240,7 +240,7 @@ def test_reembed_says_supplied_vectors_cannot_be_rederived(supplied_site: Path) 
 
 
 def test_supplied_vectors_naming_the_packaged_model_and_weights_are_reembedded(tmp_path: Path) -> None:
-    from sitegen.rankers.embeddings import MODEL_NAME
+    from sitegen.embedding.model import MODEL_NAME
     from sitegen.verify.reembed import reembed_bundle
 
     corpus = write_corpus(tmp_path / "corpora" / "tiny")

@@ -18,15 +18,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from sitegen.embedding.vectors import CorpusEmbeddings
 from sitegen.errors import SitegenError
 from sitegen.inputs.corpus import Corpus, load_corpus, passage_text
+from sitegen.postgres.index import PgCorpusIndex
+from sitegen.postgres.server import PostgresServer, PostgresUnavailable
 from sitegen.rankers.base import Contract, Family, Hit, RankInputs, Run
 from sitegen.rankers.dense import DenseRanker
-from sitegen.rankers.embeddings import CorpusEmbeddings
 from sitegen.rankers.fusion import RRFRanker
 from sitegen.rankers.pg import PgHybridRanker, PgTsvectorRanker, PgVectorRanker, same_top
-from sitegen.rankers.pg_index import PgCorpusIndex
-from sitegen.rankers.pg_server import PostgresServer, PostgresUnavailable
 from tests.helpers import REPO, FakeEmbeddingModel, write_corpus
 
 psycopg = pytest.importorskip("psycopg")
@@ -392,7 +392,7 @@ def test_no_postgres_process_or_folder_survives_the_context(raised: type[BaseExc
 _CHILD = textwrap.dedent(
     """
     import os, signal, sys
-    from sitegen.rankers.pg_server import PostgresServer
+    from sitegen.postgres.server import PostgresServer
     server = PostgresServer()
     with server:
         server.connect().execute("SELECT 1")

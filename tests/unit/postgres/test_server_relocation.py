@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from sitegen.rankers import pg_server
-from sitegen.rankers.pg_server import PostgresServer
+from sitegen.postgres import server as pg_server
+from sitegen.postgres.server import PostgresServer
 
 psycopg = pytest.importorskip("psycopg")
 

@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from sitegen.embedding.vectors import CorpusEmbeddings
 from sitegen.errors import SitegenError
 from sitegen.inputs.corpus import load_corpus, passage_text
 from sitegen.rankers import RANKERS, RankInputs, make_rankers, reciprocal_rank_fusion, top_k
 from sitegen.rankers.bm25 import bm25_scores, build_bm25_index
-from sitegen.rankers.embeddings import CorpusEmbeddings
 from sitegen.rankers.fusion import RRFRanker
 from sitegen.rankers.tokenize import strip_plural, tokenize, tokenize_stemmed
 from tests.helpers import FakeEmbeddingModel

@@ -6,14 +6,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from sitegen.embedding.vectors import CorpusEmbeddings
 from sitegen.inputs.corpus import Corpus
 from sitegen.rankers import Run, needs_postgres
-from sitegen.rankers.embeddings import CorpusEmbeddings
 
-__all__ = ["postgres_evidence"]
+__all__ = ["postgres_report"]
 
 
-def postgres_evidence(
+def postgres_report(
     corpus: Corpus,
     rankers: Sequence[Any],
     runs: dict[str, Run],
@@ -35,8 +35,8 @@ def postgres_evidence(
     }
     if pg_index is None or embeddings is None:
         return evidence
+    from sitegen.postgres.index import EF_SEARCH_MAX
     from sitegen.rankers.pg import same_top
-    from sitegen.rankers.pg_index import EF_SEARCH_MAX
 
     evidence["agreement"] = [
         {

@@ -1,7 +1,7 @@
 """PostgreSQL for the ``pg-*`` rankers, the process side: a private server, or a connection to one.
 
 This module supervises the server process and nothing else; the table, indexes and queries
-one corpus gets inside it are :mod:`sitegen.rankers.pg_index`, which builds on this module
+one corpus gets inside it are :mod:`sitegen.postgres.index`, which builds on this module
 (never the other way round).
 
 Server. :class:`PostgresServer` either starts a private PostgreSQL 16 from the binaries that

@@ -1,7 +1,7 @@
 """PostgreSQL for the ``pg-*`` rankers, the SQL side: one corpus loaded into a server, its queries.
 
 The server itself (a private one started from ``pgserver``, or one named by a connection string)
-is :mod:`sitegen.rankers.pg_server`; this module only needs a ``psycopg`` connection to it.
+is :mod:`sitegen.postgres.server`; this module only needs a ``psycopg`` connection to it.
 
 Index. :class:`PgCorpusIndex` loads one corpus into a temporary table (so it vanishes with its
 connection and two builds sharing one external server never collide; names are derived from
@@ -53,12 +53,12 @@ import numpy as np
 
 from sitegen.errors import SitegenError
 from sitegen.inputs.corpus import Corpus
-from sitegen.rankers.pg_server import PostgresUnavailable, _import_psycopg, _one_line
+from sitegen.postgres.server import PostgresUnavailable, _import_psycopg, _one_line
 
 if TYPE_CHECKING:
     import psycopg
 
-    from sitegen.rankers.embeddings import CorpusEmbeddings
+    from sitegen.embedding.vectors import CorpusEmbeddings
 
 __all__ = [
     "EF_SEARCH",
