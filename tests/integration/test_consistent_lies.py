@@ -355,3 +355,22 @@ def test_a_fabricated_run_and_a_retriever_reading_the_labels_never_take_a_best_m
     row = re.search(r'<td class="id">dense</td><td class="text">(.*?)</td>', reproducibility)
     assert row and "recomputed from the stored vectors" in row.group(1) and "--reembed" in row.group(1)
     assert shipped_audit(site, "--corpora", str(edited))[0] == 0  # honest about what they are: they pass
+
+
+def test_the_gate_fails_on_a_build_of_another_question_set_naming_the_files(honest, edited, tmp_path) -> None:
+    """A question reworded and a label moved, the corpus rebuilt (--allow-edited): every metric may still pass,
+    but the gate recorded the question set, and names both files."""
+    from sitegen.compare.gate import check_gate, record_gate
+
+    gate = tmp_path / "gate.json"
+    recorded = record_gate(honest[1], gate)
+    reworded = [{**q, "text": "refund a card payment"} if q["_id"] == "q1" else q for q in QUERIES]
+    write_corpus(edited / "tiny", queries=reworded, qrels=[*QRELS[:-1], ("q6", "d3", 1)])
+    build_site(_options(tmp_path, edited, "site", allow_edited=True), model=FakeEmbeddingModel())
+    outcome = check_gate(gate, tmp_path / "site")
+    assert outcome.failed
+    assert [line.split(":")[1].strip() for line in outcome.changed_inputs] == ["qrels/test.tsv", "queries.jsonl"]
+    assert all(line.endswith(recorded.inputs["tiny"][line.split(":")[1].strip()]) for line in outcome.changed_inputs)
+    allowed = check_gate(gate, tmp_path / "site", allow_changed_inputs=True)
+    assert allowed.changed_inputs == outcome.changed_inputs and allowed.inputs_allowed
+    assert allowed.failed == any(r.status == "FAIL" for r in allowed.results)  # only the metrics can fail it now
