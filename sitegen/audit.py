@@ -33,10 +33,21 @@ What a pass proves:
   near-duplicate questions, questions equal to a passage title, labelled passages with an unlabelled
   near-duplicate) is what the rules fixed in this file give on the bundled inputs, no more and no fewer.
 
+- the publisher's choices are the ones allowed: every shipped ranker has its pinned parameters
+  (``PINNED_PARAMS``), the paired tests use the pinned seed, rounds, level and minimum
+  (``SIGNIFICANCE_SETTINGS``), the runs are exactly those the recorded build command and the inputs
+  call for (``check_choices``), every input copy has the sha256 ``corpus.json`` records, and a frozen
+  corpus's edited files are recomputed from its bundled FROZEN.json; rows the audit cannot recompute
+  (external runs, PostgreSQL text search, fusions over them) never hold a best mark over verified ones.
+
+With ``--corpora DIR`` (a trusted checkout's corpora folder) it also proves that every input copy is
+that checkout's file, byte for byte: a corpus edited and frozen again passes everything else, not this.
+
 What it does not prove: that the relevance labels are right, that the questions are
 fair, that the embeddings are what the named model gives for these texts (that needs
-the model), that the parameters are good ones, or that any quote on a page entails the
-claim beside it. It checks arithmetic and provenance, nothing more.
+the model: ``sitegen audit --reembed``), that PostgreSQL gives the stored text-search runs
+(``sitegen audit --postgres``), that the parameters are good ones, or that any quote on a page
+entails the claim beside it. It checks arithmetic and provenance, nothing more.
 
 Tolerances (also written to ``audit.json``):
 
