@@ -908,19 +908,19 @@ def section_build(args: argparse.Namespace) -> dict[str, Any]:
 def section_postgres(args: argparse.Namespace) -> dict[str, Any]:
     """sitegen.bench.pg_cost (the engine of `sitegen bench-pg`) at 50,000 rows with one warm-up and one measured
     pass, to stay near two minutes; `sitegen bench-pg` (3 measured passes) writes bench/results-pg.json."""
-    from sitegen.bench.pg_cost import format_report, run_pg_cost
+    from sitegen.bench.pg_cost import PgCostSettings, run_pg_cost
+    from sitegen.bench.pg_report import format_report
 
     rows = 5_000 if args.quick else 50_000
-    result = run_pg_cost(
-        PG_CORPUS,
+    settings = PgCostSettings(
         rows=rows,
         runs=1,
         warmups=1,
         depth=DEPTH,
         pg_dsn=os.environ.get("SITEGEN_PG_DSN") or None,
         command=f"bench/run.py section postgres: run_pg_cost({PG_CORPUS.name}, rows={rows}, runs=1, warmups=1)",
-        progress=log,
     )
+    result = run_pg_cost(PG_CORPUS, settings, progress=log)
     print("\n## PostgreSQL")
     print(format_report(result))
     return result

@@ -118,7 +118,8 @@ def bench_pg(
         sitegen bench-pg
         sitegen bench-pg --rows 5000 --runs 1 --out /tmp/pg.json
     """
-    from sitegen.bench.pg_cost import format_report, run_pg_cost, write_json_atomic
+    from sitegen.bench.pg_cost import PgCostSettings, run_pg_cost
+    from sitegen.bench.pg_report import format_report, write_json_atomic
 
     def log(message: str) -> None:
         if not quiet:
@@ -126,16 +127,10 @@ def bench_pg(
 
     command = f"sitegen bench-pg --corpus {corpus_dir} --rows {rows} --runs {runs} --warmups {warmups}"
     try:
-        result = run_pg_cost(
-            corpus_dir,
-            rows=rows,
-            runs=runs,
-            warmups=warmups,
-            pg_dsn=pg_dsn or None,
-            cache_dir=cache_dir,
-            command=command,
-            progress=log,
+        settings = PgCostSettings(
+            rows=rows, runs=runs, warmups=warmups, pg_dsn=pg_dsn or None, cache_dir=cache_dir, command=command
         )
+        result = run_pg_cost(corpus_dir, settings, progress=log)
         write_json_atomic(out, result)
     except SitegenError as exc:
         raise click.ClickException(f"bench-pg failed: {exc}") from exc

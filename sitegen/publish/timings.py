@@ -19,6 +19,7 @@ from typing import Any
 
 from sitegen.errors import BuildError
 from sitegen.publish.layout import RETRIEVER_TIMINGS, TIMING_DEFAULT, TIMING_RESULTS, TIMINGS_DIR, timing_file
+from sitegen.timer import BUILD_STAGES
 
 __all__ = ["TimingFile", "copy_timing_files", "load_timing_files", "performance_view"]
 
@@ -37,7 +38,6 @@ _PG_KEYS = {
 }
 _LISTS_OF_OBJECTS = ("targets", "rows_matched", "latency", "corpora")
 _JSON_NAMES = {dict: "object", list: "array", str: "string", int: "integer"}
-STAGES = ("load", "embed", "rank", "score", "experiments", "write", "audit", "render")
 
 
 @dataclass(frozen=True)
@@ -149,7 +149,7 @@ def _suite_view(file: TimingFile) -> dict[str, Any]:
         {
             "name": name,
             "wall": _number(build[name].get("wall_seconds"), 1),
-            "stages": [_seconds((build[name].get("stage_seconds") or {}).get(s)) for s in STAGES],
+            "stages": [_seconds((build[name].get("stage_seconds") or {}).get(s)) for s in BUILD_STAGES],
             "embedded": _number(build[name].get("embedded")),
             "recomputed": "; ".join(
                 f"{family}: {n.get('computed', 0)} computed, {n.get('reused', 0)} reused"
@@ -182,7 +182,7 @@ def _suite_view(file: TimingFile) -> dict[str, Any]:
         "machine": _machine(data["machine"]),
         "targets": targets,
         "met": sum(1 for t in targets if t["met"] is True),
-        "stages": list(STAGES),
+        "stages": list(BUILD_STAGES),
         "builds": builds,
         "bm25": bm25,
     }

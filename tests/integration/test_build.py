@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from sitegen import build as build_module
+from sitegen import audit
 from sitegen.build import BuildOptions, build_site
+from sitegen.build import corpus as build_module
 from sitegen.cli import cli
 from sitegen.errors import SitegenError
 from sitegen.publish.evidence import read_run
@@ -122,7 +123,7 @@ def test_failed_build_leaves_the_existing_site_untouched(
     def explode(*args, **kwargs):
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr("sitegen.build.write_corpus_evidence", explode)
+    monkeypatch.setattr("sitegen.build.corpus.write_corpus_evidence", explode)
     with pytest.raises(RuntimeError):
         _build(tiny_corpus.parent, out, fake_model, tmp_path / "cache")
     assert file_tree(out) == before
@@ -197,7 +198,7 @@ def test_build_whose_audit_fails_exits_non_zero_and_keeps_the_previous_site(
 
 
 def test_built_site_carries_the_audit_script_and_its_verdict(built: Path) -> None:
-    assert (built / "audit.py").read_bytes() == (Path(build_module.__file__).parent / "audit.py").read_bytes()
+    assert (built / "audit.py").read_bytes() == Path(audit.__file__).read_bytes()
     verdict = json.loads((built / "audit.json").read_text())
     assert verdict["verdict"] == "pass"
     assert "Audit: passed" in (built / "index.html").read_text()

@@ -146,7 +146,7 @@ def test_the_out_checks_run_before_any_corpus_is_loaded(
     tmp_path: Path, tiny_corpus: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     loaded: list[Path] = []
-    monkeypatch.setattr("sitegen.build.load_corpus", loaded.append)
+    monkeypatch.setattr("sitegen.build.load.load_corpus", loaded.append)
     (tmp_path / "notes").mkdir()
     (tmp_path / "notes" / "notes.txt").write_text("my notes")
     with pytest.raises(OutputFolderError):

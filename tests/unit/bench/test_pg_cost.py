@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from sitegen.bench.pg_cost import KIND, LABEL, hybrid_by_kind, make_filler, percentile, rows_matched_by_kind
+from sitegen.bench.filler import make_filler
+from sitegen.bench.pg_cost import KIND, LABEL
+from sitegen.bench.pg_report import hybrid_by_kind, percentile, rows_matched_by_kind
 from sitegen.cli import cli
 from sitegen.errors import SitegenError
 from sitegen.inputs.corpus import Document, load_corpus, passage_text

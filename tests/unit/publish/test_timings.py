@@ -136,7 +136,7 @@ def test_the_default_run_comes_first_and_numbers_are_formatted_in_python(bench: 
 def test_cli_timings_option_points_the_page_at_another_folder(
     tiny_corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("sitegen.build.EmbeddingModel", FakeEmbeddingModel)
+    monkeypatch.setattr("sitegen.build.site.EmbeddingModel", FakeEmbeddingModel)
     elsewhere = tmp_path / "measured-elsewhere"
     elsewhere.mkdir()
     (elsewhere / "results-pg.json").write_text(json.dumps(PG_COST), encoding="utf-8")

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from sitegen import build as build_module
 from sitegen.build import BuildOptions, build_site
+from sitegen.build import corpus as build_module
+from sitegen.build.site import STEP_CACHE_FOLDER
 from sitegen.errors import SitegenError
 from sitegen.publish.pages import corpus as render_module
 from sitegen.stepcache import StepCache
@@ -93,7 +94,7 @@ def test_a_corrupted_cached_experiment_fails_the_audit_and_keeps_the_site(
     build_site(options, model=fake_model)
     before = file_tree(tmp_path / "site")
     changed = 0
-    for path in (tmp_path / "cache" / build_module.STEP_CACHE_FOLDER).glob("*.bin"):
+    for path in (tmp_path / "cache" / STEP_CACHE_FOLDER).glob("*.bin"):
         try:
             value = json.loads(path.read_bytes())
         except (UnicodeDecodeError, json.JSONDecodeError):

@@ -1,0 +1,261 @@
+"""The build's load phase: every input read and checked before any ranker runs, so a bad line, an unknown
+corpus or a retriever that answers wrongly stops the build before any work (:func:`load_inputs`)."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sitegen.build.options import BuildOptions
+from sitegen.compare.changes import Baseline, open_baseline
+from sitegen.errors import BuildError, CorpusError
+from sitegen.inputs.chunk_settings import parse_chunking
+from sitegen.inputs.chunking import chunk_corpus
+from sitegen.inputs.corpus import CONFIG_FILE, RUNS_DIR, Corpus, discover_corpora, load_corpus
+from sitegen.inputs.dates import source_date_epoch
+from sitegen.inputs.freeze import check_frozen
+from sitegen.inputs.fusion_settings import parse_fusions
+from sitegen.inputs.vectors import SuppliedVectors, read_supplied_vectors
+from sitegen.publish.layout import external_run_input
+from sitegen.rankers import make_rankers
+from sitegen.rankers.external import ExternalRunRanker, check_ids, read_trec_run
+from sitegen.rankers.fusion import RRFRanker
+from sitegen.rankers.retriever import RetrieverRanker, load_retriever, retriever_ranker
+from sitegen.scoring.hygiene import flag_lines, hygiene_report
+from sitegen.wording import count
+
+__all__ = [
+    "LoadedInputs",
+    "Log",
+    "check_run_corpora",
+    "config_fusions",
+    "external_rankers",
+    "load_inputs",
+    "question_hygiene",
+    "quiet",
+    "retriever_rankers",
+    "select_corpora",
+]
+
+Log = Callable[[str], None]
+
+
+def quiet(_: str) -> None:
+    return None
+
+
+def select_corpora(corpora_dir: Path, only: Sequence[str]) -> list[Path]:
+    """Corpus folders to build, sorted; ``only`` names must all exist."""
+    found = discover_corpora(corpora_dir)
+    if not only:
+        return found
+    by_name = {p.name: p for p in found}
+    unknown = [n for n in only if n not in by_name]
+    if unknown:
+        raise CorpusError(corpora_dir, f"no corpus named {', '.join(unknown)}; found: {', '.join(by_name)}")
+    return [by_name[n] for n in sorted(set(only))]
+
+
+_RUN_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
+
+
+def check_run_corpora(options: BuildOptions, selected: Sequence[Path]) -> None:
+    """Refuse, before any work, a ``--run NAME=CORPUS:PATH`` whose corpus this build does not build: it
+    would be ignored. The message lists the corpora found on disk and says when ``--only`` left it out."""
+    built = {p.name for p in selected}
+    for name, corpus_name, path in options.external_runs:
+        if corpus_name in built:
+            continue
+        found = [p.name for p in discover_corpora(options.corpora_dir)]
+        given = f"--run {name}={corpus_name}:{path}"
+        if corpus_name in found:
+            raise BuildError(
+                f"{given}: corpus {corpus_name} is not being built (--only {', '.join(sorted(set(options.only)))}); "
+                f"add --only {corpus_name} or leave this --run out"
+            )
+        raise BuildError(
+            f"{given}: no corpus named {corpus_name} in {options.corpora_dir}; "
+            f"the corpora there are: {', '.join(found)}"
+        )
+
+
+def _ranked_doc_ids(corpus: Corpus) -> set[str]:
+    """The document ids the rankers will see: a chunked corpus is ranked as its chunks."""
+    if "chunking" in corpus.config:
+        corpus = chunk_corpus(corpus, parse_chunking(corpus.config["chunking"]).default)
+    return {d.doc_id for d in corpus.documents}
+
+
+def external_rankers(
+    corpus: Corpus, options: BuildOptions, builtin: Sequence[str], log: Log = quiet
+) -> list[ExternalRunRanker]:
+    """External TREC runs for one corpus (``<corpus>/runs/NAME.trec`` files and ``--run NAME=CORPUS:PATH``),
+    each parsed and checked against the corpus's ids now, in the load phase, so that a bad line or a run
+    whose ids mostly miss fails before any ranker runs; the parsed run is kept and never read again.
+    Ids the corpus lacks, below ``MAX_UNKNOWN_SHARE``, are warned about on ``log``."""
+    found: dict[str, Path] = {}
+    runs_dir = corpus.root / RUNS_DIR
+    if runs_dir.is_dir():
+        found.update((p.stem, p) for p in sorted(runs_dir.glob("*.trec")))
+    for name, corpus_name, path in options.external_runs:
+        if corpus_name == corpus.name:
+            if name in found:
+                raise CorpusError(path, f"external run name {name!r} is given twice for corpus {corpus.name}")
+            found[name] = path
+    rankers = []
+    doc_ids: set[str] | None = None
+    for name, path in sorted(found.items()):
+        if not _RUN_NAME.fullmatch(name):
+            raise CorpusError(path, f"external run name {name!r} must be lowercase letters, digits, '.', '_' or '-'")
+        if name in builtin:
+            raise CorpusError(path, f"external run name {name!r} is already a built-in ranker; rename it")
+        if not path.exists():
+            raise CorpusError(path, "external run file does not exist")
+        if not path.is_file():
+            raise CorpusError(path, "external run path is not a file")
+        run = read_trec_run(path)
+        doc_ids = doc_ids if doc_ids is not None else _ranked_doc_ids(corpus)
+        ids = check_ids(run, doc_ids, {q.query_id for q in corpus.queries})
+        if (refusal := ids.refusal(corpus.name)) is not None:
+            raise CorpusError(path, f"run {name}: {refusal}")
+        for note in ids.warnings():
+            log(f"warning: {corpus.name}: run {name}: {note}")
+        rankers.append(ExternalRunRanker(name, path, external_run_input(name), run))
+    return rankers
+
+
+def retriever_rankers(
+    corpora: Sequence[Corpus],
+    options: BuildOptions,
+    builtin: Sequence[str],
+    externals: Mapping[str, Sequence[ExternalRunRanker]],
+    log: Log = quiet,
+) -> dict[str, list[RetrieverRanker]]:
+    """Every ``--retriever`` imported once and asked every question of every corpus, in the load phase, so a
+    retriever that fails or answers wrongly stops the build before any ranker runs."""
+    names = [name for name, _ in options.retrievers]
+    for name in names:
+        if not _RUN_NAME.fullmatch(name):
+            raise BuildError(f"retriever name {name!r} must be lowercase letters, digits, '.', '_' or '-'")
+        if names.count(name) > 1:
+            raise BuildError(f"retriever name {name!r} is given twice")
+        if name in builtin:
+            raise BuildError(f"retriever name {name!r} is already a ranker of this build; rename it")
+        for corpus, runs in externals.items():
+            if any(run.name == name for run in runs):
+                raise BuildError(f"retriever name {name!r} is already an external run of corpus {corpus}; rename it")
+    retrievers = [load_retriever(name, target) for name, target in options.retrievers]
+    found: dict[str, list[RetrieverRanker]] = {c.name: [] for c in corpora}
+    for corpus in corpora:
+        doc_ids = _ranked_doc_ids(corpus) if retrievers else set()
+        for retriever in retrievers:
+            copy = external_run_input(retriever.name)
+            ranker = retriever_ranker(retriever, corpus, doc_ids, options.depth, time.perf_counter, copy)
+            log(
+                f"{corpus.name}: retriever {retriever.name} ({retriever.target}): {len(ranker.seconds)} questions "
+                f"in {sum(ranker.seconds):.2f}s"
+            )
+            found[corpus.name].append(ranker)
+    return found
+
+
+def config_fusions(corpus: Corpus, builtin: Sequence[str], externals: Sequence[str]) -> list[RRFRanker]:
+    """The RRF fusions the corpus's ``sitegen.json`` asks for (``"fusions"``), in its order: each component is
+    a ranker of this build, an external run or retriever of this corpus, or an earlier fusion of the list."""
+    path = corpus.root / CONFIG_FILE
+    known = [*builtin, *externals]
+    fusions: list[RRFRanker] = []
+    for fusion in parse_fusions(corpus.config.get("fusions", [])):
+        if fusion.name in known:
+            raise CorpusError(path, f"fusion {fusion.name!r}: the name is already a ranker or run of this corpus")
+        missing = [c for c in fusion.components if c not in known]
+        if missing:
+            raise CorpusError(
+                path,
+                f"fusion {fusion.name!r}: component(s) {', '.join(missing)} are not rankers or runs of this build "
+                f"for corpus {corpus.name}; known: {', '.join(known)}",
+            )
+        fusions.append(RRFRanker(fusion.name, fusion.components, fusion.k, fusion.candidates, fusion.weights))
+        known.append(fusion.name)
+    return fusions
+
+
+def question_hygiene(corpora: Sequence[Corpus], strict: bool, log: Log = quiet) -> dict[str, dict[str, Any]]:
+    """Each corpus's ``hygiene.json``, computed while loading; a flag is a warning on ``log``, or with
+    ``strict`` (``--strict-questions``) an error naming the corpus, the flag and the question ids."""
+    reports = {corpus.name: hygiene_report(corpus) for corpus in corpora}
+    lines = [line for name, report in reports.items() for line in flag_lines(name, report)]
+    if strict and lines:
+        raise BuildError("question-set hygiene (--strict-questions): " + "; ".join(lines))
+    for line in lines:
+        log(f"warning: {line}")
+    return reports
+
+
+
+@dataclass(frozen=True)
+class LoadedInputs:
+    """Everything a build reads before any ranker runs, each part checked."""
+
+    corpora: tuple[Corpus, ...]
+    #: The rankers ``--ranker`` asks for (or the default set), in build order.
+    rankers: tuple[Any, ...]
+    #: Per corpus: its runs from other systems (``runs/*.trec``, ``--run``), then the ``--retriever`` runs.
+    externals: Mapping[str, tuple[ExternalRunRanker, ...]]
+    #: Per corpus: the fusions its ``sitegen.json`` asks for.
+    fusions: Mapping[str, tuple[RRFRanker, ...]]
+    #: Per corpus: the ``--retriever`` runs alone, whose call times go to ``timings/``.
+    retrieved: Mapping[str, tuple[RetrieverRanker, ...]]
+    #: Per corpus: ``hygiene.json``.
+    hygiene: Mapping[str, Mapping[str, Any]]
+    #: Per corpus: the vectors it brings, checked against its ids; None when it brings none.
+    supplied: Mapping[str, SuppliedVectors | None]
+    #: ``--baseline``, verified against its own manifest.
+    baseline: Baseline | None
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.corpora]
+
+
+def load_inputs(options: BuildOptions, log: Log) -> LoadedInputs:
+    """Read and check every input of the build; raise SitegenError naming the first problem."""
+    folders = select_corpora(options.corpora_dir, options.only)
+    check_run_corpora(options, folders)
+    source_date_epoch()
+    # Refused before anything is loaded or written: a baseline failing its own manifest compares nothing.
+    baseline = open_baseline(options.baseline) if options.baseline is not None else None
+    corpora = [load_corpus(f) for f in folders]
+    # A frozen corpus whose inputs changed is refused here, before any work, unless allow_edited.
+    for name, state in check_frozen(corpora, options.allow_edited).items():
+        if state.edited_files:
+            log(f"warning: {name}: inputs edited after freezing on {state.date}: {state.describe()} (--allow-edited)")
+    for corpus in corpora:
+        log(
+            f"{corpus.name}: {count(len(corpus.documents), 'passage')}, {count(len(corpus.queries), 'question')}, "
+            f"{count(sum(len(j) for j in corpus.qrels.values()), 'judged pair')}"
+        )
+    hygiene = question_hygiene(corpora, options.strict_questions, log)
+    # Vectors a corpus brings (embeddings/) are checked against its ids here, before any work.
+    supplied = {c.name: read_supplied_vectors(c) for c in corpora}
+    rankers = make_rankers(options.rankers)
+    builtin = [r.name for r in rankers]
+    # Every input is validated before any ranker runs: run files are parsed here, once, and kept.
+    runs = {c.name: external_rankers(c, options, builtin, log) for c in corpora}
+    retrieved = retriever_rankers(corpora, options, builtin, runs, log)
+    externals = {name: (*found, *retrieved[name]) for name, found in runs.items()}
+    fusions = {c.name: tuple(config_fusions(c, builtin, [e.name for e in externals[c.name]])) for c in corpora}
+    return LoadedInputs(
+        corpora=tuple(corpora),
+        rankers=tuple(rankers),
+        externals=externals,
+        fusions=fusions,
+        retrieved={name: tuple(found) for name, found in retrieved.items()},
+        hygiene=hygiene,
+        supplied=supplied,
+        baseline=baseline,
+    )

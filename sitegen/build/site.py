@@ -1,0 +1,266 @@
+"""The whole build (:func:`build_site`): check and lock the output folder, load every input, build each corpus
+into a fresh folder beside the output, write what spans corpora (changes, manifest, timings), audit and render,
+then swap the new site in. A failed build leaves the previous site untouched."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from sitegen.build.corpus import BuildRun, CorpusJob, PostgresSession, build_corpus, is_postgres_unavailable
+from sitegen.build.load import LoadedInputs, Log, load_inputs, quiet
+from sitegen.build.options import BuildOptions, build_command
+from sitegen.build.output import (
+    checked_out_dir,
+    published_postgres_rows,
+    rankers_run,
+    refuse_replacing,
+    remove_stale_staging,
+)
+from sitegen.compare.changes import write_changes
+from sitegen.compare.vector_drift import DriftTracker, VectorDrift, compare_with_source
+from sitegen.embedding.cache import Embedder, EmbeddingCache, ProgressFactory, cache_key, default_cache_dir
+from sitegen.embedding.model import MODEL_NAME, MODEL_PACKAGE, EmbeddingModel
+from sitegen.embedding.vectors import EmbedStats
+from sitegen.errors import BuildError, BundleError, SitegenError
+from sitegen.publish.audit_stage import audit_and_render
+from sitegen.publish.bundle import StoredVectors, has_manifest, stored_vectors
+from sitegen.publish.evidence import write_manifest
+from sitegen.publish.layout import VERIFICATION, retriever_timing
+from sitegen.publish.timings import copy_timing_files, load_timing_files
+from sitegen.publish.verification import read_verification
+from sitegen.rankers.retriever import RetrieverRanker, write_latency_file
+from sitegen.stepcache import StepCache
+from sitegen.swap import TargetLock, fresh_sibling, swap_into_place
+from sitegen.timer import StageTimer
+
+__all__ = ["STEP_CACHE_FOLDER", "BuildResult", "build_site", "step_cache"]
+
+STEP_CACHE_FOLDER = "steps"
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    corpora: tuple[str, ...]
+    rankers: tuple[str, ...]
+    embed_stats: EmbedStats
+    audit_verdict: str
+    seconds: dict[str, float] = field(default_factory=dict)
+    steps: dict[str, dict[str, int]] = field(default_factory=dict)
+    drift: VectorDrift | None = None
+
+
+@dataclass(frozen=True)
+class _Request:
+    """What :func:`build_site` was called with."""
+
+    options: BuildOptions
+    log: Log
+    progress: ProgressFactory | None
+    #: A model to embed with instead of the packaged one (tests pass a fake).
+    model: EmbeddingModel | None
+
+
+@dataclass(frozen=True)
+class _Embedded:
+    """What building every corpus gave besides its evidence: where the vectors came from, the model and
+    PostgreSQL versions for the manifest, and how far re-embedded vectors moved."""
+
+    stats: EmbedStats
+    model: Mapping[str, str] | None
+    postgres: Mapping[str, str] | None
+    drift: VectorDrift | None
+
+
+def step_cache(options: BuildOptions) -> StepCache:
+    """Experiments and plots already computed from the same inputs, beside the embedding cache."""
+    return StepCache((options.cache_dir or default_cache_dir()) / STEP_CACHE_FOLDER)
+
+
+def build_site(
+    options: BuildOptions,
+    log: Log = quiet,
+    progress: ProgressFactory | None = None,
+    model: EmbeddingModel | None = None,
+) -> BuildResult:
+    """Run the whole flow; raise SitegenError (output untouched) on any failure.
+
+    The output folder is checked and locked before anything is loaded, and the lock is held until the
+    new site is swapped in: a second build into the same folder fails at once instead of racing this one.
+    """
+    out_dir = checked_out_dir(options)
+    with TargetLock(out_dir) as lock:
+        refuse_replacing(out_dir, options)
+        return _build_locked(_Request(options, log, progress, model), out_dir, lock)
+
+
+def _build_locked(request: _Request, out_dir: Path, lock: TargetLock) -> BuildResult:
+    """The build proper; ``out_dir`` was checked and is locked by :func:`build_site` until the swap."""
+    options, log = request.options, request.log
+    timer = StageTimer()
+    with timer.stage("load"):
+        loaded = load_inputs(options, log)
+        published_pg = (
+            {}
+            if options.require_postgres or options.allow_missing_postgres
+            else published_postgres_rows(out_dir, loaded.names, loaded.rankers)
+        )
+        timing_files = load_timing_files(options.timings_folder)
+    # Rows the published site has must not vanish because PostgreSQL failed this time: treat it as required.
+    run_request = replace(request, options=replace(options, require_postgres=True)) if published_pg else request
+    remove_stale_staging(out_dir)
+    staging = fresh_sibling(out_dir, "building")
+    staging.mkdir()
+    try:
+        steps = step_cache(options)
+        try:
+            embedded = _build_corpora(run_request, loaded, staging, steps, timer)
+        except SitegenError as exc:
+            if published_pg and is_postgres_unavailable(exc):
+                rows = "; ".join(f"{corpus}: {', '.join(names)}" for corpus, names in published_pg.items())
+                raise BuildError(
+                    f"PostgreSQL failed ({exc}), and the site at {options.out_dir} publishes rows this build "
+                    f"would drop ({rows}); fix PostgreSQL (or --pg-dsn), or pass --allow-missing-postgres "
+                    "to publish them as not run"
+                ) from exc
+            raise
+        with timer.stage("write"):
+            _write_site_files(options, loaded, embedded, staging)
+        drift = embedded.drift
+        if drift is not None:
+            drift = compare_with_source(drift, options.vectors_source, staging)
+        if timing_files:
+            copy_timing_files(options.timings_folder, staging)
+        if read_verification(options.verification_record, staging) is not None:  # a bad record fails here
+            shutil.copyfile(options.verification_record, staging / VERIFICATION)
+        _write_retriever_timings(staging, options, loaded.retrieved)
+        audit_report = audit_and_render(staging, steps, log, timer)
+        log(
+            "step cache (experiments, plots): "
+            + "; ".join(f"{name} {n['computed']} computed, {n['reused']} reused" for name, n in steps.counts.items())
+        )
+        ran = rankers_run(staging, loaded.names)
+        swap_into_place(staging, out_dir, lock)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return BuildResult(
+        corpora=tuple(loaded.names),
+        rankers=ran,
+        embed_stats=embedded.stats,
+        audit_verdict=audit_report["verdict"],
+        seconds=timer.seconds,
+        steps={name: dict(n) for name, n in steps.counts.items()},
+        drift=drift,
+    )
+
+
+def _build_corpora(
+    request: _Request, loaded: LoadedInputs, staging: Path, steps: StepCache, timer: StageTimer
+) -> _Embedded:
+    """Build every corpus's evidence into ``staging``, with the model, its cache and PostgreSQL open while they
+    run and closed after."""
+    options, log = request.options, request.log
+    needs_embeddings = any(r.contract.uses_embeddings for r in loaded.rankers)
+    # The packaged model is loaded only for corpora that bring no vectors of their own.
+    needs_model = needs_embeddings and any(vectors is None for vectors in loaded.supplied.values())
+    model = (request.model or EmbeddingModel(device=options.device)) if needs_model else None
+    stored = StoredVectors(options.vectors_source, {}, 0)
+    drift = DriftTracker()
+    total = EmbedStats(embedded=0, cached=0)
+    with ExitStack() as stack:
+        embedder = None
+        if model is not None:
+            cache_dir = options.cache_dir or default_cache_dir()
+            cache = EmbeddingCache(cache_dir, cache_key(model.config, model.device), model.config.dimensions)
+            stack.callback(cache.close)
+            log(f"embedding model {MODEL_NAME}, weights sha256 {model.weights_sha256[:12]}..., cache {cache.path}")
+            stored = _stored_vectors(options, model, log)
+            frozen = None if options.reembed else stored.vectors
+            embedder = Embedder(model, cache, request.progress, frozen, options.reembed)
+        postgres = _start_postgres(loaded.rankers, options, log, stack)
+        run = BuildRun(options, staging, log, timer, steps, loaded.rankers, embedder, stored, drift, postgres)
+        for source in loaded.corpora:
+            total += build_corpus(run, CorpusJob.of(source, loaded, log))
+        pg_versions = postgres.server.versions() if postgres.server is not None else None
+    model_info = None
+    if model is not None:
+        model_info = {
+            "name": MODEL_NAME,
+            "weights_sha256": model.weights_sha256,
+            "config_sha256": model.config.sha256(),
+            "package": MODEL_PACKAGE,
+        }
+    result_drift = drift.result(stored.source) if options.reembed and model is not None else None
+    return _Embedded(total, model_info, pg_versions, result_drift)
+
+
+def _write_site_files(options: BuildOptions, loaded: LoadedInputs, embedded: _Embedded, staging: Path) -> None:
+    """What spans the corpora, once each corpus's evidence is written: the Changes since ``--baseline`` and
+    the manifest, which lists every evidence file."""
+    if loaded.baseline is not None:
+        corrections = {
+            c.name: str(c.config.get("significance", {}).get("correction", "holm")) for c in loaded.corpora
+        }
+        write_changes(staging, loaded.baseline, loaded.names, corrections)
+    write_manifest(
+        staging,
+        loaded.names,
+        embedded.model,
+        embedded.postgres,
+        build_command(options),
+        {"title": options.title, "description": options.description},
+    )
+
+
+def _write_retriever_timings(
+    staging: Path, options: BuildOptions, retrieved: Mapping[str, Sequence[RetrieverRanker]]
+) -> None:
+    """Each retriever's call times, in ``timings/`` beside the benchmark files: timing, never evidence."""
+    by_name: dict[str, dict[str, RetrieverRanker]] = {}
+    for corpus, runs in retrieved.items():
+        for run in runs:
+            by_name.setdefault(run.name, {})[corpus] = run
+    for runs in by_name.values():
+        retriever = next(iter(runs.values())).retriever
+        write_latency_file(staging / retriever_timing(retriever.name), retriever, options.depth, runs)
+
+
+def _stored_vectors(options: BuildOptions, model: EmbeddingModel, log: Log) -> StoredVectors:
+    """The vectors of the earlier bundle (``--vectors-from``, else the output site), as frozen inputs."""
+    source = options.vectors_source
+    if options.vectors_from is not None and not has_manifest(source):
+        raise BuildError(f"{source}: no evidence/manifest.json there, so no stored vectors to reuse")
+    try:
+        stored = stored_vectors(source, model.config.sha256(), model.config.dimensions)
+    except BundleError as exc:
+        raise BuildError(
+            f"the stored vectors cannot be trusted: {exc}. Restore the bundle (git checkout {source}), "
+            "or build into another --out"
+        ) from None
+    if stored.vectors or stored.skipped:
+        note = f" ({stored.skipped} left out: another model configuration or unusable)" if stored.skipped else ""
+        use = "compared with the new ones" if options.reembed else "reused as frozen inputs"
+        log(f"stored vectors: {len(stored.vectors)} in {source}, {use}{note}")
+    return stored
+
+
+def _start_postgres(rankers: Sequence[Any], options: BuildOptions, log: Log, stack: ExitStack) -> PostgresSession:
+    """Start (or connect to) PostgreSQL when a pg ranker is asked for; stopped when ``stack`` closes."""
+    if not any(r.contract.uses_postgres for r in rankers):
+        return PostgresSession()
+    from sitegen.postgres.server import PostgresServer, PostgresUnavailable
+
+    try:
+        server = stack.enter_context(PostgresServer(options.pg_dsn))
+    except PostgresUnavailable as exc:
+        if options.require_postgres:
+            raise
+        log(f"PostgreSQL rankers not run: {exc}")
+        return PostgresSession(problem=str(exc))
+    log(f"postgres: {server.describe()}")
+    return PostgresSession(server)
