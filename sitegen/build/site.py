@@ -27,6 +27,7 @@ from sitegen.embedding.cache import Embedder, EmbeddingCache, ProgressFactory, c
 from sitegen.embedding.model import MODEL_NAME, MODEL_PACKAGE, EmbeddingModel
 from sitegen.embedding.vectors import EmbedStats
 from sitegen.errors import BuildError, BundleError, SitegenError
+from sitegen.inputs.binding import git_source
 from sitegen.publish.audit_stage import audit_and_render
 from sitegen.publish.bundle import StoredVectors, has_manifest, stored_vectors
 from sitegen.publish.evidence import write_manifest
@@ -207,6 +208,7 @@ def _write_site_files(options: BuildOptions, loaded: LoadedInputs, embedded: _Em
             c.name: str(c.config.get("significance", {}).get("correction", "holm")) for c in loaded.corpora
         }
         write_changes(staging, loaded.baseline, loaded.names, corrections)
+    source = git_source(options.corpora_dir)
     write_manifest(
         staging,
         loaded.names,
@@ -214,6 +216,7 @@ def _write_site_files(options: BuildOptions, loaded: LoadedInputs, embedded: _Em
         embedded.postgres,
         build_command(options),
         {"title": options.title, "description": options.description},
+        source.as_dict() if source is not None else None,
     )
 
 

@@ -453,10 +453,13 @@ def write_manifest(
     postgres: Mapping[str, str] | None = None,
     command: str = "sitegen build",
     report: Mapping[str, str] | None = None,
+    source: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Write ``evidence/manifest.json``: the sha256 and size of every evidence file
     (paths relative to the site root, sorted), plus tool, Python, library and model versions, the
-    command that built it, and the report's title and description (from ``sitegen.toml`` or ``--title``)."""
+    command that built it, the report's title and description (from ``sitegen.toml`` or ``--title``) and,
+    in a git checkout, the commit and tree the corpora folder comes from (``source``, see
+    :class:`sitegen.inputs.binding.GitSource`)."""
     evidence_dir = site_dir / EVIDENCE_DIR
     manifest_path = site_dir / MANIFEST
     files = {}
@@ -474,6 +477,7 @@ def write_manifest(
         "corpora": corpora,
         "command": command,
         "report": dict(report) if report else {"title": DEFAULT_TITLE, "description": ""},
+        **({"source": dict(source)} if source is not None else {}),
         "files": files,
     }
     write_json(manifest_path, manifest)
