@@ -11,10 +11,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from sitegen.build.corpus import BuildRun, CorpusJob, PostgresSession, build_corpus, is_postgres_unavailable
-from sitegen.build.load import LoadedInputs, Log, load_inputs, quiet
-from sitegen.build.options import BuildOptions, build_command
-from sitegen.build.output import (
+from sitegen.builder.corpus import BuildRun, CorpusJob, PostgresSession, build_corpus, is_postgres_unavailable
+from sitegen.builder.load import LoadedInputs, Log, load_inputs, quiet
+from sitegen.builder.options import BuildOptions, build_command
+from sitegen.builder.output import (
     checked_out_dir,
     published_postgres_rows,
     rankers_run,
@@ -200,9 +200,7 @@ def _write_site_files(options: BuildOptions, loaded: LoadedInputs, embedded: _Em
     """What spans the corpora, once each corpus's evidence is written: the Changes since ``--baseline`` and
     the manifest, which lists every evidence file."""
     if loaded.baseline is not None:
-        corrections = {
-            c.name: str(c.config.get("significance", {}).get("correction", "holm")) for c in loaded.corpora
-        }
+        corrections = {c.name: str(c.config.get("significance", {}).get("correction", "holm")) for c in loaded.corpora}
         write_changes(staging, loaded.baseline, loaded.names, corrections)
     write_manifest(
         staging,

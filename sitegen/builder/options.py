@@ -96,4 +96,3 @@ def build_command(options: BuildOptions) -> str:
     if options.description:
         words += ["--description", options.description]
     return shlex.join(words)
-
