@@ -100,6 +100,7 @@ def build_site(
 def _build_locked(request: _Request, out_dir: Path, lock: TargetLock) -> BuildResult:
     """The build proper; ``out_dir`` was checked and is locked by :func:`build_site` until the swap."""
     options, log = request.options, request.log
+    command = build_command(options)
     timer = StageTimer()
     with timer.stage("load"):
         loaded = load_inputs(options, log)
@@ -108,10 +109,10 @@ def _build_locked(request: _Request, out_dir: Path, lock: TargetLock) -> BuildRe
             if options.require_postgres or options.allow_missing_postgres
             else published_postgres_rows(out_dir, loaded.names, loaded.rankers)
         )
+        remove_stale_staging(out_dir)
         timing_files = load_timing_files(options.timings_folder)
     # Rows the published site has must not vanish because PostgreSQL failed this time: treat it as required.
     run_request = replace(request, options=replace(options, require_postgres=True)) if published_pg else request
-    remove_stale_staging(out_dir)
     staging = fresh_sibling(out_dir, "building")
     staging.mkdir()
     try:
@@ -128,7 +129,7 @@ def _build_locked(request: _Request, out_dir: Path, lock: TargetLock) -> BuildRe
                 ) from exc
             raise
         with timer.stage("write"):
-            _write_site_files(options, loaded, embedded, staging)
+            _write_site_files(options, loaded, embedded, staging, command)
         drift = embedded.drift
         if drift is not None:
             drift = compare_with_source(drift, options.vectors_source, staging)
@@ -196,9 +197,11 @@ def _build_corpora(
     return _Embedded(total, model_info, pg_versions, result_drift)
 
 
-def _write_site_files(options: BuildOptions, loaded: LoadedInputs, embedded: _Embedded, staging: Path) -> None:
+def _write_site_files(
+    options: BuildOptions, loaded: LoadedInputs, embedded: _Embedded, staging: Path, command: str
+) -> None:
     """What spans the corpora, once each corpus's evidence is written: the Changes since ``--baseline`` and
-    the manifest, which lists every evidence file."""
+    the manifest, which lists every evidence file and the ``command`` that built them."""
     if loaded.baseline is not None:
         corrections = {c.name: str(c.config.get("significance", {}).get("correction", "holm")) for c in loaded.corpora}
         write_changes(staging, loaded.baseline, loaded.names, corrections)
@@ -207,7 +210,7 @@ def _write_site_files(options: BuildOptions, loaded: LoadedInputs, embedded: _Em
         loaded.names,
         embedded.model,
         embedded.postgres,
-        build_command(options),
+        command,
         {"title": options.title, "description": options.description},
     )
 
