@@ -763,7 +763,7 @@ def _sitegen_command() -> list[str]:
 
 
 def section_build(args: argparse.Namespace) -> dict[str, Any]:
-    from sitegen.build import BuildOptions, build_site
+    from sitegen.builder import BuildOptions, build_site
 
     root = Path(tempfile.mkdtemp(prefix="sitegen-bench-build-"))
     corpora = root / "corpora"
@@ -1039,7 +1039,7 @@ def scale_child(corpora: str, out: str, cache: str, rankers: str) -> dict[str, A
     import resource
 
     from sitegen import audit
-    from sitegen.build import BuildOptions, build_site
+    from sitegen.builder import BuildOptions, build_site
 
     start = time.perf_counter()
     options = BuildOptions(

@@ -14,7 +14,7 @@ from urllib.parse import unquote
 
 import numpy as np
 
-from sitegen.build import BuildOptions, BuildResult, build_site
+from sitegen.builder import BuildOptions, BuildResult, build_site
 from sitegen.embedding.model import EmbeddingConfig
 from sitegen.publish.evidence import canonical_json
 from sitegen.rankers.tokenize import tokenize

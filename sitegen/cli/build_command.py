@@ -210,7 +210,7 @@ def build(
         sitegen build --retriever mine=my_project.search:retrieve
         sitegen build --reembed --out /tmp/reembedded --vectors-from site
     """
-    from sitegen.build import BuildOptions, build_site
+    from sitegen.builder import BuildOptions, build_site
     from sitegen.publish.evidence import DEFAULT_TITLE
     from sitegen.rankers import DEFAULT_RANKERS
 

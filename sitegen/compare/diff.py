@@ -6,8 +6,8 @@ to know whether the *results* moved (rankings, metrics, scores beyond a toleranc
 their surroundings (library versions, derived pages). This module is the base of
 ``sitegen diff``, of a Changes page and of a CI regression gate, so it is split the usual way:
 
-- readers at the edges (:func:`sitegen.publish.bundle.open_bundle` and the ``_read_*`` helpers) find, verify and load
-  the files a manifest lists, and nothing else: an unlisted file is unverified evidence;
+- readers at the edges (:func:`sitegen.publish.bundle.open_bundle` and :class:`sitegen.publish.reader.BundlePair`)
+  find, verify and load the files a manifest lists, and nothing else: an unlisted file is unverified evidence;
 - pure comparison functions over plain dicts (:func:`compare_files`, :func:`compare_runs`,
   :func:`compare_metrics`, :func:`first_relevant_ranks`, :func:`compare_first_relevant`,
   :func:`compare_vectors`, :func:`compare_manifest_fields`) return small frozen dataclasses;
@@ -54,8 +54,8 @@ measures are defined in :mod:`sitegen.compare.repro`; they read the per-question
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path, PurePosixPath
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -82,10 +82,8 @@ from sitegen.compare.repro import (
     ranking_agreement,
     score_agreement,
 )
-from sitegen.errors import BundleError
-from sitegen.publish.bundle import Bundle, load_json, open_bundle
-from sitegen.publish.layout import METRICS, CorpusFiles, corpus_file, run_ranker, vector_rows
-from sitegen.publish.reader import CorpusReader
+from sitegen.publish.bundle import open_bundle
+from sitegen.publish.reader import BundlePair
 from sitegen.scoring.report import first_relevant_rank
 
 __all__ = [
@@ -98,7 +96,6 @@ __all__ = [
     "compare_vectors",
     "diff_bundles",
     "first_relevant_ranks",
-    "is_finite_number",
     "rankings_by_query",
 ]
 
@@ -288,72 +285,9 @@ def compare_pairs(
 # ------------------------------------------------------------------------------------------- readers
 
 
-def is_finite_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _read_metrics(bundle: Bundle, rel: str) -> dict[str, Any]:
-    path = bundle.path(rel)
-    doc = load_json(path)
-    if not isinstance(doc, dict):
-        raise BundleError(path, 'not a {ranker: {"overall": ...}} object')
-    for ranker, scored in doc.items():
-        overall = scored.get("overall") if isinstance(scored, dict) else None
-        if not isinstance(overall, dict) or not all(v is None or is_finite_number(v) for v in overall.values()):
-            raise BundleError(path, f'ranker {ranker!r}: "overall" is not {{metric: number}}')
-        per_query = scored.get("per_query", {})
-        if not isinstance(per_query, dict) or not all(
-            isinstance(s, dict) and all(v is None or is_finite_number(v) for v in s.values())
-            for s in per_query.values()
-        ):
-            raise BundleError(path, f'ranker {ranker!r}: "per_query" is not {{query_id: {{metric: number}}}}')
-    return doc
-
-
 def _per_query(scored: Mapping[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
     """``{ranker: {qid: {metric: score}}}`` of a checked metrics document."""
     return {ranker: dict(doc.get("per_query", {})) for ranker, doc in scored.items()}
-
-
-def _read_npy(bundle: Bundle, rel: str) -> np.ndarray:
-    path = bundle.path(rel)
-    try:
-        return np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as exc:
-        raise BundleError(path, f"not a readable .npy array: {exc}") from None
-
-
-def _vector_ids(bundle: Bundle, corpus: str, name: str) -> list[str] | None:
-    """Row ids of a matrix of vectors (``name`` inside the corpus folder), from the index file that names its
-    rows (:func:`sitegen.publish.layout.vector_rows`); None when the bundle has no usable list of them."""
-    rows = vector_rows(name)
-    if rows is None or not bundle.has(CorpusFiles(corpus).at(rows[0])):
-        return None
-    index = load_json(bundle.path(CorpusFiles(corpus).at(rows[0])))
-    ids = index.get(rows[1]) if isinstance(index, Mapping) else None
-    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
-        return None
-    return ids
-
-
-def _corpus_files(files: Iterable[str], kind: Callable[[str], str | None]) -> dict[tuple[str, str], str]:
-    """The manifest paths of one kind of corpus file, by (corpus, what ``kind`` names it): a ranker for a run,
-    a matrix's file name for vectors, and so on; ``kind`` gives None for a file of another kind."""
-    found = {}
-    for rel in files:
-        place = corpus_file(rel)
-        name = kind(place[1]) if place is not None else None
-        if place is not None and name is not None:
-            found[place[0], name] = rel
-    return found
-
-
-def _metrics_file(name: str) -> str | None:
-    return name if name == METRICS else None
-
-
-def _vector_file(name: str) -> str | None:
-    return name if vector_rows(name) is not None else None
 
 
 def diff_bundles(a: Path, b: Path, tolerance: float = 0.0, pairs: Sequence[tuple[str, str]] = ()) -> BundleDiff:
@@ -363,35 +297,31 @@ def diff_bundles(a: Path, b: Path, tolerance: float = 0.0, pairs: Sequence[tuple
     rrf-dense-bm25 where both exist); they do not affect :attr:`BundleDiff.equivalent`."""
     if not (isinstance(tolerance, int | float) and math.isfinite(tolerance) and tolerance >= 0):
         raise ValueError(f"tolerance must be a finite number >= 0, not {tolerance!r}")
-    bundle_a, bundle_b = open_bundle(a), open_bundle(b)
-    files = compare_files(bundle_a.files, bundle_b.files)
+    pair = BundlePair(open_bundle(a), open_bundle(b))
+    files = compare_files(pair.a.files, pair.b.files)
 
-    runs_a, runs_b = _corpus_files(bundle_a.files, run_ranker), _corpus_files(bundle_b.files, run_ranker)
-    grades_a: dict[str, dict[str, dict[str, int]]] = {}
-    grades_b: dict[str, dict[str, dict[str, int]]] = {}
+    runs_a, runs_b = pair.runs()
+    grades: dict[str, tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]] = {}
     run_diffs: list[RunDiff] = []
     moves: list[RankMove] = []
     rankings: list[RankingAgreement] = []
     # One pair of runs in memory at a time: a large bundle holds many.
-    for corpus, ranker in sorted(runs_a.keys() & runs_b.keys(), key=lambda k: (k[0], natural_key(k[1]))):
-        reader_a, reader_b = CorpusReader(bundle_a, corpus), CorpusReader(bundle_b, corpus)
-        run_a, run_b = reader_a.run(ranker), reader_b.run(ranker)
+    for corpus, ranker in sorted(runs_a & runs_b, key=lambda k: (k[0], natural_key(k[1]))):
+        run_a, run_b = pair.run(corpus, ranker)
         run_diffs.append(compare_runs(corpus, ranker, run_a, run_b))
-        if corpus not in grades_a:
-            grades_a[corpus], grades_b[corpus] = reader_a.grades(), reader_b.grades()
-        before = first_relevant_ranks(run_a, grades_a[corpus])
-        after = first_relevant_ranks(run_b, grades_b[corpus])
+        if corpus not in grades:
+            grades[corpus] = pair.grades(corpus)
+        grades_a, grades_b = grades[corpus]
+        before = first_relevant_ranks(run_a, grades_a)
+        after = first_relevant_ranks(run_b, grades_b)
         moves.extend(compare_first_relevant(corpus, ranker, before, after))
         rankings.append(ranking_agreement(corpus, ranker, rankings_by_query(run_a), rankings_by_query(run_b)))
 
-    metrics_a, metrics_b = _corpus_files(bundle_a.files, _metrics_file), _corpus_files(bundle_b.files, _metrics_file)
     metric_changes: list[MetricChange] = []
     scores: list[ScoreAgreement] = []
     effects: list[PairEffect] = []
     skipped: list[PairSkipped] = []
-    for corpus, name in sorted(metrics_a.keys() | metrics_b.keys()):
-        scored_a = _read_metrics(bundle_a, metrics_a[corpus, name]) if (corpus, name) in metrics_a else {}
-        scored_b = _read_metrics(bundle_b, metrics_b[corpus, name]) if (corpus, name) in metrics_b else {}
+    for corpus, scored_a, scored_b in pair.metrics():
         metric_changes.extend(compare_metrics(corpus, scored_a, scored_b))
         per_query_a, per_query_b = _per_query(scored_a), _per_query(scored_b)
         for ranker in sorted(per_query_a.keys() & per_query_b.keys(), key=natural_key):
@@ -400,19 +330,7 @@ def diff_bundles(a: Path, b: Path, tolerance: float = 0.0, pairs: Sequence[tuple
         effects.extend(found)
         skipped.extend(not_found)
 
-    npy_a, npy_b = _corpus_files(bundle_a.files, _vector_file), _corpus_files(bundle_b.files, _vector_file)
-    vectors = []
-    for corpus, name in sorted(npy_a.keys() & npy_b.keys()):
-        vectors.append(
-            compare_vectors(
-                corpus,
-                PurePosixPath(name).name,
-                _vector_ids(bundle_a, corpus, name),
-                _read_npy(bundle_a, npy_a[corpus, name]),
-                _vector_ids(bundle_b, corpus, name),
-                _read_npy(bundle_b, npy_b[corpus, name]),
-            )
-        )
+    vectors = [compare_vectors(v.corpus, v.file, v.ids_a, v.a, v.ids_b, v.b) for v in pair.vectors()]
 
     return BundleDiff(
         a=str(a),
@@ -420,11 +338,11 @@ def diff_bundles(a: Path, b: Path, tolerance: float = 0.0, pairs: Sequence[tuple
         tolerance=float(tolerance),
         files=files,
         runs=tuple(run_diffs),
-        runs_only_in_a=tuple(f"{c}/{r}" for c, r in sorted(runs_a.keys() - runs_b.keys())),
-        runs_only_in_b=tuple(f"{c}/{r}" for c, r in sorted(runs_b.keys() - runs_a.keys())),
+        runs_only_in_a=tuple(f"{c}/{r}" for c, r in sorted(runs_a - runs_b)),
+        runs_only_in_b=tuple(f"{c}/{r}" for c, r in sorted(runs_b - runs_a)),
         metrics=tuple(metric_changes),
         moves=tuple(moves),
         embeddings=tuple(vectors),
-        manifest=compare_manifest_fields(bundle_a.manifest, bundle_b.manifest),
+        manifest=compare_manifest_fields(pair.a.manifest, pair.b.manifest),
         reproduction=Reproduction(tuple(scores), tuple(effects), tuple(skipped), tuple(rankings)),
     )

@@ -8,9 +8,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from sitegen.compare.diff import is_finite_number
 from sitegen.compare.diff_results import BundleDiff, Reproduction
 from sitegen.compare.repro import DEFAULT_PAIR, KTU_NOTE, RBO_P, PairEffect
+from sitegen.publish.reader import is_finite_number
 from sitegen.wording import count
 
 __all__ = ["format_diff"]

@@ -9,24 +9,29 @@ and shown as its chunks (``chunks.jsonl``, ``chunking.json``'s ``qrels``), every
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
+
+import numpy as np
 
 from sitegen.errors import BundleError
 from sitegen.inputs.corpus import json_lines
-from sitegen.publish.bundle import load_json
+from sitegen.publish.bundle import Bundle, load_json
 from sitegen.publish.evidence import expand_run
-from sitegen.publish.layout import CorpusFiles, input_of
+from sitegen.publish.layout import METRICS, CorpusFiles, corpus_file, input_of, run_ranker, vector_rows
 
 __all__ = [
+    "BundlePair",
     "CorpusEvidence",
     "CorpusReader",
     "CorpusSummary",
     "SiteFolder",
     "Source",
     "SuppliedVectorsNote",
+    "VectorPair",
+    "is_finite_number",
     "qrels_grades",
 ]
 
@@ -311,3 +316,130 @@ class CorpusReader:
             readme=self.readme(),
             config=self.optional(files.config_input) or {},
         )
+
+
+# ------------------------------------------------------------------------------- two bundles side by side
+
+
+def is_finite_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _corpus_files(files: Iterable[str], kind: Callable[[str], str | None]) -> dict[tuple[str, str], str]:
+    """The manifest paths of one kind of corpus file, by (corpus, what ``kind`` names it: a ranker for a run,
+    the name inside the corpus folder for any other file); ``kind`` gives None for a file of another kind."""
+    found = {}
+    for rel in files:
+        place = corpus_file(rel)
+        name = kind(place[1]) if place is not None else None
+        if place is not None and name is not None:
+            found[place[0], name] = rel
+    return found
+
+
+def _metrics_file(name: str) -> str | None:
+    return name if name == METRICS else None
+
+
+def _vector_file(name: str) -> str | None:
+    return name if vector_rows(name) is not None else None
+
+
+def _checked_metrics(bundle: Bundle, rel: str) -> dict[str, Any]:
+    """``metrics.json``, its shape checked so a comparison can index it freely."""
+    path = bundle.path(rel)
+    doc = load_json(path)
+    if not isinstance(doc, dict):
+        raise BundleError(path, 'not a {ranker: {"overall": ...}} object')
+    for ranker, scored in doc.items():
+        overall = scored.get("overall") if isinstance(scored, dict) else None
+        if not isinstance(overall, dict) or not all(v is None or is_finite_number(v) for v in overall.values()):
+            raise BundleError(path, f'ranker {ranker!r}: "overall" is not {{metric: number}}')
+        per_query = scored.get("per_query", {})
+        if not isinstance(per_query, dict) or not all(
+            isinstance(s, dict) and all(v is None or is_finite_number(v) for v in s.values())
+            for s in per_query.values()
+        ):
+            raise BundleError(path, f'ranker {ranker!r}: "per_query" is not {{query_id: {{metric: number}}}}')
+    return doc
+
+
+def _matrix(bundle: Bundle, rel: str) -> np.ndarray:
+    path = bundle.path(rel)
+    try:
+        return np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise BundleError(path, f"not a readable .npy array: {exc}") from None
+
+
+def _vector_ids(bundle: Bundle, corpus: str, name: str) -> list[str] | None:
+    """Row ids of a matrix of vectors (``name`` inside the corpus folder), from the index file that names its
+    rows (:func:`sitegen.publish.layout.vector_rows`); None when the bundle has no usable list of them."""
+    rows = vector_rows(name)
+    if rows is None or not bundle.has(CorpusFiles(corpus).at(rows[0])):
+        return None
+    index = load_json(bundle.path(CorpusFiles(corpus).at(rows[0])))
+    ids = index.get(rows[1]) if isinstance(index, Mapping) else None
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        return None
+    return ids
+
+
+@dataclass(frozen=True)
+class VectorPair:
+    """One matrix of vectors in both bundles: the corpus, the file's name, and each side's row ids (None when its
+    index does not name them) and rows."""
+
+    corpus: str
+    file: str
+    ids_a: list[str] | None
+    a: np.ndarray
+    ids_b: list[str] | None
+    b: np.ndarray
+
+
+@dataclass(frozen=True)
+class BundlePair:
+    """Two bundles verified against their manifests (A and B), read side by side through the layout, one file at
+    a time: a large bundle holds many runs, and a comparison keeps one pair of them in memory."""
+
+    a: Bundle
+    b: Bundle
+
+    def runs(self) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
+        """The (corpus, ranker) of every run in A and in B."""
+        runs_a, runs_b = _corpus_files(self.a.files, run_ranker), _corpus_files(self.b.files, run_ranker)
+        return set(runs_a), set(runs_b)
+
+    def run(self, corpus: str, ranker: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        """One ranker's run on one corpus in A and in B."""
+        return CorpusReader(self.a, corpus).run(ranker), CorpusReader(self.b, corpus).run(ranker)
+
+    def grades(self, corpus: str) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
+        """Each side's relevance grades for one corpus (:meth:`CorpusReader.grades`)."""
+        return CorpusReader(self.a, corpus).grades(), CorpusReader(self.b, corpus).grades()
+
+    def metrics(self) -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
+        """``(corpus, A's metrics.json, B's)`` for every corpus with one on either side (``{}`` where absent),
+        each checked to be ``{ranker: {"overall": {metric: number}, "per_query": {qid: {metric: number}}}}``;
+        one corpus read at a time."""
+        found_a, found_b = _corpus_files(self.a.files, _metrics_file), _corpus_files(self.b.files, _metrics_file)
+        for corpus, name in sorted(found_a.keys() | found_b.keys()):
+            yield (
+                corpus,
+                _checked_metrics(self.a, found_a[corpus, name]) if (corpus, name) in found_a else {},
+                _checked_metrics(self.b, found_b[corpus, name]) if (corpus, name) in found_b else {},
+            )
+
+    def vectors(self) -> Iterator[VectorPair]:
+        """Every matrix of vectors both bundles hold, in (corpus, file) order, one pair read at a time."""
+        found_a, found_b = _corpus_files(self.a.files, _vector_file), _corpus_files(self.b.files, _vector_file)
+        for corpus, name in sorted(found_a.keys() & found_b.keys()):
+            yield VectorPair(
+                corpus,
+                PurePosixPath(name).name,
+                _vector_ids(self.a, corpus, name),
+                _matrix(self.a, found_a[corpus, name]),
+                _vector_ids(self.b, corpus, name),
+                _matrix(self.b, found_b[corpus, name]),
+            )

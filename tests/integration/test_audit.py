@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sitegen import audit
-from sitegen.build import BuildOptions, build_site
+from sitegen.builder import BuildOptions, build_site
 from sitegen.publish.evidence import read_run, write_run
 from sitegen.rankers.tokenize import STOP_WORDS, tokenize, tokenize_stemmed
 from tests.helpers import REPO, TINY_DOCS, FakeEmbeddingModel, evidence_failures, write_corpus

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from sitegen import audit
-from sitegen.build import BuildOptions, build_site
+from sitegen.builder import BuildOptions, build_site
 from sitegen.cli import cli
 from sitegen.publish.evidence import read_run, write_run
 from sitegen.verify.postgres import SCORE_TOLERANCE, rerun_postgres

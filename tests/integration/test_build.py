@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from sitegen import audit
-from sitegen.build import BuildOptions, build_site
-from sitegen.build import corpus as build_module
+from sitegen.builder import BuildOptions, build_site
+from sitegen.builder import corpus as build_module
 from sitegen.cli import cli
 from sitegen.errors import SitegenError
 from sitegen.publish.evidence import read_run
@@ -123,7 +123,7 @@ def test_failed_build_leaves_the_existing_site_untouched(
     def explode(*args, **kwargs):
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr("sitegen.build.corpus.write_corpus_evidence", explode)
+    monkeypatch.setattr("sitegen.builder.corpus.write_corpus_evidence", explode)
     with pytest.raises(RuntimeError):
         _build(tiny_corpus.parent, out, fake_model, tmp_path / "cache")
     assert file_tree(out) == before

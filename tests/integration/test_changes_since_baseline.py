@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from sitegen import audit
-from sitegen.build import BuildOptions, build_site
+from sitegen.builder import BuildOptions, build_site
 from sitegen.cli import cli
 from tests.helpers import REPO, FakeEmbeddingModel, file_tree, rehash_manifest
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sitegen.build import BuildOptions, build_site
+from sitegen.builder import BuildOptions, build_site
 from sitegen.embedding.model import EmbeddingModel
 from tests.helpers import REPO
 

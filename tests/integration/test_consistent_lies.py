@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from sitegen import audit
-from sitegen.build import BuildOptions, build_site
+from sitegen.builder import BuildOptions, build_site
 from sitegen.inputs.freeze import freeze_corpus
 from sitegen.rankers import RANKERS
 from sitegen.rankers.bm25 import BM25Ranker
@@ -185,12 +185,12 @@ def test_a_shopped_significance_setting_fails_the_shipped_audit(
     honest, tmp_path: Path, monkeypatch, setting: str, value: int, named: str
 ) -> None:
     """Rows 4 and 5: the paired tests' seed (or minimum) changed in sitegen, the bundle rebuilt."""
-    import sitegen.build.corpus
+    import sitegen.builder.corpus
     from sitegen.scoring.experiments import ExperimentSettings, run_experiments
 
     def patch(lie: pytest.MonkeyPatch) -> None:
         shopped = ExperimentSettings(**{setting: value})
-        lie.setattr(sitegen.build.corpus, "run_experiments", lambda *args: run_experiments(*args, settings=shopped))
+        lie.setattr(sitegen.builder.corpus, "run_experiments", lambda *args: run_experiments(*args, settings=shopped))
 
     build_lying(_options(tmp_path, honest[0], "site"), monkeypatch, patch)
     code, output = shipped_audit(tmp_path / "site")
@@ -225,11 +225,11 @@ def test_a_shipped_name_with_other_parameters_fails_the_shipped_audit(
 
 def test_rankers_left_out_under_a_rewritten_command_fail_the_shipped_audit(honest, tmp_path, monkeypatch) -> None:
     """Row 8: two rankers left out, the recorded command rewritten to a plain ``sitegen build``."""
-    import sitegen.build.site
+    import sitegen.builder.site
 
     options = _options(tmp_path, honest[0], "site", rankers=("bm25", "dense", "rrf-dense-bm25"))
     build_lying(
-        options, monkeypatch, lambda lie: lie.setattr(sitegen.build.site, "build_command", lambda _: "sitegen build")
+        options, monkeypatch, lambda lie: lie.setattr(sitegen.builder.site, "build_command", lambda _: "sitegen build")
     )
     code, output = shipped_audit(tmp_path / "site")
     assert code == 1

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from sitegen import audit
-from sitegen.build import BuildOptions, build_site
+from sitegen.builder import BuildOptions, build_site
 from sitegen.publish.evidence import RUN_SCHEMA_VERSION, read_run
 from sitegen.scoring.packing import PACKING_SCHEMA_VERSION
 from tests.helpers import FakeEmbeddingModel, evidence_failures, rehash_manifest, write_corpus

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from sitegen.build import BuildOptions, build_site
+from sitegen.builder import BuildOptions, build_site
 from sitegen.cli import cli
 from sitegen.publish.evidence import read_run
 from sitegen.scoring.metrics import metric_names, score_query

@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from sitegen import swap
-from sitegen.build import BuildOptions, build_site
+from sitegen.builder import BuildOptions, build_site
 from sitegen.cli import cli
 from sitegen.errors import OutputFolderError, SitegenError
 from tests.helpers import FakeEmbeddingModel, file_tree, write_corpus
@@ -146,7 +146,7 @@ def test_the_out_checks_run_before_any_corpus_is_loaded(
     tmp_path: Path, tiny_corpus: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     loaded: list[Path] = []
-    monkeypatch.setattr("sitegen.build.load.load_corpus", loaded.append)
+    monkeypatch.setattr("sitegen.builder.load.load_corpus", loaded.append)
     (tmp_path / "notes").mkdir()
     (tmp_path / "notes" / "notes.txt").write_text("my notes")
     with pytest.raises(OutputFolderError):
@@ -343,7 +343,7 @@ def test_cli_flags_reach_the_build_options(monkeypatch: pytest.MonkeyPatch) -> N
         seen.append(options)
         raise OutputFolderError("captured")
 
-    monkeypatch.setattr("sitegen.build.build_site", capture)
+    monkeypatch.setattr("sitegen.builder.build_site", capture)
     assert _cli_build().exit_code == 1
     assert _cli_build("--force", "--allow-missing-postgres").exit_code == 1
     assert [(o.force, o.allow_missing_postgres) for o in seen] == [(False, False), (True, True)]

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from sitegen import audit
-from sitegen.build import BuildOptions, build_site
+from sitegen.builder import BuildOptions, build_site
 from sitegen.postgres.index import EF_SEARCH_MAX
 from sitegen.postgres.server import PostgresServer, PostgresUnavailable
 from sitegen.verify.postgres import rerun_postgres

@@ -13,7 +13,7 @@ from urllib.parse import unquote, urljoin
 import pytest
 
 from sitegen import audit
-from sitegen.build import BuildOptions, build_site
+from sitegen.builder import BuildOptions, build_site
 from sitegen.publish.evidence import canonical_json, expand_run, read_run, run_json
 from sitegen.publish.pages import write_page_listing
 from sitegen.publish.pages.base import snippet

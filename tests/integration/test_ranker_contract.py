@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from sitegen import audit
-from sitegen.build import BuildOptions, build_site
+from sitegen.builder import BuildOptions, build_site
 from sitegen.errors import BuildError
 from sitegen.inputs.corpus import passage_text
 from sitegen.publish.evidence import read_run, write_run

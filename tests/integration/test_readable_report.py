@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sitegen.build import BuildOptions, build_site
+from sitegen.builder import BuildOptions, build_site
 from tests.helpers import FakeEmbeddingModel, write_corpus
 
 ONE_KIND_QUERIES = [

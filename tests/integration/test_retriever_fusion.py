@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sitegen.audit import run_audit
-from sitegen.build import BuildOptions, build_site
+from sitegen.builder import BuildOptions, build_site
 from sitegen.errors import SitegenError
 from sitegen.rankers.fusion import reciprocal_rank_fusion
 from tests.helpers import FakeEmbeddingModel, evidence_failures, read_trec_run, rehash_manifest

@@ -21,7 +21,7 @@ from urllib.parse import unquote, urljoin, urlsplit
 
 import pytest
 
-from sitegen.build import BuildOptions, build_site
+from sitegen.builder import BuildOptions, build_site
 from sitegen.publish.layout import page_name
 from sitegen.publish.pages.base import render_markdown
 from tests.helpers import REPO, FakeEmbeddingModel, write_corpus

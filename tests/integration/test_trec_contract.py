@@ -16,7 +16,7 @@ import pytest
 import pytrec_eval
 
 from sitegen import audit
-from sitegen.build import BuildOptions, build_site
+from sitegen.builder import BuildOptions, build_site
 from sitegen.inputs.corpus import load_corpus
 from sitegen.publish.evidence import write_trec_eval_contract
 from sitegen.scoring.metrics import metric_names

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sitegen.build import BuildOptions, build_site
+from sitegen.builder import BuildOptions, build_site
 from sitegen.embedding import cache as embeddings_module
 from sitegen.embedding.cache import Embedder, EmbeddingCache, cache_key
 from sitegen.embedding.vectors import text_sha256

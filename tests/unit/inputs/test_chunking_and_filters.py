@@ -167,7 +167,7 @@ def test_chunking_config_is_validated() -> None:
 def test_every_filtered_ranker_including_postgres_respects_the_filter_in_a_build(
     tenant_corpus, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    from sitegen.build import BuildOptions, build_site
+    from sitegen.builder import BuildOptions, build_site
 
     out = tmp_path_factory.mktemp("filtered") / "site"  # beside the corpora folder, never inside it
     build_site(

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from sitegen.audit import run_audit
-from sitegen.build import BuildOptions, build_site
+from sitegen.builder import BuildOptions, build_site
 from sitegen.cli import cli
 from sitegen.errors import CorpusError
 from sitegen.inputs.corpus import load_corpus

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from sitegen.build import BuildOptions, build_site
+from sitegen.builder import BuildOptions, build_site
 from sitegen.cli import cli
 from sitegen.errors import SitegenError
 from sitegen.publish.timings import load_timing_files, performance_view
@@ -136,7 +136,7 @@ def test_the_default_run_comes_first_and_numbers_are_formatted_in_python(bench: 
 def test_cli_timings_option_points_the_page_at_another_folder(
     tiny_corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("sitegen.build.site.EmbeddingModel", FakeEmbeddingModel)
+    monkeypatch.setattr("sitegen.builder.site.EmbeddingModel", FakeEmbeddingModel)
     elsewhere = tmp_path / "measured-elsewhere"
     elsewhere.mkdir()
     (elsewhere / "results-pg.json").write_text(json.dumps(PG_COST), encoding="utf-8")

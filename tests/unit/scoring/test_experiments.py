@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import sitegen.scoring.experiments as experiments_module
-from sitegen.build import BuildOptions, build_site
+from sitegen.builder import BuildOptions, build_site
 from sitegen.errors import CorpusError
 from sitegen.inputs.corpus import load_corpus
 from sitegen.publish.evidence import read_run

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sitegen import audit
-from sitegen.build import BuildOptions, build_site
+from sitegen.builder import BuildOptions, build_site
 from sitegen.cli import cli
 from sitegen.errors import SitegenError
 from sitegen.inputs.corpus import Corpus, Document, Query

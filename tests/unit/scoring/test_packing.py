@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sitegen.build import BuildOptions, build_site
+from sitegen.builder import BuildOptions, build_site
 from sitegen.errors import CorpusError
 from sitegen.inputs.corpus import load_corpus
 from sitegen.scoring.packing import (

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from sitegen.build import BuildOptions, build_site
-from sitegen.build import corpus as build_module
-from sitegen.build.site import STEP_CACHE_FOLDER
+from sitegen.builder import BuildOptions, build_site
+from sitegen.builder import corpus as build_module
+from sitegen.builder.site import STEP_CACHE_FOLDER
 from sitegen.errors import SitegenError
 from sitegen.publish.pages import corpus as render_module
 from sitegen.stepcache import StepCache

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sitegen.build.options import BuildOptions
+from sitegen.builder.options import BuildOptions
 from sitegen.compare.changes import Baseline, open_baseline
 from sitegen.errors import BuildError, CorpusError
 from sitegen.inputs.chunk_settings import parse_chunking
@@ -194,7 +194,6 @@ def question_hygiene(corpora: Sequence[Corpus], strict: bool, log: Log = quiet) 
     for line in lines:
         log(f"warning: {line}")
     return reports
-
 
 
 @dataclass(frozen=True)

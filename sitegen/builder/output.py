@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sitegen.build.load import select_corpora
-from sitegen.build.options import BuildOptions
+from sitegen.builder.load import select_corpora
+from sitegen.builder.options import BuildOptions
 from sitegen.errors import OutputFolderError
 from sitegen.publish.layout import EVIDENCE_DIR, MANIFEST, CorpusFiles
 from sitegen.publish.reader import CorpusReader, SiteFolder
@@ -126,4 +126,3 @@ def rankers_run(site: Path, corpora: Sequence[str]) -> tuple[str, ...]:
     for name in corpora:
         ran.update(dict.fromkeys(CorpusReader(SiteFolder(site), name).summary().rankers))
     return tuple(ran)
-

@@ -6,7 +6,7 @@ folder beside the output and renames it into place only when complete, so a fail
 site untouched.
 """
 
-from sitegen.build.options import BuildOptions
-from sitegen.build.site import BuildResult, build_site
+from sitegen.builder.options import BuildOptions
+from sitegen.builder.site import BuildResult, build_site
 
 __all__ = ["BuildOptions", "BuildResult", "build_site"]

@@ -104,4 +104,3 @@ def build_command(options: BuildOptions) -> str:
     if options.description:
         words += ["--description", options.description]
     return shlex.join(words)
-

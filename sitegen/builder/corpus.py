@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sitegen.build.load import LoadedInputs, Log
-from sitegen.build.options import BuildOptions
+from sitegen.builder.load import LoadedInputs, Log
+from sitegen.builder.options import BuildOptions
 from sitegen.compare.vector_drift import DriftTracker
 from sitegen.embedding.cache import Embedder
 from sitegen.embedding.vectors import CorpusEmbeddings, EmbedStats

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from sitegen.build.corpus import BuildRun, CorpusJob, PostgresSession, build_corpus, is_postgres_unavailable
-from sitegen.build.load import LoadedInputs, Log, load_inputs, quiet
-from sitegen.build.options import BuildOptions, build_command
-from sitegen.build.output import (
+from sitegen.builder.corpus import BuildRun, CorpusJob, PostgresSession, build_corpus, is_postgres_unavailable
+from sitegen.builder.load import LoadedInputs, Log, load_inputs, quiet
+from sitegen.builder.options import BuildOptions, build_command
+from sitegen.builder.output import (
     checked_out_dir,
     published_postgres_rows,
     rankers_run,
@@ -102,6 +102,7 @@ def build_site(
 def _build_locked(request: _Request, out_dir: Path, lock: TargetLock) -> BuildResult:
     """The build proper; ``out_dir`` was checked and is locked by :func:`build_site` until the swap."""
     options, log = request.options, request.log
+    command = build_command(options)
     timer = StageTimer()
     with timer.stage("load"):
         loaded = load_inputs(options, log)
@@ -110,10 +111,10 @@ def _build_locked(request: _Request, out_dir: Path, lock: TargetLock) -> BuildRe
             if options.require_postgres or options.allow_missing_postgres
             else published_postgres_rows(out_dir, loaded.names, loaded.rankers)
         )
+        remove_stale_staging(out_dir)
         timing_files = load_timing_files(options.timings_folder)
     # Rows the published site has must not vanish because PostgreSQL failed this time: treat it as required.
     run_request = replace(request, options=replace(options, require_postgres=True)) if published_pg else request
-    remove_stale_staging(out_dir)
     staging = fresh_sibling(out_dir, "building")
     staging.mkdir()
     try:
@@ -130,7 +131,7 @@ def _build_locked(request: _Request, out_dir: Path, lock: TargetLock) -> BuildRe
                 ) from exc
             raise
         with timer.stage("write"):
-            _write_site_files(options, loaded, embedded, staging)
+            _write_site_files(options, loaded, embedded, staging, command)
         drift = embedded.drift
         if drift is not None:
             drift = compare_with_source(drift, options.vectors_source, staging)
@@ -200,13 +201,13 @@ def _build_corpora(
     return _Embedded(total, model_info, pg_versions, result_drift)
 
 
-def _write_site_files(options: BuildOptions, loaded: LoadedInputs, embedded: _Embedded, staging: Path) -> None:
+def _write_site_files(
+    options: BuildOptions, loaded: LoadedInputs, embedded: _Embedded, staging: Path, command: str
+) -> None:
     """What spans the corpora, once each corpus's evidence is written: the Changes since ``--baseline`` and
-    the manifest, which lists every evidence file."""
+    the manifest, which lists every evidence file and the ``command`` that built them."""
     if loaded.baseline is not None:
-        corrections = {
-            c.name: str(c.config.get("significance", {}).get("correction", "holm")) for c in loaded.corpora
-        }
+        corrections = {c.name: str(c.config.get("significance", {}).get("correction", "holm")) for c in loaded.corpora}
         write_changes(staging, loaded.baseline, loaded.names, corrections)
     source = git_source(options.corpora_dir)
     write_manifest(
@@ -214,7 +215,7 @@ def _write_site_files(options: BuildOptions, loaded: LoadedInputs, embedded: _Em
         loaded.names,
         embedded.model,
         embedded.postgres,
-        build_command(options),
+        command,
         {"title": options.title, "description": options.description},
         source.as_dict() if source is not None else None,
     )
