@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from sitegen.audit import run_audit
-from sitegen.build import BuildOptions, build_site
+from sitegen.builder import BuildOptions, build_site
 from sitegen.errors import BuildError
 from sitegen.verify.record import verification_record, write_verification
 from sitegen.verify.reembed import reembed_bundle, sample_seed, sampled_rows
