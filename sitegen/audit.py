@@ -3276,12 +3276,16 @@ class _SourcedNumbers(html.parser.HTMLParser):
     A table may name a base, ``<table data-ev-base="FILE#POINTER" data-ev-fmt="FORMAT">``: inside it, a
     ``data-ev`` that does not start with ``evidence/`` is a pointer relative to the base (``BASE/VALUE``) and
     takes the table's format unless it states its own. Question pages use it for their score columns, so the
-    run's file name is printed once per table rather than once per hit."""
+    run's file name is printed once per table rather than once per hit.
+
+    A number in a shortened format (:data:`TITLED_FORMATS`) carries its full value in its ``title``: that is a
+    second number of the same source, in the full format (an empty one when the title is missing)."""
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.numbers: list[tuple[str, str, str]] = []
         self._open: list[str] | None = None
+        self._title: str | None = None
         self._bases: list[tuple[str, str]] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
@@ -3293,13 +3297,16 @@ class _SourcedNumbers(html.parser.HTMLParser):
             base, base_fmt = self._bases[-1] if self._bases else ("", "")
             if base and not src.startswith("evidence/"):
                 src, fmt = f"{base}/{src}", fmt or base_fmt
-            self._open = [src, fmt or "raw", ""]
+            self._open, self._title = [src, fmt or "raw", ""], found.get("title")
 
     def handle_endtag(self, tag: str) -> None:
         if tag == "table" and self._bases:
             self._bases.pop()
         if tag == "span" and self._open is not None:
-            self.numbers.append((self._open[0], self._open[1], self._open[2]))
+            src, fmt, text = self._open
+            self.numbers.append((src, fmt, text))
+            if fmt in TITLED_FORMATS:
+                self.numbers.append((src, TITLED_FORMATS[fmt], self._title or ""))
             self._open = None
 
     def handle_data(self, data: str) -> None:
@@ -3373,15 +3380,34 @@ def _p_value_text(value: float) -> str:
     return "< 0.01" if value < 0.005 else f"{value:.2f}"
 
 
+def _delta_text(value: float) -> str:
+    """A signed difference with three to six decimals, as many as it needs not to read +0.000."""
+    decimals = 3
+    while decimals < 6 and value and round(abs(value), decimals) == 0:
+        decimals += 1
+    return f"{value:+.{decimals}f}"
+
+
+def _short_text(value: float) -> str:
+    """About four significant digits, at most six decimals; "0" for zero."""
+    if value == 0:
+        return "0"
+    return f"{value:.{min(6, max(0, 3 - math.floor(math.log10(abs(value)))))}f}"
+
+
 # How a page prints a number (sitegen.publish.pages' filters), written again here.
 SHOWN_FORMATS: dict[str, Callable[[Any], str]] = {
     "raw": str,
     "score": lambda v: f"{v:.3f}",
     "score6": lambda v: f"{v:.6f}",
+    "short": _short_text,
     "signed": lambda v: f"{v:+.3f}",
+    "delta": _delta_text,
     "pvalue": _p_value_text,
     "setting": lambda v: f"{v:g}",
 }
+#: A shortened format, and the format of the full value its number carries in its ``title``.
+TITLED_FORMATS = {"short": "score6"}
 
 
 def _pointed(data: Any, pointer: str) -> Any:

@@ -4,7 +4,9 @@ A site folder holds the pages, ``evidence/`` (the bundle the pages are read from
 them::
 
     index.html, metrics.html, ...                      pages (sitegen.publish.pages)
-    style.css, .nojekyll                               the stylesheet every page links; GitHub Pages' switch
+    style.css, site.js                                 the stylesheet and the one script every page links (sorting
+                                                       and filtering, progressive: no page needs the script)
+    .nojekyll                                          GitHub Pages' switch
     audit.py, audit.json, pages.json                   the standalone audit, its verdict, the pages' listing
     timings/                                           benchmark timings, kept out of the evidence
     verification.json                                  the last re-embedding and PostgreSQL rerun, likewise
@@ -50,6 +52,7 @@ __all__ = [
     "PAGE_LISTING",
     "POSTGRES",
     "REPORT",
+    "SCRIPT",
     "STYLESHEET",
     "SUMMARY",
     "TIES",
@@ -78,6 +81,9 @@ AUDIT_SCRIPT = "audit.py"
 AUDIT_REPORT = "audit.json"
 PAGE_LISTING = "pages.json"
 STYLESHEET = "style.css"
+#: The one script: sortable tables and the question filter. No page depends on it; it is served, listed in
+#: pages.json and hashed by the audit like the stylesheet.
+SCRIPT = "site.js"
 NO_JEKYLL = ".nojekyll"
 TIMINGS_DIR = "timings"
 #: The last verification with the model and PostgreSQL (sitegen.publish.verification), outside the evidence.

@@ -6,6 +6,8 @@ import io
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sitegen.publish.pages.base import format_delta
+
 __all__ = ["difference_svg", "grouped_bar_svg", "line_svg"]
 
 _STYLE = {
@@ -106,7 +108,8 @@ def difference_svg(
         fig, ax = plt.subplots(figsize=(5.2, 3.2))
         ax.axhspan(interval[0], interval[1], color="#c9daf8", alpha=0.6, label="95% interval of the mean difference")
         ax.axhline(0.0, color="#888888", linewidth=0.8)
-        ax.axhline(mean_difference, color="#1f5fbf", linewidth=1.2, label=f"mean difference {mean_difference:+.3f}")
+        label = f"mean difference {format_delta(mean_difference)}"
+        ax.axhline(mean_difference, color="#1f5fbf", linewidth=1.2, label=label)
         ax.scatter(list(means), list(differences), s=14, color="#333333", alpha=0.7)
         ax.set_xlim(-0.05, 1.05)
         _label(ax, title, xlabel, ylabel, (-1.05, 1.05))
