@@ -291,6 +291,10 @@ class CorpusPages:
     kind_plot = property(lambda self: self.at("hit-at-1-by-kind.svg"))
     chunk_plot = property(lambda self: self.at("chunking-recall.svg"))
 
+    def forest_plot(self, metric: str) -> str:
+        """Each ranker's paired difference from the best one on ``metric``, the picture the corpus page opens with."""
+        return self.at(f"forest-{metric.replace('@', '-at-')}.svg")
+
     def question(self, query_id: str) -> str:
         return self.at(f"questions/{page_name(query_id)}.html")
 

@@ -1,16 +1,20 @@
-"""Pages that fit their corpus: a corpus with one question kind has no per-kind table, plot or heading; the packing
-table has no column that repeats another or counts what the corpus has none of; the question index carries the
-hooks its filter reads and splits into pages past QUESTIONS_PER_PAGE; the home page speaks to readers."""
+"""Pages that fit their corpus: a corpus page opens with a forest plot whose printed numbers the audit checks; a
+corpus with one question kind has no per-kind table, plot or heading; the packing table has no column that repeats
+another or counts what the corpus has none of; the question index carries the hooks its filter reads and splits
+into pages past QUESTIONS_PER_PAGE; the home page speaks to readers."""
 
 from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
 
+from sitegen import audit
 from sitegen.publish.pages import corpus as corpus_pages
+from sitegen.publish.pages import write_page_listing
 from tests.helpers import TINY_DOCS, TINY_QRELS, TINY_QUERIES, build, write_corpus
 
 RANKERS = ("bm25", "dense", "rrf-dense-bm25")
@@ -85,3 +89,43 @@ def test_the_home_page_speaks_to_readers_not_to_the_build(site: Path) -> None:
     home = (site / "index.html").read_text(encoding="utf-8")
     assert "every frozen corpus" not in home and "SOURCE_DATE_EPOCH" not in home
     assert "every corpus below" in home
+
+
+def test_a_corpus_page_opens_with_a_forest_plot_of_each_ranker_minus_the_best_with_its_numbers_sourced(
+    site: Path,
+) -> None:
+    page = (site / "corpora" / "tiny" / "index.html").read_text(encoding="utf-8")
+    assert page.index('id="forest-heading"') < page.index("<table")  # the picture comes before the tables
+    experiments = json.loads((site / "evidence" / "tiny" / "experiments.json").read_text())
+    best = json.loads((site / "evidence" / "tiny" / "report.json").read_text())["best"]["overall"]["ndcg@10"][0]
+    svg = (site / "corpora" / "tiny" / "forest-ndcg-at-10.svg").read_text(encoding="utf-8")
+    labels = re.findall(r'<g id="row-\d+">\s*<text[^>]*>([^<]*)</text>', svg)
+    parser = audit._PlotRows()
+    parser.feed(page)
+    assert parser.plots == [("forest-ndcg-at-10.svg", "forest-numbers")]
+    rows = parser.rows["forest-numbers"]
+    assert len(labels) == len(rows) == len(RANKERS) - 1 and f"minus {best}" in svg
+    pairs = [p for p in experiments["significance"]["pairs"] if p["metric"] == "ndcg@10" and best in (p["a"], p["b"])]
+    for label, numbers in zip(labels, rows, strict=True):
+        difference = float(numbers[0])
+        pair = next(p for p in pairs if abs(abs(p["difference"]) - abs(difference)) < 5e-4)
+        assert difference == pytest.approx(pair["difference"] if pair["a"] != best else -pair["difference"], abs=5e-4)
+        assert label.startswith(f"{numbers[0]} [{numbers[1]}, {numbers[2]}] ")
+    assert json.loads((site / "audit.json").read_text())["verdict"] == "pass"
+
+
+def test_a_forest_plot_printing_a_number_the_page_does_not_source_fails_the_pages_check(
+    site: Path, tmp_path: Path
+) -> None:
+    copy = Path(shutil.copytree(site, tmp_path / "site"))
+    plot = copy / "corpora" / "tiny" / "forest-ndcg-at-10.svg"
+    svg = plot.read_text(encoding="utf-8")
+    first = re.search(r'<g id="row-1">\s*<text[^>]*>([+-]\d\.\d{3})', svg)
+    assert first is not None
+    forged = "+0.999" if first.group(1) != "+0.999" else "+0.998"
+    plot.write_text(svg[: first.start(1)] + forged + svg[first.end(1) :], encoding="utf-8")
+    write_page_listing(copy)  # the listing agrees with the forged plot: only its numbers give it away
+    report = audit.run_audit(copy, echo=lambda _: None)
+    pages = next(c for c in report["checks"] if c["name"] == "pages")
+    assert pages["status"] == "fail"
+    assert any(m.startswith("corpora/tiny/forest-ndcg-at-10.svg: row 1 prints '+0.99") for m in pages["mismatches"])

@@ -31,6 +31,7 @@ __all__ = [
     "Site",
     "environment",
     "format_delta",
+    "format_minus",
     "format_p",
     "format_score",
     "format_short",
@@ -70,6 +71,11 @@ def format_score(value: float) -> str:
 
 def format_signed(value: float) -> str:
     return f"{value:+.3f}"
+
+
+def format_minus(value: float) -> str:
+    """The negation of a difference, signed: ``a - b`` stored, ``b - a`` shown (never ``-0.000``)."""
+    return format_signed(0.0 - value)
 
 
 def format_delta(value: float) -> str:
@@ -288,6 +294,7 @@ def environment() -> Environment:
     env.filters["score"] = _sourced_filter(format_score, "score")
     env.filters["signed"] = _sourced_filter(format_signed, "signed")
     env.filters["delta"] = _sourced_filter(format_delta, "delta")
+    env.filters["minus"] = _sourced_filter(format_minus, "minus")
     env.filters["score6"] = _sourced_filter(lambda value: f"{value:.6f}", "score6")
     env.filters["ev_in"] = _ev_in
     env.filters["pvalue"] = _sourced_filter(format_p, "pvalue")

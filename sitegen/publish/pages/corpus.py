@@ -6,15 +6,17 @@ from __future__ import annotations
 from typing import Any
 
 from sitegen import wording
-from sitegen.publish.pages.base import Page, Site, format_score, setting_label
+from sitegen.publish.pages.base import Page, Site, format_minus, format_score, format_signed, setting_label
 from sitegen.publish.pages.view import TABLE_METRICS, CorpusView, hits, metric_table
-from sitegen.publish.plots import grouped_bar_svg, line_svg
+from sitegen.publish.plots import ForestRow, forest_svg, grouped_bar_svg, line_svg
 
 __all__ = ["PROMPT_FENCE", "PROMPT_PREAMBLE", "corpus_pages"]
 
 #: Rows of the question index per page; its filter works within a page, so a corpus of up to this many
 #: questions is filtered whole.
 QUESTIONS_PER_PAGE = 250
+#: The forest plot's metric, when the significance tests cover it; else the last metric they test.
+FOREST_METRIC = "ndcg@10"
 #: "Rankers disagree" on a question (the question index's filter): first relevant ranks more than this far apart.
 DISAGREE_BY = 5
 SHOWN_DISAGREEMENTS = 100
@@ -152,6 +154,53 @@ def _experiments_context(c: CorpusView, site: Site) -> dict[str, Any] | None:
     }
 
 
+def _verdict(pair: dict[str, Any]) -> str:
+    if not pair["tested"]:
+        return "not tested"
+    return "significant" if pair["significant"] else "n.s."
+
+
+def _forest(c: CorpusView, site: Site) -> dict[str, Any] | None:
+    """The picture a corpus page opens with: each ranker's paired difference from the best ranker on one metric,
+    with its 95% bootstrap interval and the corrected verdict, all read from experiments.json's significance
+    pairs (and the best from report.json). A pair is stored as ``a - b``; a row where the best is ``a`` shows the
+    negation (``minus``), so every row reads "this ranker minus the best". None where nothing was tested."""
+    experiments = c.experiments
+    if experiments is None or not experiments["scored_questions"]:
+        return None
+    significance = experiments["significance"]
+    tested = significance["metrics"]
+    metric = FOREST_METRIC if FOREST_METRIC in tested else tested[-1]
+    best_of = c.report["best"]["overall"].get(metric) or []
+    best = next((r for r in c.rankers if r in best_of), None)
+    pairs = {(p["a"], p["b"]): p for p in significance["pairs"] if p["metric"] == metric}
+    rows = []
+    for ranker in c.rankers:
+        pair = pairs.get((ranker, best)) or pairs.get((best, ranker))
+        if ranker == best or pair is None:
+            continue
+        flip = pair["a"] == best
+        shown = [format_minus(pair[k]) if flip else format_signed(pair[k]) for k in ("difference", "ci_high", "ci_low")]
+        difference, low, high = shown if flip else [shown[0], shown[2], shown[1]]
+        label = f"{difference} [{low}, {high}] {_verdict(pair)}"
+        sign = -1.0 if flip else 1.0
+        ends = sorted((sign * pair["ci_low"], sign * pair["ci_high"]))
+        plotted = ForestRow(
+            ranker, sign * pair["difference"], ends[0], ends[1], bool(pair["tested"]), bool(pair["significant"]), label
+        )
+        rows.append({"ranker": ranker, "pair": pair, "flip": flip, "verdict": _verdict(pair), "plot": plotted})
+    if best is None or not rows:
+        return None
+    rows.sort(key=lambda row: -row["plot"].difference)  # nearest the best first; a stable sort keeps ties in order
+    path = c.pages.forest_plot(metric)
+    title = f"{c.name}: {metric}, each ranker minus {best}"
+    site.plot(path, forest_svg, [row["plot"] for row in rows], title, f"difference in {metric} (95% interval)")
+    alt = f"Forest plot of {metric} differences from {best}, the best ranker, with 95% intervals: " + "; ".join(
+        f"{row['ranker']} {row['plot'].label}" for row in rows
+    )
+    return {"metric": metric, "best": best, "rows": rows, "plot": path, "alt": alt, "significance": significance}
+
+
 def _chunk_plot(c: CorpusView, site: Site) -> dict[str, str] | None:
     """recall@10 against chunk size, one line per ranker and overlap, from the chunking sweep."""
     sweep = (c.chunking or {}).get("sweep")
@@ -278,6 +327,7 @@ def corpus_pages(c: CorpusView, site: Site) -> list[Page]:
         "wins_losses": report["wins_losses"],
         "external_runs": _external_runs(c),
         "experiments": _experiments_context(c, site),
+        "forest": _forest(c, site),
         "packing": c.packing,
         "packing_columns": _packing_columns(c),
         "prompt_preamble": PROMPT_PREAMBLE,
