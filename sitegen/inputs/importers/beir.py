@@ -6,7 +6,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from sitegen.errors import CorpusError
-from sitegen.inputs.corpus import record_id
 from sitegen.inputs.importers.plan import (
     DEFAULT_TO,
     QRELS_HEADER,
@@ -24,6 +23,7 @@ from sitegen.inputs.importers.plan import (
 )
 from sitegen.inputs.importers.readme import command_line
 from sitegen.inputs.importers.writer import run
+from sitegen.inputs.problems import record_id
 
 __all__ = ["import_beir"]
 

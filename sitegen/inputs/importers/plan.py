@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from sitegen.errors import CorpusError
-from sitegen.inputs.corpus import Problems, checked_lines, json_type, parse_grade, record_id, text_lines
+from sitegen.inputs.corpus import checked_lines, parse_grade, text_lines
+from sitegen.inputs.problems import Problems, json_type, record_id
 
 __all__ = [
     "DEFAULT_TO",
