@@ -75,6 +75,7 @@ import html.parser
 import itertools
 import json
 import math
+import posixpath
 import re
 import shlex
 import sys
@@ -3231,7 +3232,8 @@ PAGES_FILE = "pages.json"
 # The pages check's own line, fixed so that a build can render the verdict table before it runs.
 PAGES_DETAIL = (
     "pages.json lists every page, plot and served file with its sha256; every number a page shows with its "
-    "source equals that evidence value; the audit badge on every page and the verdict table are this audit's own result"
+    "source equals that evidence value, and every number a plot prints beside its rows is one of them; the audit "
+    "badge on every page and the verdict table are this audit's own result"
 )
 _BADGE = re.compile(r"Audit: (?:passed \((\d+)/(\d+) checks\)|FAILED \((\d+) of (\d+) checks\)|not run)")
 
@@ -3287,12 +3289,16 @@ class _SourcedNumbers(html.parser.HTMLParser):
     A table may name a base, ``<table data-ev-base="FILE#POINTER" data-ev-fmt="FORMAT">``: inside it, a
     ``data-ev`` that does not start with ``evidence/`` is a pointer relative to the base (``BASE/VALUE``) and
     takes the table's format unless it states its own. Question pages use it for their score columns, so the
-    run's file name is printed once per table rather than once per hit."""
+    run's file name is printed once per table rather than once per hit.
+
+    A number in a shortened format (:data:`TITLED_FORMATS`) carries its full value in its ``title``: that is a
+    second number of the same source, in the full format (an empty one when the title is missing)."""
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.numbers: list[tuple[str, str, str]] = []
         self._open: list[str] | None = None
+        self._title: str | None = None
         self._bases: list[tuple[str, str]] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
@@ -3304,13 +3310,16 @@ class _SourcedNumbers(html.parser.HTMLParser):
             base, base_fmt = self._bases[-1] if self._bases else ("", "")
             if base and not src.startswith("evidence/"):
                 src, fmt = f"{base}/{src}", fmt or base_fmt
-            self._open = [src, fmt or "raw", ""]
+            self._open, self._title = [src, fmt or "raw", ""], found.get("title")
 
     def handle_endtag(self, tag: str) -> None:
         if tag == "table" and self._bases:
             self._bases.pop()
         if tag == "span" and self._open is not None:
-            self.numbers.append((self._open[0], self._open[1], self._open[2]))
+            src, fmt, text = self._open
+            self.numbers.append((src, fmt, text))
+            if fmt in TITLED_FORMATS:
+                self.numbers.append((src, TITLED_FORMATS[fmt], self._title or ""))
             self._open = None
 
     def handle_data(self, data: str) -> None:
@@ -3384,15 +3393,99 @@ def _p_value_text(value: float) -> str:
     return "< 0.01" if value < 0.005 else f"{value:.2f}"
 
 
+def _delta_text(value: float) -> str:
+    """A signed difference with three to six decimals, as many as it needs not to read +0.000."""
+    decimals = 3
+    while decimals < 6 and value and round(abs(value), decimals) == 0:
+        decimals += 1
+    return f"{value:+.{decimals}f}"
+
+
+def _short_text(value: float) -> str:
+    """About four significant digits, at most six decimals; "0" for zero."""
+    if value == 0:
+        return "0"
+    return f"{value:.{min(6, max(0, 3 - math.floor(math.log10(abs(value)))))}f}"
+
+
 # How a page prints a number (sitegen.publish.pages' filters), written again here.
 SHOWN_FORMATS: dict[str, Callable[[Any], str]] = {
     "raw": str,
     "score": lambda v: f"{v:.3f}",
     "score6": lambda v: f"{v:.6f}",
+    "short": _short_text,
     "signed": lambda v: f"{v:+.3f}",
+    "minus": lambda v: f"{0.0 - v:+.3f}",
+    "delta": _delta_text,
     "pvalue": _p_value_text,
     "setting": lambda v: f"{v:g}",
 }
+#: A shortened format, and the format of the full value its number carries in its ``title``.
+TITLED_FORMATS = {"short": "score6"}
+
+
+class _PlotRows(_SourcedNumbers):
+    """A page's pictures that print numbers, ``<img src="PLOT.svg" data-plot-rows="TABLE">``, and the texts of the
+    sourced numbers in each body row of every table with an id, in order: what each picture's rows are checked
+    against (a number with its full value in a title counts once, by its shown text)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.plots: list[tuple[str, str]] = []
+        self.rows: dict[str, list[list[str]]] = {}
+        self._ids: list[str] = []
+        self._in_body = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        if tag == "img" and found.get("data-plot-rows"):
+            self.plots.append((found.get("src") or "", found.get("data-plot-rows") or ""))
+        elif tag == "table":
+            self._ids.append(found.get("id") or "")
+        elif tag == "tbody":
+            self._in_body = True
+        elif tag == "tr" and self._in_body and self._ids and self._ids[-1]:
+            self.rows.setdefault(self._ids[-1], []).append([])
+        super().handle_starttag(tag, attrs)
+
+    def handle_endtag(self, tag: str) -> None:
+        before = len(self.numbers)
+        super().handle_endtag(tag)
+        if len(self.numbers) > before and self._in_body and self._ids and self._ids[-1] in self.rows:
+            self.rows[self._ids[-1]][-1].append(self.numbers[before][2])
+        if tag == "table" and self._ids:
+            self._ids.pop()
+        elif tag == "tbody":
+            self._in_body = False
+
+
+_PLOT_ROW = re.compile(r'<g id="row-(\d+)">\s*<text[^>]*>([^<]*)</text>')
+_PLOT_NUMBER = re.compile(r"[+-]?\d+\.\d+")
+
+
+def check_plot_numbers(check: Check, bundle: Bundle, page: str, text: str) -> int:
+    """Each picture that prints numbers beside its rows (``<g id="row-N"><text>`` in the SVG, N from 1) prints, for
+    row N, the first sourced numbers of row N of the table it names on the page, which the pages check compares
+    with the evidence: so the picture's numbers are the evidence's. Where it draws them is bound by pages.json's
+    sha256, not checked here."""
+    parser = _PlotRows()
+    parser.feed(text)
+    for src, table in parser.plots:
+        plot = posixpath.normpath(posixpath.join(posixpath.dirname(page), unquote(src)))
+        path = bundle.site / plot
+        if plot.startswith("..") or not plot.endswith(".svg") or not path.is_file():
+            check.fail(f"{page}: a picture {src!r} whose numbers are checked is not an SVG of this site")
+            continue
+        labels = sorted((int(n), html.unescape(label)) for n, label in _PLOT_ROW.findall(path.read_text("utf-8")))
+        rows = parser.rows.get(table, [])
+        if [n for n, _ in labels] != list(range(1, len(rows) + 1)) or not rows:
+            check.fail(f"{plot}: {len(labels)} numbered rows, the table #{table} on {page} has {len(rows)}")
+            continue
+        for (n, label), sourced in zip(labels, rows, strict=True):
+            printed = _PLOT_NUMBER.findall(label)
+            if not printed or printed != sourced[: len(printed)]:
+                check.fail(f"{plot}: row {n} prints {label!r}, the page's sourced numbers are {sourced!r}")
+    return len(parser.plots)
 
 
 def _pointed(data: Any, pointer: str) -> Any:
@@ -3463,7 +3556,10 @@ def check_pages(check: Check, bundle: Bundle, earlier: list[Check]) -> str:
     pages = [p for p in served if p.endswith(".html")]
     for path in pages:
         check_page_numbers(check, bundle, path)
-        shown = [m.group(0) for m in _BADGE.finditer((site / path).read_text(encoding="utf-8", errors="replace"))]
+        text = (site / path).read_text(encoding="utf-8", errors="replace")
+        if "data-plot-rows" in text:
+            check_plot_numbers(check, bundle, path, text)
+        shown = [m.group(0) for m in _BADGE.finditer(text)]
         if shown != [badge]:
             check.fail(f"{path}: the audit badge reads {shown!r}, this audit: {badge!r}")
     reproducibility = site / "reproducibility.html"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["BuildError", "BundleError", "CorpusError", "OutputFolderError", "SitegenError"]
+__all__ = ["BuildError", "BundleError", "CorpusError", "CorpusProblems", "OutputFolderError", "SitegenError"]
 
 
 class SitegenError(Exception):
@@ -20,6 +20,19 @@ class CorpusError(SitegenError):
         self.problem = problem
         where = f"{self.path}:{line}" if line is not None else str(self.path)
         super().__init__(f"{where}: {problem}")
+
+
+class CorpusProblems(CorpusError):
+    """Every problem an input has, found in one pass (``problems``, in the order found); it reads as the first,
+    with the number of the others, so a caller that shows one line still says there are more."""
+
+    def __init__(self, problems: list[CorpusError]) -> None:
+        if not problems:
+            raise ValueError("CorpusProblems needs at least one problem")
+        self.problems = list(problems)
+        first, more = problems[0], len(problems) - 1
+        tail = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+        super().__init__(first.path, first.problem + tail, first.line)
 
 
 class BuildError(SitegenError):

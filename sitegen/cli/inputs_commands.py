@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from sitegen.cli.common import _os_problem
-from sitegen.errors import CorpusError, SitegenError
+from sitegen.errors import CorpusError, CorpusProblems, SitegenError
 from sitegen.wording import count
 
 #: Problems listed per file by ``sitegen validate`` before "... and N more".
@@ -114,6 +114,16 @@ def problem_lines(problems: list[CorpusError], limit: int) -> list[str]:
 # ----------------------------------------------------------------------------------- sitegen import
 
 
+def _import_failed(exc: SitegenError) -> click.ClickException:
+    """The error an import ends with; every problem it found is listed first, as ``sitegen validate`` lists them
+    (at most PROBLEMS_PER_FILE per file)."""
+    if not isinstance(exc, CorpusProblems):
+        return click.ClickException(f"import failed: {exc}")
+    for line in problem_lines(exc.problems, PROBLEMS_PER_FILE):
+        click.echo(f"error: {line}", err=True)
+    return click.ClickException(f"import failed: {count(len(exc.problems), 'problem')} in the inputs, listed above")
+
+
 def _import_options(command: Any) -> Any:
     """The options every ``sitegen import`` subcommand shares."""
     options = [
@@ -206,7 +216,7 @@ def import_beir_command(
             keep_unanswerable=keep_unanswerable,
         )
     except SitegenError as exc:
-        raise click.ClickException(f"import failed: {exc}") from exc
+        raise _import_failed(exc) from exc
     _echo_import(result)
 
 
@@ -260,7 +270,7 @@ def import_trec_command(
             keep_unanswerable=keep_unanswerable,
         )
     except SitegenError as exc:
-        raise click.ClickException(f"import failed: {exc}") from exc
+        raise _import_failed(exc) from exc
     _echo_import(result)
 
 
@@ -322,7 +332,7 @@ def import_smart_command(
             keep_unanswerable=keep_unanswerable,
         )
     except SitegenError as exc:
-        raise click.ClickException(f"import failed: {exc}") from exc
+        raise _import_failed(exc) from exc
     _echo_import(result)
 
 

@@ -25,7 +25,7 @@ import os
 import re
 import sys
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -34,6 +34,7 @@ from typing import IO, Any
 from sitegen.errors import CorpusError
 from sitegen.inputs.chunk_settings import ChunkingError, parse_chunking
 from sitegen.inputs.fusion_settings import FusionSettingsError, parse_fusions
+from sitegen.inputs.problems import Problems, json_type, record_id, salvaged_id
 
 __all__ = [
     "CITATIONS_FILE",
@@ -150,14 +151,14 @@ def discover_corpora(root: Path) -> list[Path]:
 
 def load_corpus(folder: Path) -> Corpus:
     """Read and validate one corpus folder; raise CorpusError on the first problem."""
-    return _load(Path(folder), _Problems(collect=False))
+    return _load(Path(folder), Problems(collect=False))
 
 
 def validate_corpus(folder: Path) -> tuple[Corpus | None, list[CorpusError]]:
     """Every problem in one corpus folder, in the order found (file by file, line by line), so one run of
     ``sitegen validate`` lists them all; the corpus when there is none. A problem that makes the rest of a
     file unreadable (a missing file, bytes that are not UTF-8) ends that file's checks."""
-    problems = _Problems(collect=True)
+    problems = Problems(collect=True)
     try:
         corpus = _load(Path(folder), problems)
     except CorpusError as exc:
@@ -166,20 +167,7 @@ def validate_corpus(folder: Path) -> tuple[Corpus | None, list[CorpusError]]:
     return (corpus if not problems.found else None), problems.found
 
 
-class _Problems:
-    """Where the loaders put a problem: raised at once (the build), or kept and the line skipped (validate)."""
-
-    def __init__(self, collect: bool) -> None:
-        self.collect = collect
-        self.found: list[CorpusError] = []
-
-    def add(self, problem: CorpusError) -> None:
-        if not self.collect:
-            raise problem
-        self.found.append(problem)
-
-
-def _load(folder: Path, problems: _Problems) -> Corpus:
+def _load(folder: Path, problems: Problems) -> Corpus:
     if not folder.is_dir():
         raise CorpusError(folder, "corpus folder does not exist")
     # Every file the format names is checked before any is read: none may be a link.
@@ -194,12 +182,12 @@ def _load(folder: Path, problems: _Problems) -> Corpus:
     documents = _load_documents(folder / CORPUS_FILE, problems)
     queries, query_lines = _load_queries(folder / QUERIES_FILE, problems)
     doc_ids = {d.doc_id for d in documents}
-    qrels = _load_qrels(folder / QRELS_FILE, {q.query_id for q in queries}, doc_ids, problems)
+    qrels = _load_qrels(folder, {q.query_id for q in queries}, doc_ids, problems)
     _check_answerable(folder / QUERIES_FILE, queries, query_lines, qrels, problems)
 
     readme = _read_text(folder / README_FILE) if present[README_FILE] else ""
     config = _load_config(folder / CONFIG_FILE) if present[CONFIG_FILE] else {}
-    _check_spans_and_filters(folder / QUERIES_FILE, queries, query_lines, documents, config)
+    _check_spans_and_filters(folder, queries, query_lines, documents, config, problems)
     citations = _load_citations(folder / CITATIONS_FILE, query_lines) if present[CITATIONS_FILE] else {}
     if problems.found:  # the corpus is not built from a folder with problems
         raise problems.found.pop()
@@ -408,23 +396,23 @@ def json_lines(path: Path, lines: Iterable[tuple[int, str]] | None = None) -> It
     ``lines`` are numbered lines from :func:`text_lines` (the importers pass a gzip stream's); without
     them the file at ``path`` is read. Anything but one JSON object per line is an error naming the line.
     """
-    return _checked_lines(path, _Problems(collect=False), lines)
+    return checked_lines(path, Problems(collect=False), lines)
 
 
-def _checked_lines(
-    path: Path, problems: _Problems, lines: Iterable[tuple[int, str]] | None = None
+def checked_lines(
+    path: Path, problems: Problems, lines: Iterable[tuple[int, str]] | None = None, id_keys: Sequence[str] = ("_id",)
 ) -> Iterator[tuple[int, dict[str, Any]]]:
-    """:func:`json_lines`, handing a line that is not a JSON object to ``problems`` (raised, or kept while
-    the next line is read)."""
+    """:func:`json_lines`, handing a line that is not a JSON object to ``problems`` (raised, or kept with the id
+    the line names, by ``id_keys``, while the next line is read)."""
     for number, line in text_lines(path) if lines is None else lines:
         if not line.strip(" \t\r"):
             continue
         try:
             obj = _parse_json(path, number, line)
             if not isinstance(obj, dict):
-                raise CorpusError(path, f"expected a JSON object, got {type(obj).__name__}", number)
+                raise CorpusError(path, f"expected a JSON object, got {json_type(obj)}", number)
         except CorpusError as exc:
-            problems.add(exc)
+            problems.skipped(exc, salvaged_id(line, id_keys))
             continue
         yield number, obj
 
@@ -507,7 +495,7 @@ def _required_str(path: Path, line: int, obj: Mapping[str, Any], key: str, allow
         raise CorpusError(path, f'missing required field "{key}"', line)
     value = obj[key]
     if not isinstance(value, str):
-        raise CorpusError(path, f'field "{key}" must be a string, got {type(value).__name__}', line)
+        raise CorpusError(path, f'field "{key}" must be a string, got {json_type(value)}', line)
     if not allow_empty and not value.strip():
         raise CorpusError(path, f'field "{key}" is empty', line)
     return value
@@ -518,37 +506,37 @@ def _optional_object(path: Path, line: int, obj: Mapping[str, Any], key: str) ->
     if value is None:
         value = {}
     if not isinstance(value, dict):
-        raise CorpusError(path, f'field "{key}" must be a JSON object, got {type(value).__name__}', line)
+        raise CorpusError(path, f'field "{key}" must be a JSON object, got {json_type(value)}', line)
     return MappingProxyType(value)
 
 
-def _load_documents(path: Path, problems: _Problems) -> list[Document]:
+def _load_documents(path: Path, problems: Problems) -> list[Document]:
     documents: list[Document] = []
     first_line: dict[str, int] = {}
-    for number, obj in _checked_lines(path, problems):
+    for number, obj in checked_lines(path, problems):
         try:
             doc_id = _required_str(path, number, obj, "_id", allow_empty=False)
             # BEIR collections contain documents whose body is empty but whose title is not.
             text = _required_str(path, number, obj, "text", allow_empty=True)
             title = obj.get("title", "") or ""
             if not isinstance(title, str):
-                raise CorpusError(path, f'field "title" must be a string, got {type(title).__name__}', number)
+                raise CorpusError(path, f'field "title" must be a string, got {json_type(title)}', number)
             if doc_id in first_line:
                 raise CorpusError(path, f'duplicate _id "{doc_id}" (first seen on line {first_line[doc_id]})', number)
             first_line[doc_id] = number
             metadata = _optional_object(path, number, obj, "metadata")
             documents.append(Document(doc_id=doc_id, title=title, text=text, metadata=metadata))
         except CorpusError as exc:
-            problems.add(exc)
+            problems.skipped(exc, record_id(obj))
     if not documents and not problems.found:
         raise CorpusError(path, "corpus is empty: no documents")
     return documents
 
 
-def _load_queries(path: Path, problems: _Problems) -> tuple[list[Query], dict[str, int]]:
+def _load_queries(path: Path, problems: Problems) -> tuple[list[Query], dict[str, int]]:
     queries: list[Query] = []
     first_line: dict[str, int] = {}
-    for number, obj in _checked_lines(path, problems):
+    for number, obj in checked_lines(path, problems):
         try:
             query_id = _required_str(path, number, obj, "_id", allow_empty=False)
             text = _required_str(path, number, obj, "text", allow_empty=False)
@@ -569,7 +557,7 @@ def _load_queries(path: Path, problems: _Problems) -> tuple[list[Query], dict[st
                 Query(query_id=query_id, text=text, kind=kind, answerable=answerable, filter=query_filter, spans=spans)
             )
         except CorpusError as exc:
-            problems.add(exc)
+            problems.skipped(exc, record_id(obj))
     if not queries and not problems.found:
         raise CorpusError(path, "no queries")
     return queries, first_line
@@ -591,11 +579,18 @@ def _spans(path: Path, line: int, raw: Any) -> tuple[Span, ...]:
 
 
 def _check_spans_and_filters(
-    path: Path, queries: list[Query], lines: Mapping[str, int], documents: list[Document], config: Mapping[str, Any]
+    folder: Path,
+    queries: list[Query],
+    lines: Mapping[str, int],
+    documents: list[Document],
+    config: Mapping[str, Any],
+    problems: Problems,
 ) -> None:
-    """Spans must lie inside their document; filters must use the corpus's declared vocabulary."""
+    """Spans must lie inside their document (a document left out for a problem already reported is not named
+    again); filters must use the corpus's declared vocabulary."""
     from sitegen.inputs.filters import FilterError, compile_filter, parse_vocabulary
 
+    path = folder / QUERIES_FILE
     texts = {d.doc_id: d.text for d in documents}
     try:
         vocabulary = parse_vocabulary(config.get("filters", {}))
@@ -603,6 +598,8 @@ def _check_spans_and_filters(
         raise CorpusError(path.with_name(CONFIG_FILE), str(exc)) from None
     for query in queries:
         for span in query.spans:
+            if span.doc_id not in texts and problems.follows(folder / CORPUS_FILE, span.doc_id):
+                continue
             if span.doc_id not in texts:
                 raise CorpusError(path, f'span names unknown document "{span.doc_id}"', lines[query.query_id])
             if span.end > len(texts[span.doc_id]):
@@ -637,7 +634,10 @@ def _is_iso_date(value: Any) -> bool:
     return True
 
 
-def _load_qrels(path: Path, query_ids: set[str], doc_ids: set[str], problems: _Problems) -> dict[str, dict[str, int]]:
+def _load_qrels(folder: Path, query_ids: set[str], doc_ids: set[str], problems: Problems) -> dict[str, dict[str, int]]:
+    """The labels; a row naming a question or passage whose line was left out for a problem already reported is
+    kept without a second report (the corpus is not built while any problem stands)."""
+    path = folder / QRELS_FILE
     qrels: dict[str, dict[str, int]] = {}
     seen_header = False
     for number, line in text_lines(path):
@@ -654,9 +654,11 @@ def _load_qrels(path: Path, query_ids: set[str], doc_ids: set[str], problems: _P
                 raise CorpusError(path, f"expected 3 tab-separated columns, found {len(columns)}", number)
             query_id, doc_id, grade_text = (c.strip() for c in columns)
             grade = parse_grade(path, number, grade_text)
+            if query_id not in query_ids and problems.follows(folder / QUERIES_FILE, query_id):
+                continue  # its question was left out: reported there
             if query_id not in query_ids:
                 raise CorpusError(path, f'unknown query id "{query_id}" (not in {QUERIES_FILE})', number)
-            if doc_id not in doc_ids:
+            if doc_id not in doc_ids and not problems.follows(folder / CORPUS_FILE, doc_id):
                 raise CorpusError(path, f'unknown corpus id "{doc_id}" (not in {CORPUS_FILE})', number)
             judged = qrels.setdefault(query_id, {})
             if doc_id in judged:
@@ -674,7 +676,7 @@ def _check_answerable(
     queries: list[Query],
     lines: Mapping[str, int],
     qrels: Mapping[str, Mapping[str, int]],
-    problems: _Problems,
+    problems: Problems,
 ) -> None:
     for query in queries:
         try:

@@ -4,7 +4,9 @@ A site folder holds the pages, ``evidence/`` (the bundle the pages are read from
 them::
 
     index.html, metrics.html, ...                      pages (sitegen.publish.pages)
-    style.css, .nojekyll                               the stylesheet every page links; GitHub Pages' switch
+    style.css, site.js                                 the stylesheet and the one script every page links (sorting
+                                                       and filtering, progressive: no page needs the script)
+    .nojekyll                                          GitHub Pages' switch
     audit.py, audit.json, pages.json                   the standalone audit, its verdict, the pages' listing
     timings/                                           benchmark timings, kept out of the evidence
     verification.json                                  the last re-embedding and PostgreSQL rerun, likewise
@@ -57,6 +59,7 @@ __all__ = [
     "REPORT",
     "REPRODUCIBILITY_PAGE",
     "RETRIEVER_TIMINGS",
+    "SCRIPT",
     "STYLESHEET",
     "SUMMARY",
     "TIES",
@@ -92,6 +95,9 @@ AUDIT_SCRIPT = "audit.py"
 AUDIT_REPORT = "audit.json"
 PAGE_LISTING = "pages.json"
 STYLESHEET = "style.css"
+#: The one script: sortable tables and the question filter. No page depends on it; it is served, listed in
+#: pages.json and hashed by the audit like the stylesheet.
+SCRIPT = "site.js"
 NO_JEKYLL = ".nojekyll"
 TIMINGS_DIR = "timings"
 #: The last verification with the model and PostgreSQL (sitegen.publish.verification), outside the evidence.
@@ -301,6 +307,10 @@ class CorpusPages:
     changes = property(lambda self: self.at("changes.html"))
     kind_plot = property(lambda self: self.at("hit-at-1-by-kind.svg"))
     chunk_plot = property(lambda self: self.at("chunking-recall.svg"))
+
+    def forest_plot(self, metric: str) -> str:
+        """Each ranker's paired difference from the best one on ``metric``, the picture the corpus page opens with."""
+        return self.at(f"forest-{metric.replace('@', '-at-')}.svg")
 
     def question(self, query_id: str) -> str:
         return self.at(f"questions/{page_name(query_id)}.html")

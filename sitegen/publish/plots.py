@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import io
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
-__all__ = ["difference_svg", "grouped_bar_svg", "line_svg"]
+__all__ = ["ForestRow", "difference_svg", "forest_svg", "grouped_bar_svg", "line_svg"]
 
 _STYLE = {
     "svg.hashsalt": "sitegen",
@@ -106,9 +106,56 @@ def difference_svg(
         fig, ax = plt.subplots(figsize=(5.2, 3.2))
         ax.axhspan(interval[0], interval[1], color="#c9daf8", alpha=0.6, label="95% interval of the mean difference")
         ax.axhline(0.0, color="#888888", linewidth=0.8)
-        ax.axhline(mean_difference, color="#1f5fbf", linewidth=1.2, label=f"mean difference {mean_difference:+.3f}")
+        from sitegen.publish.pages.base import format_delta  # here: the pages import this module
+
+        label = f"mean difference {format_delta(mean_difference)}"
+        ax.axhline(mean_difference, color="#1f5fbf", linewidth=1.2, label=label)
         ax.scatter(list(means), list(differences), s=14, color="#333333", alpha=0.7)
         ax.set_xlim(-0.05, 1.05)
         _label(ax, title, xlabel, ylabel, (-1.05, 1.05))
         ax.legend(fontsize=7, frameon=False, loc="lower right")
+        return _svg(fig)
+
+
+class ForestRow(NamedTuple):
+    """One row of a forest plot: a difference with its interval, whether it was tested and found significant, and
+    the numbers printed beside it (the page's sourced texts of the same values, so the audit can compare them)."""
+
+    name: str
+    difference: float
+    low: float
+    high: float
+    tested: bool
+    significant: bool
+    label: str
+
+
+def forest_svg(rows: Sequence[ForestRow], title: str, xlabel: str) -> bytes:
+    """A forest plot, one row per ranker from the top: the difference as a dot on its interval, filled where the
+    corrected test finds it significant, hollow where not, grey where too few questions differ to test; a line at
+    zero; each row's numbers printed at its right, in an element with id ``row-N`` (N from 1, top down) that the
+    audit reads and compares with the page's sourced numbers; as SVG bytes."""
+    plt = _pyplot()
+    import matplotlib
+
+    with matplotlib.rc_context(_STYLE):
+        fig, ax = plt.subplots(figsize=(7.2, 1.1 + 0.3 * len(rows)))
+        ys = list(range(len(rows), 0, -1))
+        for y, row in zip(ys, rows, strict=True):
+            colour = "#1f5fbf" if row.tested else "#8a8a8a"
+            ax.plot([row.low, row.high], [y, y], color=colour, linewidth=1.6, solid_capstyle="butt")
+            face = colour if row.significant else "white"
+            ax.plot([row.difference], [y], marker="o", markersize=5.5, color=colour, markerfacecolor=face)
+        ax.axvline(0.0, color="#444444", linewidth=0.8)
+        ax.set_ylim(0.4, len(rows) + 0.6)
+        ax.set_yticks(ys, [row.name for row in rows])
+        numbers = ax.twinx()  # the right-hand labels: laid out with the axes, so tight_layout makes room
+        numbers.set_ylim(ax.get_ylim())
+        numbers.set_yticks(ys, [row.label for row in rows])
+        numbers.tick_params(axis="y", length=0)
+        numbers.spines["right"].set_visible(False)
+        for n, label in enumerate(numbers.get_yticklabels(), start=1):
+            label.set_gid(f"row-{n}")
+        ax.set_title(title)
+        ax.set_xlabel(xlabel)
         return _svg(fig)

@@ -19,6 +19,7 @@ from typing import Any
 
 from sitegen.errors import SitegenError
 from sitegen.rankers.base import Contract, Ranker
+from sitegen.wording import a_type
 
 __all__ = ["GROUP", "entry_point_names", "load_entry_point_ranker"]
 
@@ -55,7 +56,7 @@ def load_entry_point_ranker(name: str) -> Ranker | None:
     except Exception as exc:
         raise SitegenError(f"{where}: cannot be loaded: {type(exc).__name__}: {exc}") from exc
     if not callable(factory):
-        raise SitegenError(f"{where}: names a {type(factory).__name__}, not a factory")
+        raise SitegenError(f"{where}: names {a_type(factory)}, not a factory")
     try:
         ranker = factory()
     except Exception as exc:

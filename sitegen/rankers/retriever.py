@@ -38,6 +38,7 @@ from typing import Any
 from sitegen.errors import BuildError
 from sitegen.inputs.corpus import Corpus
 from sitegen.rankers.external import ExternalRunRanker, parse_trec_run
+from sitegen.wording import a_type
 
 __all__ = [
     "LATENCY_KIND",
@@ -118,7 +119,7 @@ def load_retriever(name: str, target: str | Callable[..., Any]) -> Retriever:
         except AttributeError:
             raise BuildError(f"retriever {name}: {module_name} has no {attribute}") from None
     if not callable(found):
-        raise BuildError(f"retriever {name}: {target} is a {type(found).__name__}, not a callable")
+        raise BuildError(f"retriever {name}: {target} is {a_type(found)}, not a callable")
     return Retriever(name, str(target), found)
 
 
@@ -168,7 +169,7 @@ def _answer(
     """One call's result checked: {doc id: score}; any mistake is a BuildError naming the question."""
     where = f"retriever {retriever.name}: corpus {corpus}: question {query_id}"
     if result is None or isinstance(result, (str, bytes, Mapping)) or not hasattr(result, "__iter__"):
-        raise BuildError(f"{where}: returned a {type(result).__name__}, not a list of (doc_id, score) pairs")
+        raise BuildError(f"{where}: returned {a_type(result)}, not a list of (doc_id, score) pairs")
     scores: dict[str, float] = {}
     for position, pair in enumerate(result, 1):
         if position > depth:
@@ -177,9 +178,7 @@ def _answer(
             raise BuildError(f"{where}: item {position} is {pair!r}, not a (doc_id, score) pair")
         doc_id, raw = pair
         if not isinstance(doc_id, str):
-            raise BuildError(
-                f"{where}: item {position}: document id {doc_id!r} is a {type(doc_id).__name__}, not a string"
-            )
+            raise BuildError(f"{where}: item {position}: document id {doc_id!r} is {a_type(doc_id)}, not a string")
         if doc_id not in doc_ids:
             raise BuildError(f"{where}: unknown document id {doc_id!r} (not in the corpus)")
         if doc_id in scores:

@@ -340,11 +340,11 @@ def test_a_fabricated_run_and_a_retriever_reading_the_labels_never_take_a_best_m
     assert all("oracle" not in best and "peek" not in best for best in report["best"]["overall"].values())
     home = (site / "index.html").read_text()
     for name in ("oracle", "peek"):
-        row = re.search(rf'<tr><td><span class="id">{name}</span>(.*?)</tr>', home, re.S)
+        row = re.search(rf'<tr><th scope="row"><span class="id">{name}</span>(.*?)</tr>', home, re.S)
         assert (
             row and 'class="best"' not in row.group(1) and "(ranking not reproducible from the bundle)" in row.group(1)
         )
-    bm25_row = re.search(r'<tr><td><span class="id">bm25</span>(.*?)</tr>', home, re.S)
+    bm25_row = re.search(r'<tr><th scope="row"><span class="id">bm25</span>(.*?)</tr>', home, re.S)
     assert bm25_row and "ranking not reproducible" not in bm25_row.group(1)
     for page in ("corpora/tiny/index.html", "corpora/tiny/questions/q1.html", "corpora/tiny/ranks.html"):
         text = (site / page).read_text()

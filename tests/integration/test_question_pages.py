@@ -16,7 +16,7 @@ from sitegen import audit
 from sitegen.builder import BuildOptions, build_site
 from sitegen.publish.evidence import canonical_json, expand_run, read_run, run_json
 from sitegen.publish.pages import write_page_listing
-from sitegen.publish.pages.base import snippet
+from sitegen.publish.pages.base import format_short, snippet
 from sitegen.publish.pages.question import legend, letter, question_ties
 from sitegen.publish.pages.view import TABLE_METRICS
 from tests.helpers import FakeEmbeddingModel, evidence_failures, rehash_manifest, write_corpus
@@ -261,17 +261,24 @@ def test_a_snippet_is_cut_at_a_word_boundary_and_marked(text: str, limit: int, w
 
 
 class _Tables(HTMLParser):
-    """Each table of a page: its class, caption and rows of cells (element id of the row, cell text, cell class,
-    link targets)."""
+    """Each table of a page: its class, caption and rows of cells (element id of the row, cell text as a sighted
+    reader sees it, without the words only a screen reader reads (``.sr``), cell class, link targets, titles of
+    its numbers)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.tables: list[dict] = []
         self._cell: dict | None = None
         self._in_caption = False
+        self._hidden: list[str] = []  # the open elements of a visually hidden part
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         found = dict(attrs)
+        if self._hidden or "sr" in (found.get("class") or "").split():
+            self._hidden.append(tag)
+            return
+        if tag == "span" and self._cell is not None and found.get("title"):
+            self._cell["titles"].append(found["title"])
         if tag == "table":
             self.tables.append({"class": found.get("class") or "", "caption": "", "rows": []})
         elif tag == "caption":
@@ -279,12 +286,15 @@ class _Tables(HTMLParser):
         elif tag == "tr" and self.tables:
             self.tables[-1]["rows"].append({"id": found.get("id"), "class": found.get("class"), "cells": []})
         elif tag in ("td", "th") and self.tables:
-            self._cell = {"text": "", "class": found.get("class"), "hrefs": []}
+            self._cell = {"text": "", "class": found.get("class"), "hrefs": [], "titles": []}
             self.tables[-1]["rows"][-1]["cells"].append(self._cell)
         elif tag == "a" and self._cell is not None:
             self._cell["hrefs"].append(found.get("href"))
 
     def handle_endtag(self, tag: str) -> None:
+        if self._hidden:
+            self._hidden.pop()
+            return
         if tag == "caption":
             self._in_caption = False
         elif tag == "table":
@@ -294,6 +304,8 @@ class _Tables(HTMLParser):
                     cell["text"] = cell["text"].strip()  # a row's last cell holds the newline before the next
 
     def handle_data(self, data: str) -> None:
+        if self._hidden:
+            return
         if self._in_caption:
             self.tables[-1]["caption"] += data
         elif self._cell is not None:
@@ -325,7 +337,9 @@ def test_each_hit_is_a_letter_that_names_one_passage_of_the_legend_printed_once_
             run = read_run(site / "evidence" / "long" / "runs" / f"{table['caption']}.json")
             hits = run["queries"][qid][:10]
             assert [c["text"] for c in header] == ["rank", *(str(h["rank"]) for h in hits)]
-            assert [c["text"] for c in scores] == ["score", *(f"{h['score']:.6f}" for h in hits)]
+            # a score in about four digits, its six decimals in the title (both checked by the audit)
+            assert [c["text"] for c in scores] == ["score", *(format_short(h["score"]) for h in hits)]
+            assert [c["titles"] for c in scores[1:]] == [[f"{h['score']:.6f}"] for h in hits]
             # a fusion shows each fused list's own rank of every hit, a dash where that list did not offer it
             components = sorted(run["params"].get("components") or [])
             assert [row[0]["text"] for row in component_rows] == [f"rank in {c}" for c in components]

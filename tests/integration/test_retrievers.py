@@ -338,10 +338,10 @@ NOT_CALLABLE = 42
         ("too_many", r"retriever mine: corpus tiny: question q1: returned more than k=3 pairs"),
         ("raises", r"retriever mine: corpus tiny: question q1: raised RuntimeError: index not loaded"),
         ("not_pairs", r"question q1: item 1 is 'd1', not a \(doc_id, score\) pair"),
-        ("nothing", r"question q1: returned a NoneType, not a list of \(doc_id, score\) pairs"),
-        ("int_id", r"question q1: item 1: document id 1 is a int, not a string"),
+        ("nothing", r"question q1: returned None, not a list of \(doc_id, score\) pairs"),
+        ("int_id", r"question q1: item 1: document id 1 is an int, not a string"),
         ("empty", r"retriever mine: corpus tiny: returned no passage for any of 4 questions"),
-        ("NOT_CALLABLE", r"retriever mine: proj_bad:NOT_CALLABLE is a int, not a callable"),
+        ("NOT_CALLABLE", r"retriever mine: proj_bad:NOT_CALLABLE is an int, not a callable"),
         ("missing", r"retriever mine: proj_bad has no missing"),
     ],
 )

@@ -147,13 +147,20 @@ def test_every_internal_link_resolves_when_served_from_a_sub_path(site: Path, se
 def test_no_external_resources_are_loaded(site: Path) -> None:
     stylesheet = (site / "style.css").read_text()
     assert "@import" not in stylesheet and "url(" not in stylesheet
-    assert "style.css" in json.loads((site / "pages.json").read_text())["files"]  # the audit checks its sha256
+    code = re.sub(r"/\*.*?\*/|//[^\n]*", "", (site / "site.js").read_text(), flags=re.S)  # without comments
+    assert not re.search(r"\b(?:fetch|XMLHttpRequest|eval|import|innerHTML)\b|https?:", code)
+    listed = json.loads((site / "pages.json").read_text())["files"]
+    assert "style.css" in listed and "site.js" in listed  # the audit checks their sha256
     for page in site.rglob("*.html"):
         html = page.read_text()
-        # the one <link> of a page is the site's own stylesheet, by a relative path to the site's root
-        depth = len(page.relative_to(site).parts) - 1
-        assert re.findall(r"<link [^>]*>", html) == [f'<link rel="stylesheet" href="{"../" * depth}style.css">'], page
-        assert "<style" not in html and "@import" not in html and "<script" not in html.replace("&lt;script", "")
+        # the one <link> of a page is the site's own stylesheet and its one script the site's own site.js, by a
+        # relative path to the site's root: no inline script or style, so a strict Content-Security-Policy holds
+        up = "../" * (len(page.relative_to(site).parts) - 1)
+        assert re.findall(r"<link [^>]*>", html) == [f'<link rel="stylesheet" href="{up}style.css">'], page
+        assert re.findall(r"<script[^>]*>.*?</script>", html.replace("&lt;script", ""), flags=re.S) == [
+            f'<script src="{up}site.js" defer></script>'
+        ], page
+        assert "<style" not in html and "@import" not in html and " style=" not in html and " on" + "click" not in html
         for link in _parse(html).links:
             if link.startswith("http"):
                 # Only a link written in a corpus README may point outside, never a src.
@@ -198,7 +205,9 @@ def test_question_page_shows_top_hits_grades_and_raw_run_links(site: Path) -> No
     page = (site / "corpora" / "tiny" / "questions" / "q2.html").read_text()
     assert 'href="../../../evidence/tiny/runs/rrf-dense-bm25.json"' in page
     assert '<td class="relevant">' in page  # a labelled hit
-    assert re.search(r'<tr id="[A-Z]+" class="relevant"><th>[A-Z]+<td><a href="[^"]+">[^<]+</a><td>1<td>', page)
+    assert re.search(
+        r'<tr id="[A-Z]+" class="relevant"><th scope="row">[A-Z]+<td><a href="[^"]+">[^<]+</a><td>1<td>', page
+    )
 
 
 def test_pages_only_show_numbers_from_the_evidence(site: Path) -> None:

@@ -23,6 +23,8 @@ Rules shared by every importer:
   record without ``.I``, an unclosed SGML element, a duplicate id, a pair judged twice with different grades (an
   exact repeat is dropped and counted), an empty document file, a byte sequence that is not UTF-8, and (unless
   ``skip_unknown=True``, which drops and counts them) qrels rows naming a query or document that does not exist.
+  Every input is read to its end and every problem found is raised together as one
+  :class:`~sitegen.errors.CorpusProblems`; a reference to a record already reported is not reported again.
 
 The package: :mod:`.beir`, :mod:`.trec` and :mod:`.smart` parse their formats into a :class:`~.plan.Plan`
 (:mod:`.plan` holds the record types and the readers the formats share), :mod:`.writer` checks, grades, writes and

@@ -12,6 +12,7 @@ from sitegen.inputs.importers.plan import (
     ImportResult,
     Judgement,
     Plan,
+    Problems,
     Query,
     grade_value,
     json_id,
@@ -22,6 +23,7 @@ from sitegen.inputs.importers.plan import (
 )
 from sitegen.inputs.importers.readme import command_line
 from sitegen.inputs.importers.writer import run
+from sitegen.inputs.problems import record_id
 
 __all__ = ["import_beir"]
 
@@ -69,11 +71,11 @@ def import_beir(
         name=name,
         to=Path(to),
         sources=[("corpus.jsonl", corpus_path), ("queries.jsonl", queries_path), (f"qrels/{split}.tsv", qrels_path)],
-        documents=lambda: jsonl_documents(corpus_path, ("_id",), ("text",), beir=True),
+        documents=lambda problems: jsonl_documents(corpus_path, ("_id",), ("text",), problems),
         documents_path=corpus_path,
-        queries=lambda: _jsonl_queries(queries_path),
+        queries=lambda problems: _jsonl_queries(queries_path, problems),
         queries_path=queries_path,
-        qrels=lambda: _beir_qrels(qrels_path),
+        qrels=lambda problems: _beir_qrels(qrels_path, problems),
         qrels_path=qrels_path,
         license_text=license_text,
         command=command,
@@ -85,27 +87,35 @@ def import_beir(
     return run(plan)
 
 
-def _jsonl_queries(path: Path) -> Iterator[Query]:
-    for number, obj in json_lines(path):
-        query_id = json_id(path, number, obj, ("_id",))
-        yield Query(query_id, json_text(path, number, obj, ("text",), required=True), number)
+def _jsonl_queries(path: Path, problems: Problems) -> Iterator[Query]:
+    for number, obj in json_lines(path, problems):
+        try:
+            query_id = json_id(path, number, obj, ("_id",))
+            text = json_text(path, number, obj, ("text",), required=True)
+        except CorpusError as exc:
+            problems.skipped(exc, record_id(obj))
+            continue
+        yield Query(query_id, text, number)
 
 
-def _beir_qrels(path: Path) -> Iterator[Judgement]:
+def _beir_qrels(path: Path, problems: Problems) -> Iterator[Judgement]:
     header = True
     for number, line in read_lines(path):
         if not line.strip():
             continue
         columns = [c.strip() for c in line.split("\t")]
-        if len(columns) != 3:
-            raise CorpusError(
-                path, f"malformed qrels line: expected 3 tab-separated columns, found {len(columns)}", number
-            )
-        if header:
-            header = False
-            if any(c.isdigit() for c in columns[2]):  # a grade, however malformed: not a header
-                raise CorpusError(path, f"first line must be a header such as {QRELS_HEADER!r}", number)
-            continue
-        yield Judgement(columns[0], columns[1], grade_value(path, number, columns[2]), number)
+        was_header, header = header, False
+        try:
+            if len(columns) != 3:
+                raise CorpusError(
+                    path, f"malformed qrels line: expected 3 tab-separated columns, found {len(columns)}", number
+                )
+            if was_header:
+                if any(c.isdigit() for c in columns[2]):  # a grade, however malformed: not a header
+                    raise CorpusError(path, f"first line must be a header such as {QRELS_HEADER!r}", number)
+                continue
+            yield Judgement(columns[0], columns[1], grade_value(path, number, columns[2]), number)
+        except CorpusError as exc:
+            problems.add(exc)
     if header:
         raise CorpusError(path, "qrels file is empty")

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from sitegen.errors import CorpusError
-from sitegen.inputs.corpus import json_lines as _corpus_json_lines
-from sitegen.inputs.corpus import parse_grade, text_lines
+from sitegen.inputs.corpus import checked_lines, parse_grade, text_lines
+from sitegen.inputs.problems import Problems, json_type, record_id
 
 __all__ = [
     "DEFAULT_TO",
@@ -25,6 +25,7 @@ __all__ = [
     "ImportResult",
     "Judgement",
     "Plan",
+    "Problems",
     "Query",
     "SourceFile",
     "collapse",
@@ -95,17 +96,21 @@ class Judgement:
 
 @dataclass
 class Plan:
-    """Everything one importer knows about its inputs; the shared pipeline does the rest."""
+    """Everything one importer knows about its inputs; the shared pipeline does the rest.
+
+    ``documents``, ``queries`` and ``qrels`` read their file, handing each record they must leave out to the
+    :class:`~sitegen.inputs.corpus.Problems` they are given and going on with the next, so one import lists every
+    problem; a problem that leaves the rest of a file unreadable is raised and ends that file."""
 
     kind: str
     name: str
     to: Path
     sources: list[tuple[str, Path]]
-    documents: Callable[[], Iterable[Doc]]
+    documents: Callable[[Problems], Iterable[Doc]]
     documents_path: Path
-    queries: Callable[[], Iterable[Query]]
+    queries: Callable[[Problems], Iterable[Query]]
     queries_path: Path
-    qrels: Callable[[], Iterable[Judgement]]
+    qrels: Callable[[Problems], Iterable[Judgement]]
     qrels_path: Path
     license_text: str
     command: str
@@ -139,9 +144,12 @@ def collapse(text: str) -> str:
     return " ".join(text.split())
 
 
-def json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """The shared JSONL reader over this file's lines (gzip too)."""
-    return _corpus_json_lines(path, read_lines(path))
+def json_lines(
+    path: Path, problems: Problems, id_keys: Sequence[str] = ("_id",)
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The shared JSONL reader over this file's lines (gzip too); a line that is not a JSON object goes to
+    ``problems`` with the id it names by ``id_keys``."""
+    return checked_lines(path, problems, read_lines(path), id_keys)
 
 
 def json_id(path: Path, line: int, obj: Mapping[str, Any], keys: Sequence[str]) -> str:
@@ -149,7 +157,7 @@ def json_id(path: Path, line: int, obj: Mapping[str, Any], keys: Sequence[str]) 
         if key in obj:
             value = obj[key]
             if isinstance(value, bool) or not isinstance(value, (str, int)):
-                raise CorpusError(path, f'field "{key}" must be a string, got {type(value).__name__}', line)
+                raise CorpusError(path, f'field "{key}" must be a string, got {json_type(value)}', line)
             return str(value).strip()
     raise CorpusError(path, f"missing id field ({' or '.join(repr(k) for k in keys)})", line)
 
@@ -161,21 +169,25 @@ def json_text(path: Path, line: int, obj: Mapping[str, Any], keys: Sequence[str]
             if value is None:
                 return ""
             if not isinstance(value, str):
-                raise CorpusError(path, f'field "{key}" must be a string, got {type(value).__name__}', line)
+                raise CorpusError(path, f'field "{key}" must be a string, got {json_type(value)}', line)
             return collapse(value)
     if required:
         raise CorpusError(path, f"missing text field ({' or '.join(repr(k) for k in keys)})", line)
     return ""
 
 
-def jsonl_documents(path: Path, id_keys: Sequence[str], text_keys: Sequence[str], beir: bool) -> Iterator[Doc]:
-    for number, obj in json_lines(path):
-        doc_id = json_id(path, number, obj, id_keys)
-        title = json_text(path, number, obj, ("title",), required=False)
-        text = json_text(path, number, obj, text_keys, required=True)
-        metadata = obj.get("metadata") or {}
-        if not isinstance(metadata, dict):
-            raise CorpusError(path, f'field "metadata" must be a JSON object, got {type(metadata).__name__}', number)
+def jsonl_documents(path: Path, id_keys: Sequence[str], text_keys: Sequence[str], problems: Problems) -> Iterator[Doc]:
+    for number, obj in json_lines(path, problems, id_keys):
+        try:
+            doc_id = json_id(path, number, obj, id_keys)
+            title = json_text(path, number, obj, ("title",), required=False)
+            text = json_text(path, number, obj, text_keys, required=True)
+            metadata = obj.get("metadata") or {}
+            if not isinstance(metadata, dict):
+                raise CorpusError(path, f'field "metadata" must be a JSON object, got {json_type(metadata)}', number)
+        except CorpusError as exc:
+            problems.skipped(exc, record_id(obj, id_keys))
+            continue
         yield Doc(doc_id, title, text, metadata, number)
 
 

@@ -16,6 +16,7 @@ from sitegen.inputs.importers.plan import (
     ImportResult,
     Judgement,
     Plan,
+    Problems,
     Query,
     collapse,
     grade_value,
@@ -98,11 +99,11 @@ def import_smart(
         name=name,
         to=Path(to),
         sources=[(docs_path.name, docs_path), (queries_path.name, queries_path), (qrels_path.name, qrels_path)],
-        documents=lambda: _smart_documents(docs_path),
+        documents=lambda problems: _smart_documents(docs_path, problems),
         documents_path=docs_path,
-        queries=lambda: _smart_queries(queries_path, ordinal=query_ids == "ordinal"),
+        queries=lambda problems: _smart_queries(queries_path, query_ids == "ordinal", problems),
         queries_path=queries_path,
-        qrels=lambda: _smart_qrels(qrels_path),
+        qrels=lambda problems: _smart_qrels(qrels_path, problems),
         qrels_path=qrels_path,
         license_text=license_text,
         command=command,
@@ -116,42 +117,52 @@ def import_smart(
     return run(plan)
 
 
-def _smart_qrels(path: Path) -> Iterator[Judgement]:
+def _smart_qrels(path: Path, problems: Problems) -> Iterator[Judgement]:
     width: int | None = None
+    seen = False
     for number, line in read_lines(path):
         columns = line.split()
         if not columns:
             continue
-        if width is None:
-            if len(columns) not in (2, 3, 4):
-                raise CorpusError(
-                    path,
-                    f"malformed qrels line: expected 'qid docid [grade]' or 'qid iter docid grade', "
-                    f"found {len(columns)} columns",
-                    number,
-                )
+        seen = True
+        try:
+            yield _smart_judgement(path, number, columns, width)
+        except CorpusError as exc:
+            problems.add(exc)
+        if width is None and len(columns) in (2, 3, 4):  # the first readable line sets the layout
             width = 4 if len(columns) == 4 else 3
-        if width == 4:
-            if len(columns) != 4:
-                raise CorpusError(
-                    path,
-                    f"malformed qrels line: expected 4 columns (qid iter docid grade, as on the first line), "
-                    f"found {len(columns)}",
-                    number,
-                )
-            query_id, doc_id, grade = columns[0], columns[2], columns[3]
-        else:
-            if len(columns) not in (2, 3):
-                raise CorpusError(
-                    path,
-                    f"malformed qrels line: expected 2 or 3 columns (qid docid [grade], as on the first line), "
-                    f"found {len(columns)}",
-                    number,
-                )
-            query_id, doc_id, grade = columns[0], columns[1], columns[2] if len(columns) == 3 else "1"
-        yield Judgement(number_id(query_id), number_id(doc_id), grade_value(path, number, grade), number)
-    if width is None:
+    if not seen:
         raise CorpusError(path, "qrels file is empty")
+
+
+def _smart_judgement(path: Path, number: int, columns: list[str], width: int | None) -> Judgement:
+    """One qrels line in the layout the first line set (``width`` 4: TREC's, 3: ``qid docid [grade]``)."""
+    if width is None and len(columns) not in (2, 3, 4):
+        raise CorpusError(
+            path,
+            "malformed qrels line: expected 'qid docid [grade]' or 'qid iter docid grade', "
+            f"found {len(columns)} columns",
+            number,
+        )
+    if (width or len(columns)) == 4:
+        if len(columns) != 4:
+            raise CorpusError(
+                path,
+                "malformed qrels line: expected 4 columns (qid iter docid grade, as on the first line), "
+                f"found {len(columns)}",
+                number,
+            )
+        query_id, doc_id, grade = columns[0], columns[2], columns[3]
+    else:
+        if len(columns) not in (2, 3):
+            raise CorpusError(
+                path,
+                "malformed qrels line: expected 2 or 3 columns (qid docid [grade], as on the first line), "
+                f"found {len(columns)}",
+                number,
+            )
+        query_id, doc_id, grade = columns[0], columns[1], columns[2] if len(columns) == 3 else "1"
+    return Judgement(number_id(query_id), number_id(doc_id), grade_value(path, number, grade), number)
 
 
 _SMART_FIELD = re.compile(r"^\.([A-Z])(?:\s+(.*))?$")
@@ -164,28 +175,38 @@ class _SmartRecord:
     fields: dict[str, list[list[str]]]
 
 
-def _smart_records(path: Path) -> Iterator[_SmartRecord]:
+def _smart_records(path: Path, problems: Problems) -> Iterator[_SmartRecord]:
+    """Each ``.I`` record. A problem is reported once and its lines skipped: text before the first ``.I`` (or
+    after an ``.I`` without an id) up to the next ``.I``, a loose line after ``.I`` on its own."""
     record: _SmartRecord | None = None
     current: list[str] | None = None
+    lost = False  # inside lines already reported, until the next .I
     for number, line in read_lines(path):
         match = _SMART_FIELD.match(line.rstrip())
         if match and match.group(1) == "I":
             if record is not None:
                 yield record
+            record, current, lost = None, None, False
             record_id = number_id(match.group(2) or "")
             if not record_id:
-                raise CorpusError(path, ".I line without an id", number)
-            record, current = _SmartRecord(record_id, number, {}), None
+                problems.skipped(CorpusError(path, ".I line without an id", number), None)
+                lost = True
+                continue
+            record = _SmartRecord(record_id, number, {})
+        elif lost:
+            continue
         elif record is None:
             if line.strip():
-                raise CorpusError(path, "text before the first .I line: every SMART record starts with .I <id>", number)
+                problem = "text before the first .I line: every SMART record starts with .I <id>"
+                problems.add(CorpusError(path, problem, number))
+                lost = True
         elif match:
             current = [match.group(2) or ""]
             record.fields.setdefault(match.group(1), []).append(current)
         elif current is not None:
             current.append(line)
         elif line.strip():
-            raise CorpusError(path, "text after .I before any field (.T, .A, .B, .W)", number)
+            problems.add(CorpusError(path, "text after .I before any field (.T, .A, .B, .W)", number))
     if record is not None:
         yield record
 
@@ -195,8 +216,8 @@ def _smart_field(record: _SmartRecord, letter: str, separator: str = " ") -> str
     return separator.join(v for v in values if v)
 
 
-def _smart_documents(path: Path) -> Iterator[Doc]:
-    for record in _smart_records(path):
+def _smart_documents(path: Path, problems: Problems) -> Iterator[Doc]:
+    for record in _smart_records(path, problems):
         metadata = {}
         author = _smart_field(record, "A", "; ")
         if author:
@@ -208,10 +229,11 @@ def _smart_documents(path: Path) -> Iterator[Doc]:
         yield Doc(record.record_id, title, _smart_field(record, "W"), metadata, record.line)
 
 
-def _smart_queries(path: Path, ordinal: bool) -> Iterator[Query]:
-    for position, record in enumerate(_smart_records(path), start=1):
+def _smart_queries(path: Path, ordinal: bool, problems: Problems) -> Iterator[Query]:
+    for position, record in enumerate(_smart_records(path, problems), start=1):
         query_id = str(position) if ordinal else record.record_id
         text = _smart_field(record, "W")
         if not text:
-            raise CorpusError(path, f"query .I {record.record_id} has no .W text", record.line)
+            problems.skipped(CorpusError(path, f"query .I {record.record_id} has no .W text", record.line), query_id)
+            continue
         yield Query(query_id, text, record.line)

@@ -15,6 +15,7 @@ from sitegen.inputs.importers.plan import (
     ImportResult,
     Judgement,
     Plan,
+    Problems,
     Query,
     collapse,
     grade_value,
@@ -77,15 +78,15 @@ def import_trec(
     doc_format = _detect(docs_path, {"{": "jsonl", "<": "sgml"}, "documents")
     topic_format = "sgml" if _first_char(topics_path) == "<" else "tsv"
 
-    def documents() -> Iterable[Doc]:
+    def documents(problems: Problems) -> Iterable[Doc]:
         if doc_format == "jsonl":
-            return jsonl_documents(docs_path, ("_id", "docno", "id"), ("text", "contents", "body"), beir=False)
-        return _sgml_documents(docs_path)
+            return jsonl_documents(docs_path, ("_id", "docno", "id"), ("text", "contents", "body"), problems)
+        return _sgml_documents(docs_path, problems)
 
-    def queries() -> Iterable[Query]:
+    def queries(problems: Problems) -> Iterable[Query]:
         if topic_format == "sgml":
-            return _sgml_topics(topics_path, topic_field)
-        return _tsv_topics(topics_path)
+            return _sgml_topics(topics_path, topic_field, problems)
+        return _tsv_topics(topics_path, problems)
 
     notes = [
         f"Documents: {'JSONL' if doc_format == 'jsonl' else 'TREC SGML'}. "
@@ -102,7 +103,7 @@ def import_trec(
         documents_path=docs_path,
         queries=queries,
         queries_path=topics_path,
-        qrels=lambda: _trec_qrels(qrels_path, normalise_query_ids=True),
+        qrels=lambda problems: _trec_qrels(qrels_path, problems),
         qrels_path=qrels_path,
         license_text=license_text,
         command=command,
@@ -133,19 +134,21 @@ def _detect(path: Path, formats: Mapping[str, str], what: str) -> str:
     return formats[first]
 
 
-def _trec_qrels(path: Path, normalise_query_ids: bool) -> Iterator[Judgement]:
+def _trec_qrels(path: Path, problems: Problems) -> Iterator[Judgement]:
+    """``qid iter docid grade`` lines; topic numbers lose their leading zeros, as in the topics."""
     seen = False
     for number, line in read_lines(path):
         columns = line.split()
         if not columns:
             continue
         seen = True
-        if len(columns) != 4:
-            raise CorpusError(
-                path, f"malformed qrels line: expected 4 columns (qid iter docid grade), found {len(columns)}", number
-            )
-        query_id = number_id(columns[0]) if normalise_query_ids else columns[0]
-        yield Judgement(query_id, columns[2], grade_value(path, number, columns[3]), number)
+        try:
+            if len(columns) != 4:
+                problem = f"malformed qrels line: expected 4 columns (qid iter docid grade), found {len(columns)}"
+                raise CorpusError(path, problem, number)
+            yield Judgement(number_id(columns[0]), columns[2], grade_value(path, number, columns[3]), number)
+        except CorpusError as exc:
+            problems.add(exc)
     if not seen:
         raise CorpusError(path, "qrels file is empty")
 
@@ -216,14 +219,21 @@ def _plain(text: str) -> str:
     return collapse(html.unescape(_TAG.sub(" ", text)))
 
 
-def _sgml_documents(path: Path) -> Iterator[Doc]:
+def _sgml_documents(path: Path, problems: Problems) -> Iterator[Doc]:
+    """Each ``<DOC>``; one whose parts cannot be read is left out (with its id when it has one) and the next read.
+    A broken ``<DOC>`` element itself ends the file (:func:`_element_stream`)."""
     for line, content in _element_stream(path, "DOC"):
-        docnos = _inner(path, line, content, "DOCNO")
-        if not docnos:
-            raise CorpusError(path, "document has no <DOCNO>", line)
-        doc_id = _plain(docnos[0][2])
-        titles = sorted(_inner(path, line, content, "HEADLINE") + _inner(path, line, content, "TITLE"))
-        texts = _inner(path, line, content, "TEXT")
+        doc_id = None
+        try:
+            docnos = _inner(path, line, content, "DOCNO")
+            if not docnos:
+                raise CorpusError(path, "document has no <DOCNO>", line)
+            doc_id = _plain(docnos[0][2])
+            titles = sorted(_inner(path, line, content, "HEADLINE") + _inner(path, line, content, "TITLE"))
+            texts = _inner(path, line, content, "TEXT")
+        except CorpusError as exc:
+            problems.skipped(exc, doc_id)
+            continue
         if texts:
             body = " ".join(inner for _, _, inner in texts)
         else:  # no <TEXT>: everything but the id and title elements, tags stripped
@@ -239,7 +249,7 @@ _TOPIC_FIELD = re.compile(r"<([A-Za-z]+)(?:\s[^>]*)?>")
 _PREFIXES = {"num": "number:", "title": "topic:", "desc": "description:", "narr": "narrative:"}
 
 
-def _sgml_topics(path: Path, topic_field: TopicField) -> Iterator[Query]:
+def _sgml_topics(path: Path, topic_field: TopicField, problems: Problems) -> Iterator[Query]:
     for line, content in _element_stream(path, "top"):
         content = re.sub(r"</[A-Za-z]+\s*>", " ", content)
         fields: dict[str, str] = {}
@@ -253,19 +263,23 @@ def _sgml_topics(path: Path, topic_field: TopicField) -> Iterator[Query]:
                 value = value[len(prefix) :].strip()
             fields.setdefault(name, value)
         if not fields.get("num"):
-            raise CorpusError(path, "topic has no <num>", line)
+            problems.skipped(CorpusError(path, "topic has no <num>", line), None)
+            continue
         wanted = ("title", "desc") if topic_field == "title+desc" else (topic_field,)
         text = " ".join(fields[f] for f in wanted if fields.get(f))
         if not text:
-            raise CorpusError(path, f"topic {fields['num']} has no <{'> or <'.join(wanted)}> text", line)
+            problem = CorpusError(path, f"topic {fields['num']} has no <{'> or <'.join(wanted)}> text", line)
+            problems.skipped(problem, number_id(fields["num"]))
+            continue
         yield Query(number_id(fields["num"]), text, line)
 
 
-def _tsv_topics(path: Path) -> Iterator[Query]:
+def _tsv_topics(path: Path, problems: Problems) -> Iterator[Query]:
     for number, line in read_lines(path):
         if not line.strip():
             continue
         if "\t" not in line:
-            raise CorpusError(path, "malformed topic line: expected qid<TAB>text", number)
+            problems.skipped(CorpusError(path, "malformed topic line: expected qid<TAB>text", number), None)
+            continue
         query_id, text = line.split("\t", 1)
         yield Query(number_id(query_id), collapse(text), number)

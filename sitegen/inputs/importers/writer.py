@@ -1,6 +1,10 @@
 """The one writer every importer ends in: checks a :class:`Plan`'s records, applies the grading rules, writes the
 corpus into a temporary sibling of ``<to>/<name>/``, validates it with :func:`sitegen.inputs.corpus.load_corpus`
 and only then swaps it into place, so a failed import leaves nothing behind.
+
+Like ``sitegen validate``, an import reads every input to the end and reports every problem at once
+(:class:`~sitegen.errors.CorpusProblems`), not only the first; a reference to a record already reported (a qrels
+row naming a document whose line is broken) is not reported again.
 """
 
 from __future__ import annotations
@@ -10,19 +14,21 @@ import re
 import secrets
 import shutil
 from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from sitegen.errors import CorpusError, SitegenError
+from sitegen.errors import CorpusError, CorpusProblems, SitegenError
 from sitegen.hashing import sha256_file
 from sitegen.inputs.corpus import CORPUS_FILE, QRELS_FILE, QUERIES_FILE, README_FILE, load_corpus
-from sitegen.inputs.importers.plan import QRELS_HEADER, ImportResult, Judgement, Plan, Query, SourceFile
+from sitegen.inputs.importers.plan import QRELS_HEADER, ImportResult, Judgement, Plan, Problems, Query, SourceFile
 from sitegen.inputs.importers.readme import readme
 from sitegen.swap import TargetLock, swap_into_place
 
 __all__ = ["run"]
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_Record = TypeVar("_Record")
 
 
 def run(plan: Plan) -> ImportResult:
@@ -33,7 +39,7 @@ def run(plan: Plan) -> ImportResult:
         )
     target = plan.to / plan.name
     if target.exists() and not plan.overwrite:
-        raise CorpusError(target, "already exists; pass overwrite=True (--overwrite) to replace it")
+        raise CorpusError(target, "already exists; rerun with --overwrite to replace it")
     sources = [_source_file(label, path) for label, path in plan.sources]
 
     created_to = not plan.to.exists()
@@ -55,69 +61,68 @@ def run(plan: Plan) -> ImportResult:
     return result
 
 
+def _each(read: Callable[[Problems], Iterable[_Record]], problems: Problems) -> Iterator[_Record]:
+    """The records ``read`` yields; a problem that ends its file is kept, and excuses every reference to that
+    file's ids (its later records were never read)."""
+    try:
+        yield from read(problems)
+    except CorpusError as exc:
+        problems.skipped(exc, None)
+
+
 def _write(plan: Plan, staging: Path, sources: list[SourceFile], target: Path) -> ImportResult:
+    problems = Problems(collect=True)
     # Documents: streamed straight into corpus.jsonl; only the ids stay in memory.
     doc_lines: dict[str, int] = {}
     with (staging / CORPUS_FILE).open("w", encoding="utf-8", newline="\n") as out:
-        for doc in plan.documents():
-            _check_id(plan.documents_path, doc.line, doc.doc_id, "document")
-            if doc.doc_id in doc_lines:
-                raise CorpusError(
-                    plan.documents_path,
-                    f'duplicate document id "{doc.doc_id}" (first seen on line {doc_lines[doc.doc_id]})',
-                    doc.line,
-                )
+        for doc in _each(plan.documents, problems):
+            try:
+                _check_id(plan.documents_path, doc.line, doc.doc_id, "document")
+                if doc.doc_id in doc_lines:
+                    raise CorpusError(
+                        plan.documents_path,
+                        f'duplicate document id "{doc.doc_id}" (first seen on line {doc_lines[doc.doc_id]})',
+                        doc.line,
+                    )
+            except CorpusError as exc:
+                problems.add(exc)
+                continue
             doc_lines[doc.doc_id] = doc.line
             record: dict[str, Any] = {"_id": doc.doc_id, "title": doc.title, "text": doc.text}
             if doc.metadata:
                 record["metadata"] = dict(doc.metadata)
             out.write(json.dumps(record, ensure_ascii=False) + "\n")
-    if not doc_lines:
+    if not doc_lines and not problems.found:
         raise CorpusError(plan.documents_path, "empty document file: no documents")
 
     queries: dict[str, Query] = {}
-    for query in plan.queries():
-        _check_id(plan.queries_path, query.line, query.query_id, "query")
-        if query.query_id in queries:
-            raise CorpusError(
-                plan.queries_path,
-                f'duplicate query id "{query.query_id}" (first seen on line {queries[query.query_id].line})',
-                query.line,
-            )
-        if not query.text:
-            raise CorpusError(plan.queries_path, f'query "{query.query_id}" has no text', query.line)
+    for query in _each(plan.queries, problems):
+        try:
+            _check_id(plan.queries_path, query.line, query.query_id, "query")
+            if query.query_id in queries:
+                raise CorpusError(
+                    plan.queries_path,
+                    f'duplicate query id "{query.query_id}" (first seen on line {queries[query.query_id].line})',
+                    query.line,
+                )
+            if not query.text:
+                problems.skipped(
+                    CorpusError(plan.queries_path, f'query "{query.query_id}" has no text', query.line), query.query_id
+                )
+                continue
+        except CorpusError as exc:
+            problems.add(exc)
+            continue
         queries[query.query_id] = query
-    if not queries:
+    if not queries and not problems.found:
         raise CorpusError(plan.queries_path, "no queries")
 
-    # Qrels: parsed whole (they are small next to the documents), checked, then graded.
     dropped: Counter[str] = Counter()
-    judgements: list[Judgement] = []
-    for row in plan.qrels():
-        if row.query_id not in queries:
-            if plan.skip_unknown:
-                dropped["name a query that is not in the queries file (skip_unknown)"] += 1
-                continue
-            raise CorpusError(
-                plan.qrels_path,
-                f'unknown query id "{row.query_id}" (not in {plan.queries_path.name}){plan.unknown_query_hint}; '
-                "pass skip_unknown=True (--skip-unknown) to drop such rows",
-                row.line,
-            )
-        if row.doc_id not in doc_lines:
-            if plan.skip_unknown:
-                dropped["name a document that is not in the documents file (skip_unknown)"] += 1
-                continue
-            raise CorpusError(
-                plan.qrels_path,
-                f'unknown document id "{row.doc_id}" (not in {plan.documents_path.name}); '
-                "pass skip_unknown=True (--skip-unknown) to drop such rows",
-                row.line,
-            )
-        judgements.append(row)
-
+    judgements = _checked_qrels(plan, queries, doc_lines, problems, dropped)
     grade_note, graded = _grade(judgements, plan.invert_grades, dropped)
-    graded = _without_repeats(plan.qrels_path, graded, dropped)
+    graded = _without_repeats(plan.qrels_path, graded, dropped, problems)
+    if problems.found:
+        raise CorpusProblems(problems.found)
 
     relevant = {row.query_id for row in graded if row.grade > 0}
     judged = {row.query_id for row in judgements}  # before grades <= 0 or negative are dropped
@@ -177,7 +182,41 @@ def _write(plan: Plan, staging: Path, sources: list[SourceFile], target: Path) -
     return result
 
 
-def _without_repeats(path: Path, rows: list[Judgement], dropped: Counter[str]) -> list[Judgement]:
+def _checked_qrels(
+    plan: Plan, queries: dict[str, Query], doc_lines: dict[str, int], problems: Problems, dropped: Counter[str]
+) -> list[Judgement]:
+    """The qrels rows that name a known query and document (parsed whole: they are small next to the documents).
+    A row naming an unknown one is a problem, or with ``skip_unknown`` dropped and counted; a row naming a record
+    left out for a problem already reported is dropped without a second report."""
+    judgements = []
+    for row in _each(plan.qrels, problems):
+        for value, known, path, what, listing in (
+            (row.query_id, queries, plan.queries_path, "query", "queries"),
+            (row.doc_id, doc_lines, plan.documents_path, "document", "documents"),
+        ):
+            if value in known:
+                continue
+            if problems.follows(path, value):
+                break
+            if plan.skip_unknown:
+                dropped[f"name a {what} that is not in the {listing} file (skip_unknown)"] += 1
+                break
+            hint = plan.unknown_query_hint if what == "query" else ""
+            problems.add(
+                CorpusError(
+                    plan.qrels_path,
+                    f'unknown {what} id "{value}" (not in {path.name}){hint}; '
+                    "rerun with --skip-unknown to drop and count such rows",
+                    row.line,
+                )
+            )
+            break
+        else:
+            judgements.append(row)
+    return judgements
+
+
+def _without_repeats(path: Path, rows: list[Judgement], dropped: Counter[str], problems: Problems) -> list[Judgement]:
     """Drop exact repeats of a judgement (counted); a pair judged twice with different grades is an error.
 
     Runs after the grade rules, so a dropped row (say Cranfield's -1) never conflicts with a kept one.
@@ -191,11 +230,13 @@ def _without_repeats(path: Path, rows: list[Judgement], dropped: Counter[str]) -
         elif earlier.grade == row.grade:
             dropped["repeat an earlier row exactly"] += 1
         else:
-            raise CorpusError(
-                path,
-                f'pair ("{row.query_id}", "{row.doc_id}") is judged twice with different grades '
-                f"(first on line {earlier.line})",
-                row.line,
+            problems.add(
+                CorpusError(
+                    path,
+                    f'pair ("{row.query_id}", "{row.doc_id}") is judged twice with different grades '
+                    f"(first on line {earlier.line})",
+                    row.line,
+                )
             )
     return kept
 
@@ -224,7 +265,7 @@ def _swap_into_place(staging: Path, target: Path, overwrite: bool) -> None:
     """The shared atomic swap; the overwrite check is repeated under its lock, as another import may have won."""
     with TargetLock(target) as lock:
         if (target.exists() or target.is_symlink()) and not overwrite:
-            raise CorpusError(target, "already exists; pass overwrite=True (--overwrite) to replace it")
+            raise CorpusError(target, "already exists; rerun with --overwrite to replace it")
         swap_into_place(staging, target, lock)
 
 

@@ -8,6 +8,7 @@ under any sub-path.
 
 from __future__ import annotations
 
+import math
 import posixpath
 import re
 from collections.abc import Callable, Mapping
@@ -29,8 +30,11 @@ __all__ = [
     "Page",
     "Site",
     "environment",
+    "format_delta",
+    "format_minus",
     "format_p",
     "format_score",
+    "format_short",
     "format_signed",
     "pointer_part",
     "readme_lead",
@@ -51,6 +55,7 @@ _PATHS = {
     "manifest": layout.MANIFEST,
     "audit_report": layout.AUDIT_REPORT,
     "stylesheet": layout.STYLESHEET,
+    "script": layout.SCRIPT,
     "index": layout.INDEX_PAGE,
     "metrics": layout.METRICS_PAGE,
     "performance": layout.PERFORMANCE_PAGE,
@@ -66,6 +71,29 @@ def format_score(value: float) -> str:
 
 def format_signed(value: float) -> str:
     return f"{value:+.3f}"
+
+
+def format_minus(value: float) -> str:
+    """The negation of a difference, signed: ``a - b`` stored, ``b - a`` shown (never ``-0.000``)."""
+    return format_signed(0.0 - value)
+
+
+def format_delta(value: float) -> str:
+    """A difference with its sign and as many decimals as it needs, three to six: a change of 0.0004 between
+    0.2874 and 0.2878 (shown as 0.287 and 0.288) reads +0.0004, never +0.000; exactly no change reads +0.000."""
+    decimals = 3
+    while decimals < 6 and value and round(abs(value), decimals) == 0:
+        decimals += 1
+    return f"{value:+.{decimals}f}"
+
+
+def format_short(value: float) -> str:
+    """About four significant digits (15.23, 0.5432, 0.03279, at most six decimals), for a score in a narrow
+    column; the page gives the full value, six decimals, in the number's title."""
+    if value == 0:
+        return "0"
+    decimals = min(6, max(0, 3 - math.floor(math.log10(abs(value)))))
+    return f"{value:.{decimals}f}"
 
 
 def format_p(value: float) -> str:
@@ -176,12 +204,19 @@ def _ev_in(value: Any, table: Mapping[str, str], fmt: str | None = None) -> Mark
         raise ValueError(f"{src!r} is not under the table's evidence base {base!r}")
     name = fmt or table["fmt"]
     text = str(value._plain(value)) if name == "raw" else _TABLE_FORMATS[name](value)
-    if name == table["fmt"]:
-        return Markup('<span data-ev="{}">{}</span>').format(src[len(base) + 1 :], text)
-    return Markup('<span data-ev="{}" data-fmt="{}">{}</span>').format(src[len(base) + 1 :], name, text)
+    stated = Markup("") if name == table["fmt"] else Markup(' data-fmt="{}"').format(name)
+    if name in _TITLED:  # fewer digits on the page, the full value in the title; the audit checks both
+        stated += Markup(' title="{}"').format(_TABLE_FORMATS[_TITLED[name]](value))
+    return Markup('<span data-ev="{}"{}>{}</span>').format(src[len(base) + 1 :], stated, text)
 
 
-_TABLE_FORMATS: dict[str, Callable[[Any], str]] = {"score": format_score, "score6": lambda value: f"{value:.6f}"}
+_TABLE_FORMATS: dict[str, Callable[[Any], str]] = {
+    "score": format_score,
+    "score6": lambda value: f"{value:.6f}",
+    "short": format_short,
+}
+#: A format that shortens a number, and the format of the full value its span carries in a ``title``.
+_TITLED = {"short": "score6"}
 
 
 def _sourced_filter(fmt: Callable[[Any], str], name: str) -> Callable[[Any], Any]:
@@ -258,6 +293,8 @@ def environment() -> Environment:
     )
     env.filters["score"] = _sourced_filter(format_score, "score")
     env.filters["signed"] = _sourced_filter(format_signed, "signed")
+    env.filters["delta"] = _sourced_filter(format_delta, "delta")
+    env.filters["minus"] = _sourced_filter(format_minus, "minus")
     env.filters["score6"] = _sourced_filter(lambda value: f"{value:.6f}", "score6")
     env.filters["ev_in"] = _ev_in
     env.filters["pvalue"] = _sourced_filter(format_p, "pvalue")

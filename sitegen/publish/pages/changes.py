@@ -3,7 +3,7 @@ helped, with a per-question difference plot for each ranker whose scores moved."
 
 from __future__ import annotations
 
-from sitegen.publish.pages.base import Page, Site, format_signed
+from sitegen.publish.pages.base import Page, Site, format_delta
 from sitegen.publish.pages.view import CorpusView
 from sitegen.publish.plots import difference_svg
 
@@ -38,8 +38,8 @@ def changes_pages(c: CorpusView, site: Site) -> list[Page]:
         )
         alt = (
             f"Scatter plot of {row['questions']} questions: mean of the two {row['metric']} values against their "
-            f"difference for {row['ranker']}; mean difference {format_signed(row['mean_difference'])}, "
-            f"95% interval {format_signed(row['ci_low'])} to {format_signed(row['ci_high'])}"
+            f"difference for {row['ranker']}; mean difference {format_delta(row['mean_difference'])}, "
+            f"95% interval {format_delta(row['ci_low'])} to {format_delta(row['ci_high'])}"
         )
         plots.append({"row": row, "path": path, "alt": alt})
     moved = [{**m, "href": href(m["query_id"])} for m in changes["moved"]]

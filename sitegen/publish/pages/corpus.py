@@ -6,13 +6,19 @@ from __future__ import annotations
 from typing import Any
 
 from sitegen import wording
-from sitegen.publish.pages.base import Page, Site, format_score, setting_label
+from sitegen.publish.pages.base import Page, Site, format_minus, format_score, format_signed, setting_label
 from sitegen.publish.pages.view import TABLE_METRICS, CorpusView, hits, metric_table
-from sitegen.publish.plots import grouped_bar_svg, line_svg
+from sitegen.publish.plots import ForestRow, forest_svg, grouped_bar_svg, line_svg
 
 __all__ = ["PROMPT_FENCE", "PROMPT_PREAMBLE", "corpus_pages"]
 
-QUESTIONS_PER_PAGE = 100
+#: Rows of the question index per page; its filter works within a page, so a corpus of up to this many
+#: questions is filtered whole.
+QUESTIONS_PER_PAGE = 250
+#: The forest plot's metric, when the significance tests cover it; else the last metric they test.
+FOREST_METRIC = "ndcg@10"
+#: "Rankers disagree" on a question (the question index's filter): first relevant ranks more than this far apart.
+DISAGREE_BY = 5
 SHOWN_DISAGREEMENTS = 100
 EXAMPLES_SHOWN = 3
 PROMPT_PREAMBLE = (
@@ -88,6 +94,19 @@ def _external_runs(c: CorpusView) -> list[dict[str, Any]]:
     return views
 
 
+def _packing_columns(c: CorpusView) -> dict[str, bool] | None:
+    """Which of the packing table's fixed columns say something: "in top 3" repeats the pack of the top 3
+    passages when that is one of the settings, and a corpus without unanswerable questions has no
+    "unanswerable questions that still got candidates" to count."""
+    packing = c.packing
+    if packing is None:
+        return None
+    return {
+        "top3": not (packing["top_n"] == 3 and "top3" in packing["settings"]),
+        "unanswerable": c.summary.queries > c.summary.answerable_queries,
+    }
+
+
 def _rank_class(rank: int | None) -> str:
     if rank is None:
         return "r-none"
@@ -133,6 +152,53 @@ def _experiments_context(c: CorpusView, site: Site) -> dict[str, Any] | None:
         "ablation": experiments["ablation"],
         "unanswerable": experiments["unanswerable"],
     }
+
+
+def _verdict(pair: dict[str, Any]) -> str:
+    if not pair["tested"]:
+        return "not tested"
+    return "significant" if pair["significant"] else "n.s."
+
+
+def _forest(c: CorpusView, site: Site) -> dict[str, Any] | None:
+    """The picture a corpus page opens with: each ranker's paired difference from the best ranker on one metric,
+    with its 95% bootstrap interval and the corrected verdict, all read from experiments.json's significance
+    pairs (and the best from report.json). A pair is stored as ``a - b``; a row where the best is ``a`` shows the
+    negation (``minus``), so every row reads "this ranker minus the best". None where nothing was tested."""
+    experiments = c.experiments
+    if experiments is None or not experiments["scored_questions"]:
+        return None
+    significance = experiments["significance"]
+    tested = significance["metrics"]
+    metric = FOREST_METRIC if FOREST_METRIC in tested else tested[-1]
+    best_of = c.report["best"]["overall"].get(metric) or []
+    best = next((r for r in c.rankers if r in best_of), None)
+    pairs = {(p["a"], p["b"]): p for p in significance["pairs"] if p["metric"] == metric}
+    rows = []
+    for ranker in c.rankers:
+        pair = pairs.get((ranker, best)) or pairs.get((best, ranker))
+        if ranker == best or pair is None:
+            continue
+        flip = pair["a"] == best
+        shown = [format_minus(pair[k]) if flip else format_signed(pair[k]) for k in ("difference", "ci_high", "ci_low")]
+        difference, low, high = shown if flip else [shown[0], shown[2], shown[1]]
+        label = f"{difference} [{low}, {high}] {_verdict(pair)}"
+        sign = -1.0 if flip else 1.0
+        ends = sorted((sign * pair["ci_low"], sign * pair["ci_high"]))
+        plotted = ForestRow(
+            ranker, sign * pair["difference"], ends[0], ends[1], bool(pair["tested"]), bool(pair["significant"]), label
+        )
+        rows.append({"ranker": ranker, "pair": pair, "flip": flip, "verdict": _verdict(pair), "plot": plotted})
+    if best is None or not rows:
+        return None
+    rows.sort(key=lambda row: -row["plot"].difference)  # nearest the best first; a stable sort keeps ties in order
+    path = c.pages.forest_plot(metric)
+    title = f"{c.name}: {metric}, each ranker minus {best}"
+    site.plot(path, forest_svg, [row["plot"] for row in rows], title, f"difference in {metric} (95% interval)")
+    alt = f"Forest plot of {metric} differences from {best}, the best ranker, with 95% intervals: " + "; ".join(
+        f"{row['ranker']} {row['plot'].label}" for row in rows
+    )
+    return {"metric": metric, "best": best, "rows": rows, "plot": path, "alt": alt, "significance": significance}
 
 
 def _chunk_plot(c: CorpusView, site: Site) -> dict[str, str] | None:
@@ -182,9 +248,16 @@ def _kind_plot(c: CorpusView, site: Site, kinds: list[str]) -> tuple[str, str]:
     return c.pages.kind_plot, alt
 
 
-def _ranks_pages(c: CorpusView) -> list[Page]:
+def _disagree(ranks: dict[str, int | None], depth: int) -> bool:
+    """Whether the rankers' first relevant ranks for a question differ by more than DISAGREE_BY (a passage not
+    found counts as rank depth + 1): the question index's "rankers disagree" filter."""
+    found = [depth + 1 if rank is None else rank for rank in ranks.values()]
+    return bool(found) and max(found) - min(found) > DISAGREE_BY
+
+
+def _ranks_pages(c: CorpusView, kinds: list[str]) -> list[Page]:
     """The first relevant rank of every question, coloured, split into pages of QUESTIONS_PER_PAGE rows rather
-    than one huge page."""
+    than one huge page. Each row carries its kind and whether the rankers disagree, for the page's filter."""
     report = c.report
     heat = []
     for q in c.queries:
@@ -196,6 +269,7 @@ def _ranks_pages(c: CorpusView) -> list[Page]:
                 "cells": [
                     {"rank": ranks[r], "cls": _rank_class(ranks[r])} if ranks is not None else None for r in c.rankers
                 ],
+                "disagree": ranks is not None and _disagree({r: ranks[r] for r in c.rankers}, c.summary.depth),
             }
         )
     chunks = [heat[i : i + QUESTIONS_PER_PAGE] for i in range(0, len(heat), QUESTIONS_PER_PAGE)] or [[]]
@@ -204,8 +278,15 @@ def _ranks_pages(c: CorpusView) -> list[Page]:
         {"href": path, "label": f"{n * QUESTIONS_PER_PAGE + 1}-{n * QUESTIONS_PER_PAGE + len(chunk)}"}
         for n, (path, chunk) in enumerate(zip(paths, chunks, strict=True))
     ]
+    context = {
+        "corpus": c,
+        "listing": listing,
+        "kinds": kinds,
+        "disagree_by": DISAGREE_BY,
+        "not_found_rank": c.summary.depth + 1,
+    }
     return [
-        Page(path, "ranks.html", {"corpus": c, "heat": chunk, "listing": listing, "current": n})
+        Page(path, "ranks.html", {**context, "heat": chunk, "current": n})
         for n, (path, chunk) in enumerate(zip(paths, chunks, strict=True))
     ]
 
@@ -214,8 +295,10 @@ def corpus_pages(c: CorpusView, site: Site) -> list[Page]:
     """The corpus page and its first-relevant-rank pages; plots are written to ``site`` as they are drawn."""
     report = c.report
     kinds = [k for k in c.summary.kind_order if k in report["questions"]["by_kind"]]
+    # one kind: its tables would repeat the overall ones, so the page has no per-kind table, plot or heading
+    per_kind = len(kinds) > 1
     query_by_id = {q["_id"]: q for q in c.queries}
-    plot_path, plot_alt = _kind_plot(c, site, kinds)
+    plot_path, plot_alt = _kind_plot(c, site, kinds) if per_kind else (None, None)
     samples = []
     for sample in report["samples"]:
         qid = sample["query_id"]
@@ -235,7 +318,7 @@ def corpus_pages(c: CorpusView, site: Site) -> list[Page]:
         "corpus": c,
         "kinds": kinds,
         "overall": metric_table(c, None, TABLE_METRICS),
-        "by_kind": [metric_table(c, k, TABLE_METRICS) for k in kinds],
+        "by_kind": [metric_table(c, k, TABLE_METRICS) for k in kinds] if per_kind else [],
         "plot": plot_path,
         "plot_alt": plot_alt,
         "samples": samples,
@@ -244,7 +327,9 @@ def corpus_pages(c: CorpusView, site: Site) -> list[Page]:
         "wins_losses": report["wins_losses"],
         "external_runs": _external_runs(c),
         "experiments": _experiments_context(c, site),
+        "forest": _forest(c, site),
         "packing": c.packing,
+        "packing_columns": _packing_columns(c),
         "prompt_preamble": PROMPT_PREAMBLE,
         "prompt_fence": PROMPT_FENCE,
         "postgres": c.postgres,
@@ -257,4 +342,4 @@ def corpus_pages(c: CorpusView, site: Site) -> list[Page]:
         "sample_rule": report["sample_rule"],
         "best_rule": report["best_rule"],
     }
-    return [Page(c.pages.index, "corpus.html", context), *_ranks_pages(c)]
+    return [Page(c.pages.index, "corpus.html", context), *_ranks_pages(c, kinds)]

@@ -133,11 +133,12 @@ def _rankers(c: CorpusView, query_id: str) -> list[dict[str, Any]]:
                 "badge": basis_badge(c, r),
                 "hits": hits(c, r, query_id, TOP_N),
                 "run_href": c.files.run(r),
-                # the table names the run file and question once; each span gives only ``<index>/1`` (a score)
-                # or ``<index>/2/<n>`` (a fusion's rank in its n-th component, the format most of its spans use)
+                # the table names the run file and question once; each span gives only ``<index>/1`` (a score, in
+                # the "short" format with its six decimals in the title) or ``<index>/2/<n>`` (a fusion's rank in
+                # its n-th component, the format most of its spans use)
                 "table": {
                     "base": f"{c.files.run(r)}#/queries/{pointer_part(query_id)}",
-                    "fmt": "raw" if params.get("components") else "score6",
+                    "fmt": "raw" if params.get("components") else "short",
                 },
                 "components": sorted(params.get("components") or []),
                 "first_rank": (c.report["first_relevant_rank"].get(query_id) or {}).get(r),

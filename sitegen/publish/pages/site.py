@@ -26,7 +26,8 @@ __all__ = ["render_site", "write_page_listing"]
 
 
 def render_site(site_dir: Path, steps: StepCache | None = None) -> list[Path]:
-    """Write every page, plot, ``.nojekyll`` and the stylesheet from ``site_dir/evidence``; return the pages written.
+    """Write every page, plot, ``.nojekyll``, the stylesheet and the script from ``site_dir/evidence``; return the
+    pages written.
 
     ``steps`` may hold plots drawn before from the same data (see :mod:`sitegen.stepcache`).
     """
@@ -80,7 +81,8 @@ def render_site(site_dir: Path, steps: StepCache | None = None) -> list[Path]:
         target.write_text(html, encoding="utf-8")
         written.append(target)
     site.claim(layout.NO_JEKYLL).write_bytes(b"")
-    site.claim(layout.STYLESHEET).write_bytes((TEMPLATES_DIR / layout.STYLESHEET).read_bytes())
+    for name in (layout.STYLESHEET, layout.SCRIPT):  # served beside the pages, listed and hashed like them
+        site.claim(name).write_bytes((TEMPLATES_DIR / name).read_bytes())
     return written
 
 

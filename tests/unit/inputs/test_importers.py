@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sitegen.errors import CorpusError
+from sitegen.errors import CorpusError, CorpusProblems
 from sitegen.inputs.corpus import load_corpus
 from sitegen.inputs.importers import ImportResult, import_beir, import_smart, import_trec
 from tests.helpers import SHARED
@@ -771,3 +771,79 @@ def test_beir_header_check_still_catches_a_missing_header_with_an_odd_grade(tmp_
     src = _beir(tmp_path / "src", qrels="q1\td1\t+1\nq2\td2\t1\n")
     error = _error(import_beir, src, "x", license_text=LICENSE, to=tmp_path / "c")
     assert (error.line, error.problem) == (1, "first line must be a header such as 'query-id\\tcorpus-id\\tscore'")
+
+
+# ------------------------------------------------------------------ every problem at once, none twice
+
+
+def _truncated(path: Path, line: int, keep: int) -> None:
+    """Cut line ``line`` (1-based) of a JSONL file after ``keep`` characters, as a copy cut short mid-write."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    lines[line - 1] = lines[line - 1][:keep]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def test_an_import_lists_every_problem_in_its_inputs_not_only_the_first(tmp_path: Path) -> None:
+    docs = [
+        {"_id": "d1", "text": "a"},
+        {"_id": "d2", "text": 7},
+        {"_id": "d1", "text": "c"},
+        {"_id": "d3", "text": "d"},
+    ]
+    qrels = "query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td3\thigh\nq2\tnope\t1\nq2\td3\t1\n"
+    src = _beir(tmp_path / "src", docs=docs, qrels=qrels)
+    error = _error(import_beir, src, "tiny", license_text=LICENSE, to=tmp_path / "c")
+    assert isinstance(error, CorpusProblems)
+    found = [(p.path.name, p.line, p.problem) for p in error.problems]
+    assert found == [
+        ("corpus.jsonl", 2, 'field "text" must be a string, got a number'),
+        ("corpus.jsonl", 3, 'duplicate document id "d1" (first seen on line 1)'),
+        ("test.tsv", 3, "grade 'high' is not an integer (digits 0-9 only)"),
+        (
+            "test.tsv",
+            4,
+            'unknown document id "nope" (not in corpus.jsonl); rerun with --skip-unknown to drop and count such rows',
+        ),
+    ]
+    # read as one error, it is the first with the count of the rest
+    assert (error.path, error.line) == (src / "corpus.jsonl", 2) and error.problem.endswith("(and 3 more problems)")
+    _no_leftovers(tmp_path / "c")
+
+
+@pytest.mark.parametrize("keep", [40, 12])  # cut after the id, and inside it
+def test_one_truncated_document_line_is_one_problem_however_many_rows_name_it(tmp_path: Path, keep: int) -> None:
+    docs = [{"_id": f"d{n}", "text": f"passage number {n} about wing flutter and heat transfer"} for n in range(1, 4)]
+    queries = [{"_id": f"q{n}", "text": f"question {n}"} for n in range(1, 9)]
+    qrels = "query-id\tcorpus-id\tscore\n" + "".join(f"q{n}\td2\t1\nq{n}\td1\t1\n" for n in range(1, 9))
+    src = _beir(tmp_path / "src", docs=docs, queries=queries, qrels=qrels)
+    _truncated(src / "corpus.jsonl", 2, keep)  # d2, named by 8 qrels rows
+    error = _error(import_beir, src, "tiny", license_text=LICENSE, to=tmp_path / "c")
+    assert isinstance(error, CorpusProblems)  # every problem was looked for, and only one was found
+    assert [(p.path.name, p.line) for p in error.problems] == [("corpus.jsonl", 2)]
+    assert "malformed JSON" in error.problem and "more problem" not in error.problem
+
+
+def test_one_truncated_query_line_is_one_problem_in_the_validator_too(corpus_writer) -> None:
+    from sitegen.inputs.corpus import validate_corpus
+
+    folder = corpus_writer("cut")
+    _truncated(folder / "queries.jsonl", 2, 20)  # q2, named by its qrels rows
+    _truncated(folder / "corpus.jsonl", 2, 30)  # d2, named by two qrels rows
+    corpus, problems = validate_corpus(folder)
+    assert corpus is None
+    assert [(p.path.name, p.line) for p in problems] == [("corpus.jsonl", 2), ("queries.jsonl", 2)]
+
+
+def test_the_import_command_prints_every_problem_then_fails(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from sitegen.cli import cli
+
+    qrels = "query-id\tcorpus-id\tscore\nq1\td1\tx\nq1\tnope\t1\nq2\td2\t1\n"
+    src = _beir(tmp_path / "src", qrels=qrels)
+    result = CliRunner().invoke(cli, ["import", "beir", str(src), "--license", LICENSE, "--to", str(tmp_path / "c")])
+    assert result.exit_code == 1
+    errors = [line for line in result.output.splitlines() if line.startswith("error: /")]
+    assert len(errors) == 2 and errors[0].endswith("test.tsv:2: grade 'x' is not an integer (digits 0-9 only)")
+    assert 'test.tsv:3: unknown document id "nope"' in errors[1] and "skip_unknown=True" not in result.output
+    assert "import failed: 2 problems in the inputs, listed above" in result.output

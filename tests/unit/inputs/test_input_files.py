@@ -192,7 +192,7 @@ def test_a_byte_order_mark_after_line_one_is_an_error_with_its_line(tiny_corpus:
         (b'{"_id": "d2", "text": "a\x00b"}', "NUL byte (byte 25 of the line)"),
         (b'{"_id": "d2", "text": "caf\xe9"}', "not valid UTF-8 (byte 27 of the line)"),
         (b'{"_id": "d2", "text": "x"', "malformed JSON: Expecting ',' delimiter (column 26)"),
-        (b'["d2", "x"]', "expected a JSON object, got list"),
+        (b'["d2", "x"]', "expected a JSON object, got an array"),
         (b'{"_id": "d2", "text": "x", "n": NaN}', "unsupported JSON: NaN is not a JSON number"),
         (b'{"_id": "d2", "text": "x", "n": 1e999}', "unsupported JSON: 1e999 is out of range for a double"),
         (b'{"_id": "d2", "text": "x", "n": ' + b"9" * 5000 + b"}", "unsupported JSON: a number longer than 4300"),
