@@ -6,13 +6,13 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.helpers import FakeEmbeddingModel, file_tree
 
 from sitegen import build as build_module
 from sitegen.build import BuildOptions, build_site
 from sitegen.errors import SitegenError
 from sitegen.publish import render as render_module
 from sitegen.stepcache import StepCache
+from tests.helpers import FakeEmbeddingModel, file_tree
 
 
 def test_a_step_is_computed_once_per_input_and_then_served_from_the_folder(tmp_path: Path) -> None:

@@ -6,11 +6,11 @@ import errno
 from pathlib import Path
 
 import pytest
-from tests.helpers import file_tree
 
 from sitegen import swap
 from sitegen.errors import OutputFolderError
 from sitegen.swap import TargetLock, swap_into_place
+from tests.helpers import file_tree
 
 
 def _tree(root: Path, files: dict[str, str]) -> Path:
