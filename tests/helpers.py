@@ -7,7 +7,9 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Sequence
+import subprocess
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -21,6 +23,8 @@ from sitegen.rankers.tokenize import tokenize
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
+#: The standalone audit, copied verbatim into every built site.
+AUDIT_SOURCE = REPO / "sitegen" / "audit.py"
 
 TINY_DOCS = [
     {"_id": "d1", "title": "Refunds", "text": "How to refund a card payment in full or in part."},
@@ -35,6 +39,68 @@ TINY_QUERIES = [
     {"_id": "q4", "text": "weather tomorrow", "kind": "unanswerable", "answerable": False},
 ]
 TINY_QRELS = [("q1", "d1", 2), ("q1", "d2", 1), ("q2", "d3", 1), ("q3", "d2", 1)]
+
+
+# A second corpus that exercises the tokeniser's corners: plural endings, stop words,
+# Unicode letters, underscores, a passage without a title, a question without a kind,
+# graded and judged-non-relevant qrels, a duplicate passage (exact ties in every ranker),
+# a doc id with a space and a "%" (percent-encoded in .trec files).
+RICH_DOCS = [
+    {"_id": "a1", "title": "Batches and boxes", "text": "Policies for batches of boxes: the analysis class passes."},
+    {"_id": "a2", "title": "", "text": "Café payouts über Zürich: ünïcode words, snake_case_ids like card_id_42."},
+    {"_id": "a3", "title": "Fees", "text": "The fees for each payout are listed; fee tables update nightly."},
+    {"_id": "a4", "title": "Status", "text": "Status of the bus and the gas buses; wishes, dishes and quizzes."},
+    {"_id": "a0", "title": "Fees", "text": "The fees for each payout are listed; fee tables update nightly."},
+    {"_id": "a5 100%", "title": "Payout schedule", "text": "Payouts run daily; a payout can be paused."},
+]
+RICH_QUERIES = [
+    {"_id": "r1", "text": "policy for a batch of box", "kind": "stems"},
+    {"_id": "r2", "text": "cafe ZÜRICH card_id"},
+    {"_id": "r3", "text": "fee fee payouts", "kind": "stems"},
+    {"_id": "r4", "text": "status of buses and wish", "kind": "stems"},
+    {"_id": "r5", "text": "no passage answers this", "kind": "stems", "answerable": False},
+]
+RICH_CITATIONS = [
+    {"kind": "valid", "doc_id": "a3", "quote": "fee tables update nightly"},
+    {"kind": "invented-id", "doc_id": "a9", "quote": "fee tables"},
+    {"kind": "invented-span", "doc_id": "a3", "quote": "fees are waived"},
+]
+RICH_QRELS = [("r1", "a1", 2), ("r1", "a4", 0), ("r2", "a2", 1), ("r3", "a3", 2), ("r3", "a5 100%", 1), ("r4", "a4", 1)]
+
+# A timing file of `sitegen bench-pg`, as the Performance page reads it (with a title to escape).
+PG_COST = {
+    "kind": "sitegen-pg-cost",
+    "schema": 1,
+    "label": "Timings measured on one machine; absolute times vary between machines.",
+    "measured_at": "2026-11-29T22:00:00+00:00",
+    "command": "sitegen bench-pg <script>alert(1)</script>",
+    "machine": {"cpu_model": "Test CPU", "logical_cpus": 2, "memory_gb": 23.5, "python": "3.11.7", "numpy": "2.4"},
+    "corpus": "payments-support",
+    "rows": 50000,
+    "corpus_rows": 94,
+    "filler_rows": 49906,
+    "filler_seed": 7,
+    "filler_vectors": "synthetic",
+    "questions": 60,
+    "runs": 3,
+    "warmups": 2,
+    "depth": 20,
+    "build": {"copy_s": 4.5, "hnsw_build_s": 31.25, "gin_build_s": 2.5, "analyze_s": 0.25, "table_bytes": 2**27},
+    "rows_matched": [{"kind": "paraphrase", "questions": 24, "median": 2210.0, "p95": 9000.0, "max": 12345}],
+    "latency": [
+        {"ranker": "rrf-pgvector-tsvector", "where": "postgres", "what": "two queries", "p50_ms": 13.5, "p95_ms": 30.0},
+        {"ranker": "rrf-dense-bm25", "where": "in-process", "what": "both + fusion", "p50_ms": 1.5, "p95_ms": 2.0},
+    ],
+    "hybrid_ratio": {
+        "in_process": "rrf-dense-bm25",
+        "postgres": "rrf-pgvector-tsvector",
+        "p50_ratio": 9.0,
+        "p95_ratio": 15.0,
+        "sql_p50_ratio": 7.5,
+        "target": 5.0,
+        "met": True,
+    },
+}
 
 
 def write_corpus(
@@ -123,6 +189,17 @@ def copy_site(site: Path, to: Path) -> Path:
     return Path(shutil.copytree(site, to, symlinks=True))
 
 
+def clean_env() -> dict[str, str]:
+    """This process's environment without what points Python at this checkout or this virtualenv."""
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+
+
+def run_python(python: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``python *args`` (in ``cwd``) with :func:`clean_env`, its output captured as text."""
+    command = [str(python), *args]
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False, env=clean_env())
+
+
 def tree_digest(root: Path) -> str:
     """One sha256 over every path and byte under ``root``: equal digests, unchanged tree."""
     digest = hashlib.sha256()
@@ -151,6 +228,65 @@ def own_postgres_processes() -> set[int]:
         frontier = {pid for pid, parent in parents.items() if parent in frontier} - mine
         mine |= frontier
     return {pid for pid in mine if names[pid].startswith("postgres")}
+
+
+@dataclass(frozen=True)
+class SharedBuild:
+    """A site built once for the session, with the inputs it was built from and what the build did."""
+
+    root: Path
+    result: BuildResult
+    #: The texts the build's fake model embedded (its cache was empty).
+    embedded: tuple[str, ...]
+    #: This process's PostgreSQL processes right after the build returned.
+    postgres_after: frozenset[int]
+    #: sha256 of the corpora, the timings and the site, as built (see :func:`unchanged`).
+    digest: tuple[str, ...]
+
+    @property
+    def corpora(self) -> Path:
+        return self.root / "corpora"
+
+    @property
+    def site(self) -> Path:
+        return self.root / "site"
+
+    @property
+    def cache(self) -> Path:
+        return self.root / "cache"
+
+    def watched(self) -> list[Path]:
+        return [p for p in (self.corpora, self.root / "bench", self.site) if p.exists()]
+
+    def current_digest(self) -> tuple[str, ...]:
+        return tuple(tree_digest(p) for p in self.watched())
+
+
+def shared_build(root: Path, **options: object) -> SharedBuild:
+    """Build ``root/corpora`` into ``root/site`` with a fresh fake model and cache; ``options`` are BuildOptions."""
+    model = FakeEmbeddingModel()
+    result = build(root / "corpora", root / "site", cache=root / "cache", model=model, **options)
+    postgres = frozenset(own_postgres_processes())
+    made = SharedBuild(root, result, tuple(model.encoded), postgres, ())
+    return SharedBuild(root, result, made.embedded, postgres, made.current_digest())
+
+
+def unchanged(shared: SharedBuild) -> Iterator[Path]:
+    """Yield the shared site, then fail the test if its site, corpora or timings are not as built."""
+    yield shared.site
+    now = shared.current_digest()
+    changed = [p.name for p, a, b in zip(shared.watched(), shared.digest, now, strict=True) if a != b]
+    assert not changed, f"the shared build's {', '.join(changed)} changed: a test must copy it first (copy_site)"
+
+
+@dataclass(frozen=True)
+class AuditRun:
+    """``python audit.py`` run in a copy of a site: its exit status, the lines it printed and its audit.json."""
+
+    site: Path
+    returncode: int
+    lines: list[str]
+    report: dict
 
 
 TREC_MEASURES = {"hit": "Success", "recall": "R", "precision": "P", "mrr": "RR", "ndcg": "nDCG"}

@@ -3,69 +3,34 @@ on every tamper, and runs with nothing but Python and numpy."""
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import json
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from sitegen import audit
 from sitegen.build import BuildOptions, build_site
 from sitegen.publish.evidence import read_run, write_run
-from sitegen.rankers.tokenize import STOP_WORDS, tokenize, tokenize_stemmed
-from tests.helpers import REPO, TINY_DOCS, FakeEmbeddingModel, evidence_failures, write_corpus
-
-AUDIT_SOURCE = REPO / "sitegen" / "audit.py"
-
-# A second corpus that exercises the tokeniser's corners: plural endings, stop words,
-# Unicode letters, underscores, a passage without a title, a question without a kind,
-# graded and judged-non-relevant qrels, a duplicate passage (exact ties in every ranker),
-# a doc id with a space and a "%" (percent-encoded in .trec files).
-RICH_DOCS = [
-    {"_id": "a1", "title": "Batches and boxes", "text": "Policies for batches of boxes: the analysis class passes."},
-    {"_id": "a2", "title": "", "text": "Café payouts über Zürich: ünïcode words, snake_case_ids like card_id_42."},
-    {"_id": "a3", "title": "Fees", "text": "The fees for each payout are listed; fee tables update nightly."},
-    {"_id": "a4", "title": "Status", "text": "Status of the bus and the gas buses; wishes, dishes and quizzes."},
-    {"_id": "a0", "title": "Fees", "text": "The fees for each payout are listed; fee tables update nightly."},
-    {"_id": "a5 100%", "title": "Payout schedule", "text": "Payouts run daily; a payout can be paused."},
-]
-RICH_QUERIES = [
-    {"_id": "r1", "text": "policy for a batch of box", "kind": "stems"},
-    {"_id": "r2", "text": "cafe ZÜRICH card_id"},
-    {"_id": "r3", "text": "fee fee payouts", "kind": "stems"},
-    {"_id": "r4", "text": "status of buses and wish", "kind": "stems"},
-    {"_id": "r5", "text": "no passage answers this", "kind": "stems", "answerable": False},
-]
-RICH_CITATIONS = [
-    {"kind": "valid", "doc_id": "a3", "quote": "fee tables update nightly"},
-    {"kind": "invented-id", "doc_id": "a9", "quote": "fee tables"},
-    {"kind": "invented-span", "doc_id": "a3", "quote": "fees are waived"},
-]
-RICH_QRELS = [("r1", "a1", 2), ("r1", "a4", 0), ("r2", "a2", 1), ("r3", "a3", 2), ("r3", "a5 100%", 1), ("r4", "a4", 1)]
-
-
-@pytest.fixture(scope="module")
-def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("audit")
-    write_corpus(root / "corpora" / "tiny")
-    rich = write_corpus(root / "corpora" / "rich", RICH_DOCS, RICH_QUERIES, RICH_QRELS)
-    (rich / "citations.jsonl").write_text(json.dumps({"query_id": "r3", "citations": RICH_CITATIONS}) + "\n")
-    options = BuildOptions(corpora_dir=root / "corpora", out_dir=root / "site", cache_dir=root / "cache")
-    build_site(options, model=FakeEmbeddingModel())
-    return root / "site"
+from tests.helpers import (
+    AUDIT_SOURCE,
+    TINY_DOCS,
+    AuditRun,
+    FakeEmbeddingModel,
+    clean_env,
+    copy_site,
+    evidence_failures,
+    run_python,
+    write_corpus,
+)
 
 
 @pytest.fixture
-def site(built_site: Path, tmp_path: Path) -> Path:
-    """A private copy of the built site, free to tamper with."""
-    return Path(shutil.copytree(built_site, tmp_path / "site"))
+def site(default_site: Path, tmp_path: Path) -> Path:
+    """A private copy of the default build, free to tamper with."""
+    return copy_site(default_site, tmp_path / "site")
 
 
 def run(site: Path) -> tuple[dict, list[str]]:
@@ -130,9 +95,9 @@ def test_audit_passes_on_an_untouched_build(site: Path) -> None:
     assert audit.main([str(site)]) == 0
 
 
-def test_audit_json_is_deterministic_and_has_no_absolute_paths(built_site: Path, tmp_path: Path) -> None:
-    one = Path(shutil.copytree(built_site, tmp_path / "one"))
-    two = Path(shutil.copytree(built_site, tmp_path / "two"))
+def test_audit_json_is_deterministic_and_has_no_absolute_paths(default_site: Path, tmp_path: Path) -> None:
+    one = copy_site(default_site, tmp_path / "one")
+    two = copy_site(default_site, tmp_path / "two")
     run(one)
     run(two)
     assert (one / "audit.json").read_bytes() == (two / "audit.json").read_bytes()
@@ -178,15 +143,6 @@ def test_an_exact_tie_out_of_doc_id_order_is_caught(site: Path) -> None:
         f"{rel}: query {qid}: ranks {rank}, {rank + 1} ({first['doc_id']}, {second['doc_id']}) break the order "
         "score, doc id"
     ]
-
-
-def test_near_ties_may_stand_in_either_order_but_no_more() -> None:
-    hits = [{"doc_id": "a", "rank": 1, "score": 0.5}, {"doc_id": "b", "rank": 2, "score": 0.5}]
-    check = audit.Check("x")
-    assert audit._compare_ranked(check, "w", hits, {"a": 0.5, "b": 0.5 + 1e-9}, 10, lambda x, y: abs(x - y) <= 1e-6)
-    assert check.mismatches == []
-    audit._compare_ranked(check, "w", hits, {"a": 0.5, "b": 0.5 + 1e-3}, 10, lambda x, y: abs(x - y) <= 1e-6)
-    assert check.mismatches[0] == "w: rank 1 is doc a, recomputed b"
 
 
 def test_a_changed_metric_value_is_caught(site: Path) -> None:
@@ -428,80 +384,25 @@ def test_a_shipped_ranker_is_checked_by_its_own_verifier_whatever_its_run_declar
     ]
 
 
-def test_main_rejects_a_folder_without_evidence(tmp_path: Path) -> None:
-    assert audit.main([str(tmp_path)]) == 2
-
-
-def test_the_script_in_the_site_runs_as_a_subprocess(site: Path) -> None:
+def test_the_script_in_the_site_runs_as_a_subprocess_with_only_numpy(site: Path, numpy_only_python: Path) -> None:
+    """A test build passes `python audit.py` in a fresh virtualenv that has only numpy, and fails once tampered."""
     assert (site / "audit.py").read_bytes() == AUDIT_SOURCE.read_bytes()
-    good = subprocess.run([sys.executable, str(site / "audit.py")], capture_output=True, text=True, check=False)
+    python = str(numpy_only_python)
+    good = subprocess.run(
+        [python, str(site / "audit.py")], capture_output=True, text=True, check=False, env=clean_env()
+    )
     assert good.returncode == 0, good.stdout + good.stderr
     assert good.stdout.splitlines()[-1].startswith("AUDIT PASS")
     (site / "evidence/tiny/metrics.json").write_text("{}\n")
-    bad = subprocess.run([sys.executable, "audit.py"], cwd=site, capture_output=True, text=True, check=False)
+    bad = run_python(numpy_only_python, "audit.py", cwd=site)
     assert bad.returncode == 1 and "FAIL metrics:tiny/bm25" in bad.stdout
 
 
-def test_audit_imports_only_the_standard_library_and_numpy() -> None:
-    tree = ast.parse(AUDIT_SOURCE.read_text())
-    modules = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            modules |= {alias.name.split(".")[0] for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            assert node.level == 0, "relative import"
-            modules.add(node.module.split(".")[0])
-    assert modules - {"numpy"} <= set(sys.stdlib_module_names), modules
-    assert "numpy" in modules and "sitegen" not in modules
-
-
-def test_audit_runs_in_a_fresh_virtualenv_with_only_numpy(built_site: Path, tmp_path: Path) -> None:
-    """Both a test build and the repository's committed site/ pass `python audit.py` with only numpy."""
-    env = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(env)], check=True, capture_output=True)
-    python = env / "bin" / "python"
-    pip = subprocess.run([str(python), "-m", "pip", "install", "numpy"], capture_output=True, text=True, check=False)
-    if pip.returncode != 0:
-        pytest.skip(f"pip could not install numpy into a fresh virtualenv: {pip.stdout[-300:]}{pip.stderr[-300:]}")
-    no_sitegen = subprocess.run([str(python), "-c", "import sitegen"], cwd=tmp_path, capture_output=True, check=False)
-    assert no_sitegen.returncode != 0, "the fresh virtualenv must not see sitegen"
-    for name, source in (("built", built_site), ("committed", REPO / "site")):
-        copy = Path(shutil.copytree(source, tmp_path / name))  # the audit writes audit.json; keep the repo clean
-        result = subprocess.run([str(python), "audit.py"], cwd=copy, capture_output=True, text=True, check=False)
-        assert result.returncode == 0, name + ": " + result.stdout[-2000:] + result.stderr[-2000:]
-        assert result.stdout.splitlines()[-1].startswith("AUDIT PASS"), name
-
-
-def test_the_committed_site_passes_its_audit(tmp_path: Path) -> None:
-    copy = Path(shutil.copytree(REPO / "site", tmp_path / "site"))  # the audit writes audit.json; keep the repo clean
-    report, lines = run(copy)
-    assert report["verdict"] == "pass", [line for line in lines if line.startswith("FAIL")]
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from([*"aeisuxzchy13_-. \nÉéüßİ", "ies", "sses", "ches", "The", "bus"])).map("".join))
-def test_audit_tokenisers_agree_with_sitegen(text: str) -> None:
-    assert audit.tokens(text) == tokenize(text)
-    assert audit.tokens(text, frozenset(STOP_WORDS), stem=True) == tokenize_stemmed(text)
-
-
-def test_check_registries_name_every_check_family() -> None:
-    assert [p for p, _ in audit.CORPUS_CHECKS] == [
-        "inputs",
-        "presence",
-        "corpus",
-        "embeddings",
-        "report",
-        "experiments",
-        "packing",
-        "postgres",
-        "chunking",
-        "filtering",
-        "ties",
-        "changes",
-        "hygiene",
-    ]
-    assert [p for p, _ in audit.RANKER_CHECKS] == ["run", "trec", "metrics"]
+def test_the_committed_site_passes_its_own_audit_with_only_numpy(committed_audit: AuditRun) -> None:
+    """The repository's committed site/ passes `python audit.py` in a fresh virtualenv that has only numpy."""
+    assert committed_audit.returncode == 0, [line for line in committed_audit.lines if line.startswith("FAIL")]
+    assert committed_audit.lines[-1].startswith("AUDIT PASS")
+    assert committed_audit.report["verdict"] == "pass"
 
 
 def test_the_audit_reads_jsonl_as_the_loader_does_line_separators_in_strings_and_a_bom(tmp_path: Path) -> None:

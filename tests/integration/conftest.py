@@ -1,0 +1,98 @@
+"""Built sites shared by every test that only reads a build.
+
+A shared build is made once per session. Tests read it through a function-scoped fixture that checks, after the
+test, that nothing under it changed: a test that tampers with a site, or builds into one, works on a copy
+(``copy_site``), so the next reader sees the build as it was made.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import venv
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy
+import pytest
+
+from tests.helpers import (
+    PG_COST,
+    REPO,
+    RICH_CITATIONS,
+    RICH_DOCS,
+    RICH_QRELS,
+    RICH_QUERIES,
+    AuditRun,
+    SharedBuild,
+    copy_site,
+    run_python,
+    shared_build,
+    unchanged,
+    write_corpus,
+)
+
+
+@pytest.fixture(scope="session")
+def default_build(tmp_path_factory: pytest.TempPathFactory) -> SharedBuild:
+    """Every default ranker (PostgreSQL included) over two corpora, with a Performance page: ``tiny`` (with an
+    ablation in its sitegen.json) and ``rich`` (the tokeniser's corners, ties, graded and judged-non-relevant
+    labels, citations to check)."""
+    root = tmp_path_factory.mktemp("default-build")
+    tiny = write_corpus(root / "corpora" / "tiny")
+    ablation = [{"ranker": "bm25", "adds": "baseline"}, {"ranker": "rrf-dense-bm25", "adds": "dense"}]
+    (tiny / "sitegen.json").write_text(json.dumps({"ablation": ablation}))
+    rich = write_corpus(root / "corpora" / "rich", RICH_DOCS, RICH_QUERIES, RICH_QRELS)
+    (rich / "citations.jsonl").write_text(json.dumps({"query_id": "r3", "citations": RICH_CITATIONS}) + "\n")
+    (root / "bench").mkdir()
+    shutil.copyfile(REPO / "bench" / "results.json", root / "bench" / "results.json")
+    (root / "bench" / "results-pg.json").write_text(json.dumps(PG_COST), encoding="utf-8")
+    return shared_build(root)
+
+
+@pytest.fixture
+def default_site(default_build: SharedBuild) -> Iterator[Path]:
+    """The default build's site, to read only."""
+    yield from unchanged(default_build)
+
+
+@pytest.fixture(scope="session")
+def numpy_only_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The Python of a fresh virtualenv that sees the standard library and numpy, nothing else: what a reader who
+    downloads a site has. numpy is this environment's own, linked in, so no network is needed."""
+    root = tmp_path_factory.mktemp("numpy-only")
+    venv.create(root / "venv", with_pip=False, symlinks=True)
+    python = root / "venv" / "bin" / "python"
+    shelf = root / "shelf"
+    shelf.mkdir()
+    installed = Path(numpy.__file__).resolve().parent.parent
+    for name in ("numpy", "numpy.libs"):  # numpy.libs: the OpenBLAS of a manylinux wheel, where there is one
+        if (installed / name).exists():
+            (shelf / name).symlink_to(installed / name)
+    where = run_python(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])", cwd=root)
+    (Path(where.stdout.strip()) / "numpy-only.pth").write_text(f"{shelf}\n", encoding="utf-8")
+    assert run_python(python, "-c", "import numpy", cwd=root).returncode == 0
+    sees_sitegen = run_python(python, "-c", "import sitegen", cwd=root).returncode == 0
+    assert not sees_sitegen, "the fresh virtualenv must not see sitegen"
+    return python
+
+
+@pytest.fixture(scope="session")
+def committed_audit(tmp_path_factory: pytest.TempPathFactory, numpy_only_python: Path) -> AuditRun:
+    """The committed site's own audit.py, run once with only numpy, in a copy (the audit writes audit.json)."""
+    copy = copy_site(REPO / "site", tmp_path_factory.mktemp("committed-audit") / "site")
+    done = run_python(numpy_only_python, "audit.py", cwd=copy)
+    report = json.loads((copy / "audit.json").read_text(encoding="utf-8"))
+    return AuditRun(copy, done.returncode, done.stdout.splitlines(), report)
+
+
+#: Markers a test takes from the shared builds it reads, so that none is forgotten.
+FIXTURE_MARKERS = {"default_build": ("postgres",), "committed_audit": ("slow",)}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for fixture, markers in FIXTURE_MARKERS.items():
+            if fixture in getattr(item, "fixturenames", ()):
+                for marker in markers:
+                    item.add_marker(marker)
