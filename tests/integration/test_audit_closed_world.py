@@ -3,7 +3,7 @@
 Each test makes a *consistent* change: the evidence is edited and the manifest's sha256 and sizes
 recomputed (and ``pages.json`` too), so that only a check that knows what must be there can fail.
 Each asserts the check that catches it by name. Running one check family is enough to show which
-check catches a forgery; one test runs the whole audit.
+check catches a forgery; the badge test runs the whole audit, on a small build.
 """
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ import pytest
 from sitegen import audit
 from sitegen.publish.evidence import read_run, write_run
 from sitegen.publish.render import write_page_listing
-from tests.helpers import REPO, rehash_manifest
+from tests.helpers import REPO, AuditRun, copy_site, rehash_manifest
 
 COMMITTED = REPO / "site"
 
 
 @pytest.fixture
 def site(tmp_path: Path) -> Path:
-    return Path(shutil.copytree(COMMITTED, tmp_path / "site"))
+    return copy_site(COMMITTED, tmp_path / "site")
 
 
 def _consistent(site: Path) -> None:
@@ -210,7 +210,10 @@ def test_a_number_changed_on_a_page_fails_even_with_pages_json_recomputed(site: 
     assert want in check.mismatches
 
 
-def test_a_badge_that_claims_another_result_fails_even_with_pages_json_recomputed(site: Path) -> None:
+def test_a_badge_that_claims_another_result_fails_even_with_pages_json_recomputed(
+    default_site: Path, tmp_path: Path
+) -> None:
+    site = copy_site(default_site, tmp_path / "site")  # any site will do: the whole audit runs, so a small one
     page = site / "index.html"
     text = page.read_text(encoding="utf-8")
     assert "Audit: passed (" in text
@@ -233,13 +236,14 @@ def test_an_extra_page_or_a_missing_corpus_page_fails(site: Path) -> None:
 # ----------------------------------------------------------------- 7. a verifier you can trust
 
 
-def test_the_audit_prints_its_own_sha256_first_and_the_page_states_the_shipped_copys(site: Path) -> None:
-    lines: list[str] = []
-    audit.run_audit(site, echo=lines.append)
+def test_the_audit_prints_its_own_sha256_first_and_the_page_states_the_shipped_copys(
+    committed_audit: AuditRun,
+) -> None:
+    lines = committed_audit.lines  # the committed site's own audit.py, run
     assert lines[0].startswith(f"audit.py sha256 {audit._sha256(Path(audit.__file__))}")
-    shipped = audit._sha256(site / "audit.py")
+    shipped = audit._sha256(COMMITTED / "audit.py")
     assert shipped == audit._sha256(Path(audit.__file__))  # the committed site ships this very file
-    assert shipped in (site / "reproducibility.html").read_text(encoding="utf-8")
+    assert shipped in (COMMITTED / "reproducibility.html").read_text(encoding="utf-8")
     assert lines[-1].startswith("AUDIT PASS")
 
 
