@@ -16,6 +16,8 @@ from pathlib import Path
 import numpy
 import pytest
 
+from sitegen.build import BuildResult
+from sitegen.rankers.embeddings import EmbeddingModel
 from tests.helpers import (
     PG_COST,
     REPO,
@@ -25,6 +27,7 @@ from tests.helpers import (
     RICH_QUERIES,
     AuditRun,
     SharedBuild,
+    build,
     copy_site,
     run_python,
     shared_build,
@@ -54,6 +57,15 @@ def default_build(tmp_path_factory: pytest.TempPathFactory) -> SharedBuild:
 def default_site(default_build: SharedBuild) -> Iterator[Path]:
     """The default build's site, to read only."""
     yield from unchanged(default_build)
+
+
+@pytest.fixture(scope="session")
+def committed_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[BuildResult, Path]:
+    """A fresh build of the shipped corpora/ with the packaged model, reusing the committed site's vectors as
+    frozen inputs (so nothing is embedded, and every byte must equal the committed site's), and its folder."""
+    root = tmp_path_factory.mktemp("committed-build")
+    options = {"cache": root / "empty-cache", "vectors_from": REPO / "site"}
+    return build(REPO / "corpora", root / "fresh", model=EmbeddingModel(), **options), root / "fresh"
 
 
 @pytest.fixture(scope="session")
@@ -87,7 +99,11 @@ def committed_audit(tmp_path_factory: pytest.TempPathFactory, numpy_only_python:
 
 
 #: Markers a test takes from the shared builds it reads, so that none is forgotten.
-FIXTURE_MARKERS = {"default_build": ("postgres",), "committed_audit": ("slow",)}
+FIXTURE_MARKERS = {
+    "default_build": ("postgres",),
+    "committed_build": ("slow", "postgres"),
+    "committed_audit": ("slow",),
+}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -11,28 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from sitegen.build import BuildOptions, build_site
-from sitegen.rankers.embeddings import EmbeddingModel
+from sitegen.build import BuildResult
 from tests.helpers import REPO
 
 SITE = REPO / "site"
 
 
-def test_committed_site_equals_a_fresh_build_from_its_frozen_vectors(tmp_path: Path) -> None:
+def test_committed_site_equals_a_fresh_build_from_its_frozen_vectors(committed_build: tuple[BuildResult, Path]) -> None:
     if not (SITE / "evidence" / "manifest.json").is_file():
         pytest.fail("site/ is not committed: run `sitegen build` and commit site/")
-    result = build_site(
-        BuildOptions(
-            corpora_dir=REPO / "corpora",
-            out_dir=tmp_path / "fresh",
-            cache_dir=tmp_path / "empty-cache",
-            vectors_from=SITE,
-        ),
-        model=EmbeddingModel(),
-    )
+    result, fresh = committed_build
     assert result.embed_stats.embedded == 0, "every vector should come from the committed bundle"
     assert result.embed_stats.frozen > 0
-    fresh = tmp_path / "fresh"
     committed = sorted(p.relative_to(SITE).as_posix() for p in SITE.rglob("*") if p.is_file())
     rebuilt = sorted(p.relative_to(fresh).as_posix() for p in fresh.rglob("*") if p.is_file())
     assert committed == rebuilt

@@ -1,4 +1,5 @@
-"""The shipped payments-support corpus: its promises, and a real build with the packaged model."""
+"""The shipped payments-support corpus: its promises, and what a build of it (the session's fresh build of the
+shipped corpora, from the committed vectors) publishes."""
 
 from __future__ import annotations
 
@@ -7,10 +8,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
-import pytest
-from click.testing import CliRunner
-
-from sitegen.cli import cli
+from sitegen.build import BuildResult
 from sitegen.inputs.corpus import load_corpus, passage_text
 from sitegen.rankers import DEFAULT_RANKERS
 from tests.helpers import REPO, assert_metrics_match_trec_eval
@@ -73,74 +71,18 @@ def test_code_and_id_questions_name_the_code_of_their_passage() -> None:
             assert any(i in docs[doc_id].title for i in identifiers), (query.query_id, identifiers)
 
 
-@pytest.fixture(scope="module")
-def two_builds(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str, str]:
-    """A cold build and a warm rebuild with the real packaged model, sharing one fresh cache."""
-    root = tmp_path_factory.mktemp("payments")
-    cache = root / "cache"
-    outputs = []
-    for name in ("cold", "warm"):
-        result = CliRunner().invoke(
-            cli,
-            [
-                "build",
-                "--corpora",
-                str(REPO / "corpora"),
-                "--only",
-                "payments-support",
-                "--out",
-                str(root / name),
-                "--cache-dir",
-                str(cache),
-            ],
-        )
-        assert result.exit_code == 0, result.output
-        outputs.append(result.output)
-    return root / "cold", root / "warm", outputs[0], outputs[1]
-
-
-def test_build_writes_every_ranker_for_all_sixty_questions(two_builds) -> None:
-    cold, _, output, _ = two_builds
-    assert "0 from the cache, 154 texts embedded" in output
+def test_a_build_writes_every_ranker_for_all_sixty_questions(committed_build: tuple[BuildResult, Path]) -> None:
+    _, site = committed_build
     for ranker in UNFILTERED_RANKERS:
-        run = json.loads((cold / "evidence" / "payments-support" / "runs" / f"{ranker}.json").read_text())
+        run = json.loads((site / "evidence" / "payments-support" / "runs" / f"{ranker}.json").read_text())
         assert len(run["queries"]) == 60
         trec_queries = {
             line.split()[0]
-            for line in (cold / "evidence" / "payments-support" / "runs" / f"{ranker}.trec").read_text().splitlines()
+            for line in (site / "evidence" / "payments-support" / "runs" / f"{ranker}.trec").read_text().splitlines()
         }
         assert trec_queries == {q for q, hits in run["queries"].items() if hits}
 
 
-def test_payments_metrics_equal_trec_eval(two_builds) -> None:
-    cold, _, _, _ = two_builds
-    assert assert_metrics_match_trec_eval(cold, "payments-support") == len(UNFILTERED_RANKERS) * 60 * 25
-
-
-def test_rebuild_embeds_nothing_and_gives_identical_evidence(two_builds) -> None:
-    cold, warm, _, output = two_builds
-    assert "embedded nothing: 154 vectors from the cache" in output and "embedded 0" not in output
-    files = sorted(p.relative_to(cold) for p in cold.rglob("*") if p.is_file())
-    assert files == sorted(p.relative_to(warm) for p in warm.rglob("*") if p.is_file())
-    for rel in files:
-        assert (cold / rel).read_bytes() == (warm / rel).read_bytes(), rel
-
-
-def test_model_weights_sha256_is_recorded(two_builds) -> None:
-    from sitegen.hashing import sha256_file
-    from sitegen.rankers.embeddings import model_folder
-
-    manifest = json.loads((two_builds[0] / "evidence" / "manifest.json").read_text())
-    assert manifest["model"]["weights_sha256"] == sha256_file(model_folder() / "model.safetensors")
-
-
-def test_a_vector_does_not_depend_on_the_texts_embedded_with_it(tmp_path: Path) -> None:
-    """An incremental rebuild must give the same bytes as a cold one."""
-    from sitegen.rankers.embeddings import EmbeddingCache, EmbeddingModel, cache_key, embed_texts
-
-    corpus = load_corpus(CORPUS)
-    texts = [passage_text(d) for d in corpus.documents[:12]]
-    model = EmbeddingModel()
-    together, _ = embed_texts(texts, model, EmbeddingCache(tmp_path / "a", cache_key(model.config)))
-    alone, _ = embed_texts(texts[5:6], model, EmbeddingCache(tmp_path / "b", cache_key(model.config)))
-    assert together[5].tobytes() == alone[0].tobytes()
+def test_payments_metrics_equal_trec_eval(committed_build: tuple[BuildResult, Path]) -> None:
+    _, site = committed_build
+    assert assert_metrics_match_trec_eval(site, "payments-support") == len(UNFILTERED_RANKERS) * 60 * 25
