@@ -15,8 +15,10 @@ from typing import Any
 from urllib.parse import unquote
 
 import numpy as np
+from click.testing import CliRunner, Result
 
 from sitegen.build import BuildOptions, BuildResult, build_site
+from sitegen.cli import cli
 from sitegen.publish.evidence import canonical_json
 from sitegen.rankers.embeddings import EmbeddingConfig
 from sitegen.rankers.tokenize import tokenize
@@ -182,6 +184,11 @@ def build(
         log=log.append if log is not None else lambda _: None,
         model=model if model is not None else FakeEmbeddingModel(),
     )
+
+
+def run_cli(*args: str | Path) -> Result:
+    """``sitegen ARGS`` in this process (click's CliRunner), its output and exit code captured."""
+    return CliRunner().invoke(cli, [str(a) for a in args])
 
 
 def copy_site(site: Path, to: Path) -> Path:
