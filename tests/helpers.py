@@ -69,6 +69,32 @@ RICH_CITATIONS = [
 ]
 RICH_QRELS = [("r1", "a1", 2), ("r1", "a4", 0), ("r2", "a2", 1), ("r3", "a3", 2), ("r3", "a5 100%", 1), ("r4", "a4", 1)]
 
+# A question with no letter or digit: its tsquery is empty, so pg-tsvector must return nothing.
+SYMBOLS_QUERY = {"_id": "q5", "text": "?! -- ...", "kind": "unanswerable", "answerable": False}
+
+# A corpus whose questions carry metadata filters (a tenant, a date), and its sitegen.json.
+TENANT_DOCS = [
+    {
+        "_id": f"{tenant}-{n}",
+        "title": f"{tenant} policy {n}",
+        "text": f"expense limit policy {tenant} {n} words",
+        "metadata": {"tenant_id": tenant, "published_date": f"202{n}-06-01"},
+    }
+    for tenant in ("acme", "zeta")
+    for n in (3, 4, 5)
+]
+TENANT_QUERIES = [
+    {"_id": "t1", "text": "expense limit policy", "filter": {"tenant_id": "acme"}},
+    {"_id": "t2", "text": "expense limit policy zeta", "filter": {"tenant_id": "zeta", "after": "2024-01-01"}},
+]
+TENANT_FILTERS = {
+    "filters": {
+        "tenant_id": {"field": "tenant_id", "op": "equals"},
+        "after": {"field": "published_date", "op": "on-or-after"},
+    }
+}
+
+
 # A timing file of `sitegen bench-pg`, as the Performance page reads it (with a title to escape).
 PG_COST = {
     "kind": "sitegen-pg-cost",

@@ -17,6 +17,7 @@ import numpy
 import pytest
 
 from sitegen.build import BuildResult
+from sitegen.rankers import DEFAULT_RANKERS
 from sitegen.rankers.embeddings import EmbeddingModel
 from tests.helpers import (
     PG_COST,
@@ -25,6 +26,11 @@ from tests.helpers import (
     RICH_DOCS,
     RICH_QRELS,
     RICH_QUERIES,
+    SYMBOLS_QUERY,
+    TENANT_DOCS,
+    TENANT_FILTERS,
+    TENANT_QUERIES,
+    TINY_QUERIES,
     AuditRun,
     SharedBuild,
     build,
@@ -57,6 +63,26 @@ def default_build(tmp_path_factory: pytest.TempPathFactory) -> SharedBuild:
 def default_site(default_build: SharedBuild) -> Iterator[Path]:
     """The default build's site, to read only."""
     yield from unchanged(default_build)
+
+
+@pytest.fixture(scope="session")
+def postgres_build(tmp_path_factory: pytest.TempPathFactory) -> SharedBuild:
+    """bm25, bm25-filtered and every PostgreSQL ranker (filtered ones included), PostgreSQL required, over
+    ``tiny`` (with a question of symbols only) and ``tenant`` (questions filtered by tenant and date)."""
+    root = tmp_path_factory.mktemp("postgres-build")
+    write_corpus(root / "corpora" / "tiny", queries=[*TINY_QUERIES, SYMBOLS_QUERY])
+    tenant = write_corpus(
+        root / "corpora" / "tenant", TENANT_DOCS, TENANT_QUERIES, [("t1", "acme-5", 1), ("t2", "zeta-5", 1)]
+    )
+    (tenant / "sitegen.json").write_text(json.dumps(TENANT_FILTERS), encoding="utf-8")
+    pg_rankers = tuple(r for r in DEFAULT_RANKERS if r.startswith(("pg-", "rrf-pg")))
+    return shared_build(root, require_postgres=True, rankers=("bm25", "bm25-filtered", *pg_rankers))
+
+
+@pytest.fixture
+def postgres_site(postgres_build: SharedBuild) -> Iterator[Path]:
+    """The PostgreSQL build's site, to read only."""
+    yield from unchanged(postgres_build)
 
 
 @pytest.fixture(scope="session")
@@ -101,6 +127,7 @@ def committed_audit(tmp_path_factory: pytest.TempPathFactory, numpy_only_python:
 #: Markers a test takes from the shared builds it reads, so that none is forgotten.
 FIXTURE_MARKERS = {
     "default_build": ("postgres",),
+    "postgres_build": ("postgres",),
     "committed_build": ("slow", "postgres"),
     "committed_audit": ("slow",),
 }
