@@ -25,6 +25,8 @@ from sitegen.rankers.tokenize import tokenize
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
+#: The date the shipped corpora were frozen on, and the one the freezing tests use.
+FROZEN_ON = "2026-12-01"
 #: The standalone audit, copied verbatim into every built site.
 AUDIT_SOURCE = REPO / "sitegen" / "audit.py"
 
