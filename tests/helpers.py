@@ -25,6 +25,8 @@ from sitegen.rankers.tokenize import tokenize
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
+#: bm25, dense and their fusion: the rankers of a build that needs vectors but not PostgreSQL.
+DENSE_RANKERS = ("bm25", "dense", "rrf-dense-bm25")
 #: The date the shipped corpora were frozen on, and the one the freezing tests use.
 FROZEN_ON = "2026-12-01"
 #: The standalone audit, copied verbatim into every built site.

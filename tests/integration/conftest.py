@@ -20,6 +20,7 @@ from sitegen.build import BuildResult
 from sitegen.rankers import DEFAULT_RANKERS
 from sitegen.rankers.embeddings import EmbeddingModel
 from tests.helpers import (
+    DENSE_RANKERS,
     PG_COST,
     REPO,
     RICH_CITATIONS,
@@ -63,6 +64,20 @@ def default_build(tmp_path_factory: pytest.TempPathFactory) -> SharedBuild:
 def default_site(default_build: SharedBuild) -> Iterator[Path]:
     """The default build's site, to read only."""
     yield from unchanged(default_build)
+
+
+@pytest.fixture(scope="session")
+def dense_build(tmp_path_factory: pytest.TempPathFactory) -> SharedBuild:
+    """bm25, dense and their fusion over ``tiny``: the smallest build with vectors, a fusion and its evidence."""
+    root = tmp_path_factory.mktemp("dense-build")
+    write_corpus(root / "corpora" / "tiny")
+    return shared_build(root, rankers=DENSE_RANKERS)
+
+
+@pytest.fixture
+def dense_site(dense_build: SharedBuild) -> Iterator[Path]:
+    """The dense build's site, to read only."""
+    yield from unchanged(dense_build)
 
 
 @pytest.fixture(scope="session")
