@@ -248,23 +248,26 @@ def tree_digest(root: Path) -> str:
 
 
 def own_postgres_processes() -> set[int]:
-    """PostgreSQL processes started by this test process (a private server is its child, its workers the
-    server's): other users' servers on the same machine do not count."""
+    """Live PostgreSQL processes started by this test process (a private server is its child, the server's
+    workers are the server's children): other users' servers on the same machine do not count, nor do zombies."""
     parents: dict[int, int] = {}
-    names: dict[int, str] = {}
+    running: set[int] = set()
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             text = stat.read_text()
         except OSError:
             continue
         name, _, rest = text.partition(" (")[2].rpartition(") ")
+        state, parent = rest.split()[:2]
         pid = int(stat.parent.name)
-        parents[pid], names[pid] = int(rest.split()[1]), name
+        parents[pid] = int(parent)
+        if name.startswith("postgres") and state != "Z":
+            running.add(pid)
     mine, frontier = set(), {os.getpid()}
     while frontier:
         frontier = {pid for pid, parent in parents.items() if parent in frontier} - mine
         mine |= frontier
-    return {pid for pid in mine if names[pid].startswith("postgres")}
+    return mine & running
 
 
 @dataclass(frozen=True)
