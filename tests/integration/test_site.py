@@ -106,7 +106,7 @@ def served(site: Path) -> Iterator[str]:
 
 def _fetch(url: str) -> tuple[int, bytes]:
     try:
-        with urllib.request.urlopen(url, timeout=10) as response:
+        with urllib.request.urlopen(url, timeout=120) as response:  # a guard against a hang, not a measure
             return response.status, response.read()
     except urllib.error.HTTPError as error:
         return error.code, b""
