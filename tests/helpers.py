@@ -11,14 +11,17 @@ import subprocess
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 from urllib.parse import unquote
 
 import numpy as np
 from click.testing import CliRunner, Result
+from hypothesis import strategies as st
 
 from sitegen.build import BuildOptions, BuildResult, build_site
 from sitegen.cli import cli
+from sitegen.inputs.corpus import Corpus, Document, Query
 from sitegen.publish.evidence import canonical_json
 from sitegen.rankers.embeddings import EmbeddingConfig
 from sitegen.rankers.tokenize import tokenize
@@ -328,6 +331,28 @@ class AuditRun:
     lines: list[str]
     report: dict
 
+
+def make_corpus(docs: list, qs: list, qrels: dict) -> Corpus:
+    """A corpus from (id, title, text) passages, (id, text) questions and qrels, in memory."""
+    return Corpus(
+        name="hand",
+        root=Path("hand"),
+        documents=tuple(Document(d, title, text) for d, title, text in docs),
+        queries=tuple(Query(q, text, filter=MappingProxyType({})) for q, text in qs),
+        qrels=MappingProxyType(qrels),
+        readme="",
+        input_files=(),
+    )
+
+
+#: Texts of a few words, with stop words, plurals, accents, underscores and empty ones: tokeniser corners.
+TEXTS = st.lists(
+    st.lists(st.sampled_from(["The", "cards", "card", "boxes", "is", "ÉTÉS", "a_b", "x1", "", "  ", "\n", "?"])).map(
+        " ".join
+    ),
+    min_size=1,
+    max_size=12,
+)
 
 TREC_MEASURES = {"hit": "Success", "recall": "R", "precision": "P", "mrr": "RR", "ndcg": "nDCG"}
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 from collections import Counter
 from fractions import Fraction
 from pathlib import Path
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 
 import sitegen.scoring.experiments as experiments_module
+from sitegen import audit
 from sitegen.errors import CorpusError
 from sitegen.inputs.corpus import load_corpus
 from sitegen.rankers import RANKERS
@@ -357,3 +359,83 @@ def test_default_ablation_rows_measure_each_ranker_against_its_baseline(tmp_path
     assert set(against_dense["delta"].values()) == {0.0}
     assert against_dense["overall"] == against_bm25["overall"] and any(against_bm25["delta"].values())
     assert ablation["source"].startswith("default: ")
+
+
+def _reference_bootstrap(d: np.ndarray, seed: int, rounds: int, levels: list[float]) -> tuple[float, float]:
+    rng = np.random.default_rng(seed)
+    means = np.empty(rounds, dtype=np.float64)
+    for start in range(0, rounds, 1000):
+        block = min(1000, rounds - start)
+        means[start : start + block] = d[rng.integers(0, d.size, size=(block, d.size))].mean(axis=1)
+    low, high = np.quantile(means, levels)
+    return (float(low), float(high))
+
+
+SITEGEN_LEVELS = [(1 - 0.95) / 2, (1 + 0.95) / 2]  # paired_bootstrap_ci's, not exactly the audit's
+
+
+AUDIT_LEVELS = [0.025, 0.975]
+
+
+def _reference_sign_extreme(d: np.ndarray, seed: int, rounds: int) -> int:
+    d = d[d != 0]
+    observed = abs(math.fsum(d.tolist()))
+    rng, extreme = np.random.default_rng(seed), 0
+    for start in range(0, rounds, 1000):
+        block = min(1000, rounds - start)
+        signs = (rng.integers(0, 2, size=(block, d.size)) * 2 - 1).astype(np.float64)
+        extreme += int(np.count_nonzero(np.abs(signs @ d) >= observed - 1e-12))
+    return extreme
+
+
+def _pairs(seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Several pairs over the same questions (as the experiments test them): 0/1 and graded scores, many ties."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(20, 300))
+    out = []
+    for _ in range(4):
+        a = rng.integers(0, 2, n).astype(np.float64) if rng.random() < 0.5 else rng.random(n).round(2)
+        b = a.copy()
+        flip = rng.random(n) < rng.uniform(0.1, 0.9)
+        b[flip] = rng.random(int(flip.sum())).round(2)
+        out.append((a, b))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("rounds", [999, 2_500])
+def test_bootstrap_intervals_reusing_one_draw_equal_fresh_draws(seed: int, rounds: int) -> None:
+    for a, b in _pairs(seed):
+        want = _reference_bootstrap(a - b, 42 + seed, rounds, SITEGEN_LEVELS)
+        assert experiments_module.paired_bootstrap_ci(a, b, 42 + seed, rounds) == want
+        want = _reference_bootstrap(a - b, 42 + seed, rounds, AUDIT_LEVELS)
+        assert audit._bootstrap_interval(a - b, 42 + seed, rounds) == want
+    with pytest.MonkeyPatch.context() as patch:  # too many indices to keep: drawn per call, the same values
+        patch.setattr(experiments_module, "CACHED_BOOTSTRAP_VALUES", 0)
+        patch.setattr(audit, "_DRAWS_KEPT", 0)
+        assert experiments_module.paired_bootstrap_ci(a, b, 1, rounds) == _reference_bootstrap(
+            a - b, 1, rounds, SITEGEN_LEVELS
+        )
+        assert audit._bootstrap_interval(a - b, 1, rounds) == _reference_bootstrap(a - b, 1, rounds, AUDIT_LEVELS)
+
+
+def test_reused_bootstrap_draws_cannot_be_changed_by_a_caller() -> None:
+    drawn = experiments_module._bootstrap_indices(3, 1500, 40)
+    assert [x.shape for x in drawn] == [(1000, 40), (500, 40)]
+    with pytest.raises(ValueError):
+        drawn[0][0, 0] = 1
+    with pytest.raises(ValueError):
+        audit._bootstrap_draws(3, 1500, 40)[0][0, 0] = 1
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_sign_flip_tests_with_in_place_signs_equal_the_previous_ones(seed: int) -> None:
+    for a, b in _pairs(seed):
+        d = a - b
+        extreme = _reference_sign_extreme(d, 7 + seed, 3_000)
+        n = int(np.count_nonzero(d))
+        if 2**n <= 3_000:
+            continue  # exact enumeration: not rewritten
+        result = experiments_module.paired_randomisation_test(a, b, 7 + seed, 3_000)
+        assert result.p_value == (extreme + 1) / 3_001
+        assert audit._sign_test_p(d, 7 + seed, 3_000)[0] == (extreme + 1) / 3_001
