@@ -7,22 +7,15 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from sitegen.audit import run_audit
-from sitegen.cli import cli
 from sitegen.errors import CorpusError
 from sitegen.inputs.freeze import (
     FROZEN_FILE,
     freeze_corpus,
     read_frozen,
 )
-from tests.helpers import FROZEN_ON, TINY_QUERIES, build, file_tree, write_corpus
-
-
-def _cli_build(corpora: Path, out: Path, *extra: str):
-    args = ["build", "--corpora", str(corpora), "--out", str(out), "--ranker", "bm25", "--quiet"]
-    return CliRunner().invoke(cli, [*args, "--cache-dir", str(out.parent / "cache"), *extra])
+from tests.helpers import FROZEN_ON, TINY_QUERIES, build, cli_build, file_tree, write_corpus
 
 
 def _edit_a_question(corpus: Path) -> None:
@@ -36,7 +29,7 @@ def test_a_malformed_frozen_json_is_a_one_line_error_naming_it(tmp_path: Path) -
     (corpus / FROZEN_FILE).write_text('{"date": "2026-12-01"}', encoding="utf-8")
     with pytest.raises(CorpusError, match=r"FROZEN\.json: expected"):
         read_frozen(corpus)
-    result = _cli_build(corpus.parent, tmp_path / "site")
+    result = cli_build(corpus.parent, tmp_path / "site")
     assert result.exit_code == 1 and "FROZEN.json: expected" in result.output and "Traceback" not in result.output
 
 
@@ -71,7 +64,7 @@ def test_editing_a_frozen_question_fails_the_build_naming_the_file_and_keeps_the
     before = file_tree(site)
     _edit_a_question(corpus)
 
-    result = _cli_build(corpus.parent, site)
+    result = cli_build(corpus.parent, site)
     assert result.exit_code == 1
     lines = result.output.strip().splitlines()
     assert len(lines) == 1, result.output
@@ -86,7 +79,7 @@ def test_allow_edited_builds_and_flags_the_edited_files(tmp_path: Path) -> None:
     freeze_corpus(corpus, FROZEN_ON)
     _edit_a_question(corpus)
     site = tmp_path / "site"
-    result = _cli_build(corpus.parent, site, "--allow-edited")
+    result = cli_build(corpus.parent, site, "--allow-edited")
     assert result.exit_code == 0, result.output
     summary = json.loads((site / "evidence" / "tiny" / "corpus.json").read_text())
     assert summary["frozen"] == {"date": FROZEN_ON, "edited_files": ["queries.jsonl"]}

@@ -11,19 +11,13 @@ import threading
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from sitegen import swap
 from sitegen.build import BuildOptions
-from sitegen.cli import cli
 from sitegen.errors import OutputFolderError, SitegenError
-from tests.helpers import build, copy_site, file_tree, write_corpus
+from tests.helpers import build, cli_build, copy_site, file_tree, write_corpus
 
 FAST = ("bm25",)  # no embeddings, no PostgreSQL: the cheapest build
-
-
-def _cli_build(*args: str):
-    return CliRunner().invoke(cli, ["build", "--ranker", "bm25", "--quiet", *args])
 
 
 def _assert_complete_site(site: Path, corpora: list[str]) -> None:
@@ -63,7 +57,7 @@ def test_out_equal_to_the_corpora_folder_is_refused_even_with_force_and_left_byt
 ) -> None:
     corpora = tiny_corpus.parent
     before = file_tree(corpora)
-    result = _cli_build("--corpora", str(corpora), "--out", str(corpora), *(["--force"] if force else []))
+    result = cli_build(corpora, corpora, *(["--force"] if force else []))
     assert result.exit_code == 1
     assert result.output == (
         f"error: build failed: --out {corpora} equals the corpora folder {corpora}; "
@@ -93,7 +87,7 @@ def test_a_file_as_out_is_refused(tmp_path: Path, tiny_corpus: Path) -> None:
     with pytest.raises(OutputFolderError, match="is a file, not a folder"):
         build(tiny_corpus.parent, out, cache=tmp_path / "cache", rankers=FAST, force=True)
     assert out.read_text() == "not a folder"
-    result = _cli_build("--corpora", str(tiny_corpus.parent), "--out", str(out))
+    result = cli_build(tiny_corpus.parent, out)
     assert result.exit_code == 2 and "is a file" in result.output
 
 
@@ -106,14 +100,14 @@ def test_out_holding_unrelated_files_is_refused_and_kept_and_force_then_builds(
     out = tmp_path / "notes"
     out.mkdir()
     (out / "notes.txt").write_text("my notes")
-    result = _cli_build("--corpora", str(tiny_corpus.parent), "--out", str(out))
+    result = cli_build(tiny_corpus.parent, out)
     assert result.exit_code == 1
     assert result.output == (
         f"error: build failed: --out {out} is not empty and is not a sitegen site (it holds notes.txt); "
         "choose a new or empty folder, or pass --force to replace it\n"
     )
     assert file_tree(out) == {"notes.txt": b"my notes"}
-    result = _cli_build("--corpora", str(tiny_corpus.parent), "--out", str(out), "--force")
+    result = cli_build(tiny_corpus.parent, out, "--force")
     assert result.exit_code == 0, result.output
     _assert_complete_site(out, ["tiny"])
     assert not (out / "notes.txt").exists()
@@ -168,7 +162,7 @@ def test_only_into_a_site_holding_other_corpora_is_refused_even_with_force_and_k
     out = tmp_path / "site"
     build(tiny_corpus.parent, out, cache=tmp_path / "cache", rankers=FAST)
     before = file_tree(out)
-    result = _cli_build("--corpora", str(tiny_corpus.parent), "--out", str(out), "--only", "tiny", "--force")
+    result = cli_build(tiny_corpus.parent, out, "--only", "tiny", "--force")
     assert result.exit_code == 1
     assert result.output == (
         f"error: build failed: --only tiny would remove other from the site at {out} (a build replaces the "
@@ -348,8 +342,8 @@ def test_cli_flags_reach_the_build_options(monkeypatch: pytest.MonkeyPatch) -> N
         raise OutputFolderError("captured")
 
     monkeypatch.setattr("sitegen.build.build_site", capture)
-    assert _cli_build().exit_code == 1
-    assert _cli_build("--force", "--allow-missing-postgres").exit_code == 1
+    assert cli_build().exit_code == 1
+    assert cli_build(None, None, "--force", "--allow-missing-postgres").exit_code == 1
     assert [(o.force, o.allow_missing_postgres) for o in seen] == [(False, False), (True, True)]
 
 
