@@ -12,13 +12,12 @@ import numpy as np
 import pytest
 
 from sitegen import audit
-from sitegen.build import BuildOptions, build_site
 from sitegen.publish.evidence import read_run, write_run
 from tests.helpers import (
     AUDIT_SOURCE,
     TINY_DOCS,
     AuditRun,
-    FakeEmbeddingModel,
+    build,
     clean_env,
     copy_site,
     evidence_failures,
@@ -415,9 +414,6 @@ def test_the_audit_reads_jsonl_as_the_loader_does_line_separators_in_strings_and
     corpus.write_bytes(b"\xef\xbb\xbf" + corpus.read_bytes().replace(b"\\u2028", "\u2028".encode()))
     assert "\u2028".encode() in corpus.read_bytes()
     out = tmp_path / "site"
-    build_site(
-        BuildOptions(corpora_dir=tmp_path / "corpora", out_dir=out, cache_dir=tmp_path / "cache", rankers=("bm25",)),
-        model=FakeEmbeddingModel(),
-    )
+    build(tmp_path / "corpora", out, rankers=("bm25",))
     report = json.loads((out / "audit.json").read_text())
     assert report["verdict"] == "pass"

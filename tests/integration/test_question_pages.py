@@ -13,10 +13,9 @@ from urllib.parse import unquote, urljoin
 import pytest
 
 from sitegen import audit
-from sitegen.build import BuildOptions, build_site
 from sitegen.publish.evidence import canonical_json, expand_run, read_run, run_json
 from sitegen.publish.render import TABLE_METRICS, _legend, _letter, _question_ties, snippet, write_page_listing
-from tests.helpers import FakeEmbeddingModel, build, evidence_failures, rehash_manifest, write_corpus
+from tests.helpers import DENSE_RANKERS, build, evidence_failures, rehash_manifest, write_corpus
 
 # A passage id with characters that are unsafe in a file name, a URL and an HTML attribute.
 LONG_ID = '../long "doc" <1>'
@@ -39,13 +38,7 @@ PAGE_BOUND = 30_000  # bytes: the per-page target of the scale issue
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("questions")
     write_corpus(root / "corpora" / "long", docs=DOCS, queries=QUERIES, qrels=QRELS)
-    options = BuildOptions(
-        corpora_dir=root / "corpora",
-        out_dir=root / "site",
-        cache_dir=root / "cache",
-        rankers=("bm25", "dense", "rrf-dense-bm25"),
-    )
-    build_site(options, model=FakeEmbeddingModel())
+    build(root / "corpora", root / "site", rankers=DENSE_RANKERS)
     return root / "site"
 
 

@@ -21,9 +21,8 @@ from urllib.parse import unquote, urljoin, urlsplit
 
 import pytest
 
-from sitegen.build import BuildOptions, build_site
 from sitegen.publish.render import page_name, render_markdown
-from tests.helpers import REPO, FakeEmbeddingModel, write_corpus
+from tests.helpers import REPO, build, write_corpus
 
 HOSTILE_DOCS = [
     {"_id": "a/b", "title": "<script>alert(1)</script>", "text": "Template {{ 7*7 }} and {% raw %} stay text."},
@@ -53,10 +52,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     (root / "bench").mkdir()
     shutil.copyfile(REPO / "bench" / "results.json", root / "bench" / "results.json")
-    build_site(
-        BuildOptions(corpora_dir=root / "corpora", out_dir=root / "site", cache_dir=root / "cache"),
-        model=FakeEmbeddingModel(),
-    )
+    build(root / "corpora", root / "site")
     return root / "site"
 
 
