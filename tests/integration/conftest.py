@@ -139,6 +139,22 @@ def committed_audit(tmp_path_factory: pytest.TempPathFactory, numpy_only_python:
     return AuditRun(copy, done.returncode, done.stdout.splitlines(), report)
 
 
+@pytest.fixture
+def ranked(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every corpus bm25 ranks, in order: empty when a build fails before any ranker runs."""
+    from sitegen.rankers.bm25 import BM25Ranker
+
+    calls: list[str] = []
+    real = BM25Ranker.rank
+
+    def spy(self, inputs, depth):
+        calls.append(inputs.corpus.name)
+        return real(self, inputs, depth)
+
+    monkeypatch.setattr(BM25Ranker, "rank", spy)
+    return calls
+
+
 #: Markers a test takes from the shared builds it reads, so that none is forgotten.
 FIXTURE_MARKERS = {
     "default_build": ("postgres",),

@@ -29,22 +29,6 @@ SOME_UNKNOWN = (
 MOSTLY_UNKNOWN_DOCS = "q1 Q0 DOC-1 1 3.0 x\nq1 Q0 DOC-2 2 2.0 x\nq2 Q0 DOC-3 1 1.0 x\nq2 Q0 d3 2 0.5 x\n"
 
 
-@pytest.fixture
-def ranked(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Every corpus bm25 ranks, in order: empty when a build fails before any ranker runs."""
-    from sitegen.rankers.bm25 import BM25Ranker
-
-    calls: list[str] = []
-    real = BM25Ranker.rank
-
-    def spy(self, inputs, depth):
-        calls.append(inputs.corpus.name)
-        return real(self, inputs, depth)
-
-    monkeypatch.setattr(BM25Ranker, "rank", spy)
-    return calls
-
-
 # ------------------------------------------------------------------- --run naming a corpus not built
 
 
