@@ -30,6 +30,7 @@ from sitegen.rankers.pg_server import PostgresServer, PostgresUnavailable
 from tests.helpers import REPO, FakeEmbeddingModel, write_corpus
 
 psycopg = pytest.importorskip("psycopg")
+pytestmark = pytest.mark.postgres
 from psycopg import sql  # noqa: E402
 
 

@@ -19,6 +19,7 @@ from sitegen.rankers import pg_server
 from sitegen.rankers.pg_server import PostgresServer
 
 psycopg = pytest.importorskip("psycopg")
+pytestmark = pytest.mark.postgres
 
 
 def _skip_unless_possible() -> None:
