@@ -43,17 +43,22 @@ from tests.helpers import (
 )
 
 
-@pytest.fixture(scope="session")
-def default_build(tmp_path_factory: pytest.TempPathFactory) -> SharedBuild:
-    """Every default ranker (PostgreSQL included) over two corpora, with a Performance page: ``tiny`` (with an
-    ablation in its sitegen.json) and ``rich`` (the tokeniser's corners, ties, graded and judged-non-relevant
-    labels, citations to check)."""
-    root = tmp_path_factory.mktemp("default-build")
+def _tiny_and_rich(root: Path) -> Path:
+    """``tiny`` (with an ablation in its sitegen.json) and ``rich`` (the tokeniser's corners, ties, graded and
+    judged-non-relevant labels, citations to check) under ``root/corpora``."""
     tiny = write_corpus(root / "corpora" / "tiny")
     ablation = [{"ranker": "bm25", "adds": "baseline"}, {"ranker": "rrf-dense-bm25", "adds": "dense"}]
     (tiny / "sitegen.json").write_text(json.dumps({"ablation": ablation}))
     rich = write_corpus(root / "corpora" / "rich", RICH_DOCS, RICH_QUERIES, RICH_QRELS)
     (rich / "citations.jsonl").write_text(json.dumps({"query_id": "r3", "citations": RICH_CITATIONS}) + "\n")
+    return root / "corpora"
+
+
+@pytest.fixture(scope="session")
+def default_build(tmp_path_factory: pytest.TempPathFactory) -> SharedBuild:
+    """Every default ranker (PostgreSQL included) over ``tiny`` and ``rich``, with a Performance page."""
+    root = tmp_path_factory.mktemp("default-build")
+    _tiny_and_rich(root)
     (root / "bench").mkdir()
     shutil.copyfile(REPO / "bench" / "results.json", root / "bench" / "results.json")
     (root / "bench" / "results-pg.json").write_text(json.dumps(PG_COST), encoding="utf-8")
@@ -64,6 +69,24 @@ def default_build(tmp_path_factory: pytest.TempPathFactory) -> SharedBuild:
 def default_site(default_build: SharedBuild) -> Iterator[Path]:
     """The default build's site, to read only."""
     yield from unchanged(default_build)
+
+
+@pytest.fixture(scope="session")
+def audit_build(tmp_path_factory: pytest.TempPathFactory) -> SharedBuild:
+    """``tiny`` and ``rich`` with the rankers whose runs the tampering tests change (pg-vector: its scores are
+    cosines of the same stored vectors as dense's): each tampered copy is audited whole, and fewer runs make
+    a cheaper audit."""
+    root = tmp_path_factory.mktemp("audit-build")
+    _tiny_and_rich(root)
+    return shared_build(
+        root, rankers=("bm25", "bm25-stem", "dense", "rrf-dense-bm25", "rrf-dense-bm25-stem", "pg-vector")
+    )
+
+
+@pytest.fixture
+def audit_site(audit_build: SharedBuild) -> Iterator[Path]:
+    """The audit build's site, to read only."""
+    yield from unchanged(audit_build)
 
 
 @pytest.fixture(scope="session")
@@ -158,6 +181,7 @@ def ranked(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 #: Markers a test takes from the shared builds it reads, so that none is forgotten.
 FIXTURE_MARKERS = {
     "default_build": ("postgres",),
+    "audit_build": ("postgres",),
     "postgres_build": ("postgres",),
     "committed_build": ("slow", "postgres"),
     "committed_audit": ("slow",),

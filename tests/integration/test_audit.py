@@ -27,9 +27,9 @@ from tests.helpers import (
 
 
 @pytest.fixture
-def site(default_site: Path, tmp_path: Path) -> Path:
-    """A private copy of the default build, free to tamper with."""
-    return copy_site(default_site, tmp_path / "site")
+def site(audit_site: Path, tmp_path: Path) -> Path:
+    """A private copy of the audit build, free to tamper with."""
+    return copy_site(audit_site, tmp_path / "site")
 
 
 def run(site: Path) -> tuple[dict, list[str]]:
@@ -94,9 +94,9 @@ def test_audit_passes_on_an_untouched_build(site: Path) -> None:
     assert audit.main([str(site)]) == 0
 
 
-def test_audit_json_is_deterministic_and_has_no_absolute_paths(default_site: Path, tmp_path: Path) -> None:
-    one = copy_site(default_site, tmp_path / "one")
-    two = copy_site(default_site, tmp_path / "two")
+def test_audit_json_is_deterministic_and_has_no_absolute_paths(audit_site: Path, tmp_path: Path) -> None:
+    one = copy_site(audit_site, tmp_path / "one")
+    two = copy_site(audit_site, tmp_path / "two")
     run(one)
     run(two)
     assert (one / "audit.json").read_bytes() == (two / "audit.json").read_bytes()
