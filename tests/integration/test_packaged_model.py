@@ -8,13 +8,11 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from sitegen.cli import cli
 from sitegen.inputs.corpus import load_corpus, passage_text
-from tests.helpers import REPO, write_corpus
+from tests.helpers import DENSE_RANKERS, REPO, run_cli, write_corpus
 
-pytestmark = [pytest.mark.slow, pytest.mark.postgres]
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
@@ -24,8 +22,8 @@ def two_builds(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, st
     corpora = write_corpus(root / "corpora" / "tiny").parent
     outputs = []
     for name in ("cold", "warm"):
-        args = ["build", "--corpora", str(corpora), "--out", str(root / name), "--cache-dir", str(root / "cache")]
-        result = CliRunner().invoke(cli, args)
+        args = ["build", "--corpora", corpora, "--out", root / name, "--cache-dir", root / "cache"]
+        result = run_cli(*args, *(a for r in DENSE_RANKERS for a in ("--ranker", r)))  # the rankers it feeds
         assert result.exit_code == 0, result.output
         outputs.append(result.output)
     return root / "cold", root / "warm", outputs[0], outputs[1]

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from sitegen import audit
+from sitegen.rankers import DEFAULT_RANKERS
 from sitegen.rankers.pg_index import EF_SEARCH_MAX
 from sitegen.rankers.pg_server import PostgresServer, PostgresUnavailable
 from sitegen.verify.postgres import rerun_postgres
@@ -23,6 +24,7 @@ pytestmark = pytest.mark.postgres
 PASSAGES = EF_SEARCH_MAX + 150  # above the ceiling: the vector lists must be an exact scan
 PG_RUNS = ("pg-vector", "pg-tsvector", "rrf-pgvector-tsvector", "pg-hybrid-sql")
 FILTERED_PG_RUNS = ("pg-vector-filtered", "pg-tsvector-filtered", "rrf-pgvector-tsvector-filtered")
+ALL_PG_RANKERS = tuple(r for r in DEFAULT_RANKERS if r.startswith(("pg-", "rrf-pg")))
 
 
 @pytest.fixture(scope="module")
@@ -69,8 +71,9 @@ def two_builds(tmp_path_factory: pytest.TempPathFactory, remote: PostgresServer)
     with psycopg.connect(remote.conninfo, autocommit=True) as conn:  # someone else's table on the "remote" server
         conn.execute("CREATE TABLE IF NOT EXISTS keep_me (id int)")
         conn.execute("INSERT INTO keep_me VALUES (1), (2)")
-    for name in ("a", "b"):
-        build(root / "corpora", root / name, cache=root / "cache", pg_dsn=remote.conninfo, require_postgres=True)
+    for name in ("a", "b"):  # the PostgreSQL rankers only: the others do not depend on the server or the ceiling
+        options = {"pg_dsn": remote.conninfo, "require_postgres": True, "rankers": ALL_PG_RANKERS}
+        build(root / "corpora", root / name, cache=root / "cache", **options)
     return root / "a", root / "b"
 
 
