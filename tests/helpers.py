@@ -23,11 +23,16 @@ from sitegen.build import BuildOptions, BuildResult, build_site
 from sitegen.cli import cli
 from sitegen.inputs.corpus import Corpus, Document, Query
 from sitegen.publish.evidence import canonical_json
+from sitegen.rankers import DEFAULT_RANKERS
 from sitegen.rankers.embeddings import EmbeddingConfig
 from sitegen.rankers.tokenize import tokenize
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
+#: The default rankers but the filtered variants, which run only where questions carry a metadata filter.
+UNFILTERED_RANKERS = tuple(r for r in DEFAULT_RANKERS if not r.endswith("-filtered"))
+#: Every PostgreSQL ranker, the filtered ones included.
+PG_RANKERS = tuple(r for r in DEFAULT_RANKERS if r.startswith(("pg-", "rrf-pg")))
 #: bm25, dense and their fusion: the rankers of a build that needs vectors but not PostgreSQL.
 DENSE_RANKERS = ("bm25", "dense", "rrf-dense-bm25")
 #: The date the shipped corpora were frozen on, and the one the freezing tests use.

@@ -17,11 +17,11 @@ import numpy
 import pytest
 
 from sitegen.build import BuildResult
-from sitegen.rankers import DEFAULT_RANKERS
 from sitegen.rankers.embeddings import EmbeddingModel
 from tests.helpers import (
     DENSE_RANKERS,
     PG_COST,
+    PG_RANKERS,
     REPO,
     RICH_CITATIONS,
     RICH_DOCS,
@@ -113,8 +113,7 @@ def postgres_build(tmp_path_factory: pytest.TempPathFactory) -> SharedBuild:
         root / "corpora" / "tenant", TENANT_DOCS, TENANT_QUERIES, [("t1", "acme-5", 1), ("t2", "zeta-5", 1)]
     )
     (tenant / "sitegen.json").write_text(json.dumps(TENANT_FILTERS), encoding="utf-8")
-    pg_rankers = tuple(r for r in DEFAULT_RANKERS if r.startswith(("pg-", "rrf-pg")))
-    return shared_build(root, require_postgres=True, rankers=("bm25", "bm25-filtered", *pg_rankers))
+    return shared_build(root, require_postgres=True, rankers=("bm25", "bm25-filtered", *PG_RANKERS))
 
 
 @pytest.fixture

@@ -253,3 +253,10 @@ def test_a_tampered_shipped_audit_no_longer_matches_the_sha256_the_page_states(s
     write_page_listing(site)  # even with the page listing recomputed
     check = audit.pages_check(audit.Bundle(site), [])
     assert "reproducibility.html: does not state the sha256 of the audit.py it ships" in check.mismatches
+
+
+def test_the_committed_site_passes_its_own_audit_with_only_numpy(committed_audit: AuditRun) -> None:
+    """The repository's committed site/ passes `python audit.py` in a fresh virtualenv that has only numpy."""
+    assert committed_audit.returncode == 0, [line for line in committed_audit.lines if line.startswith("FAIL")]
+    assert committed_audit.lines[-1].startswith("AUDIT PASS")
+    assert committed_audit.report["verdict"] == "pass"

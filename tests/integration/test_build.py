@@ -14,8 +14,8 @@ from sitegen import build as build_module
 from sitegen.cli import cli
 from sitegen.errors import SitegenError
 from sitegen.publish.evidence import read_run
-from sitegen.rankers import DEFAULT_RANKERS
 from tests.helpers import (
+    UNFILTERED_RANKERS,
     FakeEmbeddingModel,
     SharedBuild,
     assert_metrics_match_trec_eval,
@@ -26,9 +26,7 @@ from tests.helpers import (
     write_corpus,
 )
 
-# Filtered variants run only where questions carry a metadata filter; these corpora have none.
-UNFILTERED_RANKERS = tuple(r for r in DEFAULT_RANKERS if not r.endswith("-filtered"))
-PG_RANKERS = ("pg-vector", "pg-tsvector", "rrf-pgvector-tsvector", "pg-hybrid-sql")
+UNFILTERED_PG = ("pg-vector", "pg-tsvector", "rrf-pgvector-tsvector", "pg-hybrid-sql")
 
 
 def test_build_writes_a_run_per_ranker_with_ranked_hits(default_site: Path) -> None:
@@ -269,13 +267,13 @@ def test_postgres_rankers_run_beside_the_others_and_leave_no_server_behind(
 
 def test_unreachable_postgres_marks_the_rows_not_run_unless_required(tmp_path: Path, tiny_corpus: Path) -> None:
     dsn = "postgresql://sitegen@127.0.0.1:9/none?connect_timeout=2"
-    build(tiny_corpus.parent, tmp_path / "site", pg_dsn=dsn, rankers=("bm25", *PG_RANKERS))
+    build(tiny_corpus.parent, tmp_path / "site", pg_dsn=dsn, rankers=("bm25", *UNFILTERED_PG))
     postgres = json.loads((tmp_path / "site" / "evidence" / "tiny" / "postgres.json").read_text())
-    assert set(postgres["not_run"]) == set(PG_RANKERS)
+    assert set(postgres["not_run"]) == set(UNFILTERED_PG)
     assert not (tmp_path / "site" / "evidence" / "tiny" / "runs" / "pg-vector.json").exists()
     assert "Not run on this build" in (tmp_path / "site" / "corpora" / "tiny" / "index.html").read_text()
     with pytest.raises(SitegenError):
-        build(tiny_corpus.parent, tmp_path / "s2", pg_dsn=dsn, require_postgres=True, rankers=("bm25", *PG_RANKERS))
+        build(tiny_corpus.parent, tmp_path / "s2", pg_dsn=dsn, require_postgres=True, rankers=("bm25", *UNFILTERED_PG))
     assert not (tmp_path / "s2").exists()
 
 

@@ -12,11 +12,10 @@ import numpy as np
 import pytest
 
 from sitegen import audit
-from sitegen.rankers import DEFAULT_RANKERS
 from sitegen.rankers.pg_index import EF_SEARCH_MAX
 from sitegen.rankers.pg_server import PostgresServer, PostgresUnavailable
 from sitegen.verify.postgres import rerun_postgres
-from tests.helpers import build, evidence_failures, rehash_manifest, write_corpus
+from tests.helpers import PG_RANKERS, build, evidence_failures, rehash_manifest, write_corpus
 
 psycopg = pytest.importorskip("psycopg")
 pytestmark = pytest.mark.postgres
@@ -24,7 +23,6 @@ pytestmark = pytest.mark.postgres
 PASSAGES = EF_SEARCH_MAX + 150  # above the ceiling: the vector lists must be an exact scan
 PG_RUNS = ("pg-vector", "pg-tsvector", "rrf-pgvector-tsvector", "pg-hybrid-sql")
 FILTERED_PG_RUNS = ("pg-vector-filtered", "pg-tsvector-filtered", "rrf-pgvector-tsvector-filtered")
-ALL_PG_RANKERS = tuple(r for r in DEFAULT_RANKERS if r.startswith(("pg-", "rrf-pg")))
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +70,7 @@ def two_builds(tmp_path_factory: pytest.TempPathFactory, remote: PostgresServer)
         conn.execute("CREATE TABLE IF NOT EXISTS keep_me (id int)")
         conn.execute("INSERT INTO keep_me VALUES (1), (2)")
     for name in ("a", "b"):  # the PostgreSQL rankers only: the others do not depend on the server or the ceiling
-        options = {"pg_dsn": remote.conninfo, "require_postgres": True, "rankers": ALL_PG_RANKERS}
+        options = {"pg_dsn": remote.conninfo, "require_postgres": True, "rankers": PG_RANKERS}
         build(root / "corpora", root / name, cache=root / "cache", **options)
     return root / "a", root / "b"
 
