@@ -239,7 +239,8 @@ def cli_build(corpora: Path | None = None, out: Path | None = None, *args: str |
 
 
 def copy_site(site: Path, to: Path) -> Path:
-    """A private copy of a built site (a shared one is read, never changed): free to tamper with or build into."""
+    """A private copy of a folder: a shared build's site, corpora or cache is read, never changed, so a test
+    that tampers with one, or builds into or from it, works on a copy."""
     return Path(shutil.copytree(site, to, symlinks=True))
 
 

@@ -181,7 +181,8 @@ def ranked(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 FIXTURE_MARKERS = {
     "default_build": ("postgres",),
     "audit_build": ("postgres",),
-    "postgres_build": ("postgres",),
+    "postgres_build": ("postgres", "slow"),
+    "numpy_only_python": ("slow",),
     "committed_build": ("slow", "postgres"),
     "committed_audit": ("slow",),
 }

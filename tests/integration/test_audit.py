@@ -24,6 +24,10 @@ from tests.helpers import (
     write_corpus,
 )
 
+# Slow: each test audits a whole tampered copy of a build (the quick run keeps the audits of smaller builds:
+# test_build, test_evidence_schemas, test_hygiene_in_a_build, test_supplied_vectors, ...)
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def site(audit_site: Path, tmp_path: Path) -> Path:

@@ -20,6 +20,9 @@ from sitegen.publish.evidence import read_run, write_run
 from sitegen.publish.render import write_page_listing
 from tests.helpers import REPO, AuditRun, copy_site, rehash_manifest
 
+# Slow: each test reads a copy of the committed site
+pytestmark = pytest.mark.slow
+
 COMMITTED = REPO / "site"
 
 

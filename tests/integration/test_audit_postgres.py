@@ -15,7 +15,8 @@ from sitegen.verify.postgres import SCORE_TOLERANCE, rerun_postgres
 from tests.helpers import copy_site, rehash_manifest
 
 pytest.importorskip("psycopg")
-pytestmark = pytest.mark.postgres
+# Slow: each test reruns PostgreSQL or audits a whole copy
+pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
 
 @pytest.fixture

@@ -18,6 +18,9 @@ from sitegen import audit
 from sitegen.cli import cli
 from tests.helpers import REPO, build, file_tree, rehash_manifest
 
+# Slow: three builds of the shipped payments-support corpus
+pytestmark = pytest.mark.slow
+
 CORPUS = "payments-support"
 RANKERS = ("bm25", "dense", "rrf-dense-bm25")
 EDITED_PASSAGE = "err-e4021"

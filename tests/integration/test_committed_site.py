@@ -17,6 +17,9 @@ import pytest
 from sitegen.build import BuildResult
 from tests.helpers import REPO, UNFILTERED_RANKERS, assert_metrics_match_trec_eval
 
+# Slow: a build of every shipped corpus
+pytestmark = pytest.mark.slow
+
 SITE = REPO / "site"
 
 

@@ -19,7 +19,8 @@ from sitegen.compare.diff_results import RankMove
 from sitegen.publish.evidence import canonical_json, read_run, write_run
 from tests.helpers import REPO, rehash_manifest, run_cli
 
-pytestmark = pytest.mark.slow  # each diff reads every file of the committed site
+# Slow: each diff reads every file of the committed site
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")

@@ -27,6 +27,9 @@ from tests.helpers import (
     read_trec_run,
 )
 
+# Slow: an import and build of 238 Cranfield passages
+pytestmark = pytest.mark.slow
+
 CRANFIELD = SHARED / "collections" / "cranfield"
 FIXTURE = REPO / "tests" / "fixtures" / "cranfield-graded"
 RANKERS = ("bm25", "bm25-stem", "dense", "rrf-dense-bm25", "rrf-dense-bm25-stem")

@@ -303,6 +303,7 @@ def _fail_postgres(monkeypatch: pytest.MonkeyPatch, where: str) -> None:
     monkeypatch.setattr(target, fail)
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 @pytest.mark.parametrize("where", ["server start", "corpus load", "ranking"])
 def test_postgres_failing_fails_a_build_whose_site_published_pg_rows_and_keeps_the_site(
@@ -322,6 +323,7 @@ def test_postgres_failing_fails_a_build_whose_site_published_pg_rows_and_keeps_t
     assert file_tree(out) == before
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_allow_missing_postgres_publishes_the_pg_rows_as_not_run(
     pg_site: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -347,6 +349,7 @@ def test_cli_flags_reach_the_build_options(monkeypatch: pytest.MonkeyPatch) -> N
     assert [(o.force, o.allow_missing_postgres) for o in seen] == [(False, False), (True, True)]
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_postgres_failing_only_marks_rows_not_run_where_the_site_had_none(
     pg_site: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -358,6 +361,7 @@ def test_postgres_failing_only_marks_rows_not_run_where_the_site_had_none(
     assert postgres["not_run"] == {"pg-vector": "injected: server start failed"}
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_require_postgres_still_fails_on_any_postgres_failure(
     pg_site: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch

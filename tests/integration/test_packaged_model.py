@@ -12,6 +12,7 @@ import pytest
 from sitegen.inputs.corpus import load_corpus, passage_text
 from tests.helpers import DENSE_RANKERS, REPO, run_cli, write_corpus
 
+# Slow: the packaged model is loaded (torch, sentence-transformers) and embeds one text at a time
 pytestmark = pytest.mark.slow
 
 

@@ -18,7 +18,8 @@ from sitegen.verify.postgres import rerun_postgres
 from tests.helpers import PG_RANKERS, build, evidence_failures, rehash_manifest, write_corpus
 
 psycopg = pytest.importorskip("psycopg")
-pytestmark = pytest.mark.postgres
+# Slow: two builds of 1,150 passages and a second server
+pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
 PASSAGES = EF_SEARCH_MAX + 150  # above the ceiling: the vector lists must be an exact scan
 PG_RUNS = ("pg-vector", "pg-tsvector", "rrf-pgvector-tsvector", "pg-hybrid-sql")

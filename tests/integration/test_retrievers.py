@@ -159,6 +159,7 @@ def _module(folder: Path, name: str, source: str) -> None:
 # ------------------------------------------------------------------- the done-when: three retrievers
 
 
+@pytest.mark.slow
 def test_a_project_with_a_plain_a_langchain_and_a_llamaindex_retriever_builds_a_verified_site(
     project: Path,
 ) -> None:
@@ -211,6 +212,7 @@ def test_a_project_with_a_plain_a_langchain_and_a_llamaindex_retriever_builds_a_
         assert details[f"run:payments-support/{name}"].endswith(f"(external: external trec run): {EXTERNAL_NOTE}")
 
 
+@pytest.mark.slow
 def test_a_retriever_s_evidence_is_byte_identical_across_builds_and_its_ties_follow_trec_eval(
     tmp_path: Path, project: Path
 ) -> None:

@@ -233,6 +233,7 @@ def _chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
+@pytest.mark.slow
 @pytest.mark.browser
 @pytest.mark.parametrize(
     "page", ["index.html", "corpora/tiny/index.html", "corpora/hostile/index.html", "performance.html"]

@@ -254,6 +254,7 @@ def test_supplied_vectors_naming_the_packaged_model_and_weights_are_reembedded(t
     assert not result.ok  # random vectors are not what the (fake) model gives for these texts
 
 
+@pytest.mark.slow
 def test_device_cuda_without_a_gpu_is_a_clear_error(tmp_path: Path) -> None:
     torch = pytest.importorskip("torch")
     if torch.cuda.is_available():

@@ -51,6 +51,7 @@ def test_the_pages_check_finds_the_numbers_html_parser_finds(page: str) -> None:
     assert audit._sourced_numbers(page) == _html_parser_numbers(page)
 
 
+@pytest.mark.slow
 def test_the_pages_check_finds_the_numbers_html_parser_finds_on_built_pages(built_site_pages: list[Path]) -> None:
     for path in built_site_pages:
         text = path.read_text(encoding="utf-8")

@@ -168,6 +168,7 @@ def _bench(tmp_path: Path, *args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_bench_pg_writes_the_timing_file_and_leaves_no_server(
     postgres: None, fake_embeddings: None, tiny_corpus: Path, tmp_path: Path

@@ -30,7 +30,8 @@ from sitegen.rankers.pg_server import PostgresServer, PostgresUnavailable
 from tests.helpers import REPO, FakeEmbeddingModel, write_corpus
 
 psycopg = pytest.importorskip("psycopg")
-pytestmark = pytest.mark.postgres
+# Slow: private servers started and stopped, some in child processes
+pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 from psycopg import sql  # noqa: E402
 
 

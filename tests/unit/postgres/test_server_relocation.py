@@ -19,7 +19,8 @@ from sitegen.rankers import pg_server
 from sitegen.rankers.pg_server import PostgresServer
 
 psycopg = pytest.importorskip("psycopg")
-pytestmark = pytest.mark.postgres
+# Slow: private servers started as root
+pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
 
 def _skip_unless_possible() -> None:
