@@ -1,8 +1,10 @@
-"""Built sites shared by every test that only reads a build.
+"""Built sites shared by every test that only reads a build; the committed site's fresh build and its audit;
+a Python that has numpy and nothing else.
 
-A shared build is made once per session. Tests read it through a function-scoped fixture that checks, after the
-test, that nothing under it changed: a test that tampers with a site, or builds into one, works on a copy
-(``copy_site``), so the next reader sees the build as it was made.
+A shared build is made once per session (once per pytest-xdist worker that runs a reader). Tests read it through a
+function-scoped fixture that checks, after the test, that nothing under it changed: a test that tampers with a
+site, or builds into or from one, works on a copy (``copy_site``), so the next reader sees the build as it was
+made. A test takes the markers of the shared builds it reads (``FIXTURE_MARKERS``).
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ import pytest
 
 from sitegen import audit
 from sitegen.publish.evidence import read_run, write_run
+from sitegen.publish.render import write_page_listing
 from tests.helpers import (
     AUDIT_SOURCE,
     TINY_DOCS,
@@ -413,3 +414,15 @@ def test_the_audit_reads_jsonl_as_the_loader_does_line_separators_in_strings_and
     build(tmp_path / "corpora", out, rankers=("bm25",))
     report = json.loads((out / "audit.json").read_text())
     assert report["verdict"] == "pass"
+
+
+def test_a_badge_that_claims_another_result_fails_even_with_pages_json_recomputed(site: Path) -> None:
+    page = site / "index.html"
+    text = page.read_text(encoding="utf-8")
+    assert "Audit: passed (" in text
+    page.write_text(text.replace("Audit: passed (", "Audit: passed (1", 1), encoding="utf-8")
+    write_page_listing(site)
+    report = audit.run_audit(site, echo=lambda line: None)
+    pages = next(c for c in report["checks"] if c["name"] == "pages")
+    assert report["verdict"] == "fail" and pages["status"] == "fail"
+    assert "index.html: the audit badge reads" in pages["detail"]
