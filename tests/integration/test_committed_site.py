@@ -36,7 +36,7 @@ def test_committed_site_equals_a_fresh_build_from_its_frozen_vectors(committed_b
     assert stale == [], f"site/ is stale, rebuild and commit it: {stale[:10]}"
 
 
-def test_a_build_writes_every_ranker_for_all_sixty_questions(committed_build: tuple[BuildResult, Path]) -> None:
+def test_build_writes_every_ranker_for_all_sixty_questions(committed_build: tuple[BuildResult, Path]) -> None:
     _, site = committed_build
     for ranker in UNFILTERED_RANKERS:
         run = json.loads((site / "evidence" / "payments-support" / "runs" / f"{ranker}.json").read_text())

@@ -143,7 +143,7 @@ def test_the_audit_s_streamed_hygiene_flags_equal_the_word_list_implementation(
     assert audit.hygiene_flags(docs, qs, qrels, filters) == _reference_hygiene_flags(docs, qs, qrels, filters)
 
 
-def test_the_audit_s_hygiene_flags_equal_the_reference_on_a_plantedmake_corpus() -> None:
+def test_the_audit_s_hygiene_flags_equal_the_reference_on_a_planted_corpus() -> None:
     """Every flag raised at least once, on longer texts than the random ones."""
     rng = np.random.default_rng(7)
     vocab = [f"w{i}" for i in range(40)]
