@@ -211,7 +211,8 @@ def test_bench_pg_writes_the_timing_file_and_leaves_no_server(
     ratio = result["hybrid_ratio"]
     assert (ratio["in_process"], ratio["postgres"], ratio["target"]) == ("rrf-dense-bm25", "rrf-pgvector-tsvector", 5.0)
     p50 = {r["ranker"]: r["p50_ms"] for r in result["latency"]}
-    assert ratio["p50_ratio"] == pytest.approx(p50["rrf-pgvector-tsvector"] / p50["rrf-dense-bm25"], rel=1e-2)
+    # the stored ratio is the stored p50s' ratio rounded to 3 decimals: within 5e-4 of it whatever was measured
+    assert ratio["p50_ratio"] == pytest.approx(p50["rrf-pgvector-tsvector"] / p50["rrf-dense-bm25"], rel=0, abs=5e-4)
     assert ratio["met"] is (ratio["p50_ratio"] >= 5.0)
     assert isinstance(ratio["p95_ratio"], float) and isinstance(ratio["sql_p50_ratio"], float)
     # ef_search (1000) covers all 500 rows, so the HNSW search is exact, and both fusions agree.
