@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from sitegen.build import BuildOptions, BuildResult, build_site
 from sitegen.cli import cli
 from sitegen.inputs.corpus import Corpus, Document, Query
-from sitegen.publish.evidence import canonical_json
+from sitegen.publish.evidence import canonical_json, read_run
 from sitegen.rankers import DEFAULT_RANKERS
 from sitegen.rankers.embeddings import EmbeddingConfig
 from sitegen.rankers.tokenize import tokenize
@@ -420,6 +420,14 @@ def assert_metrics_match_trec_eval(site: Path, corpus: str) -> int:
             mean = sum(theirs.get(q, 0.0) for q in judged) / len(judged)
             assert abs(scored["overall"][name] - mean) <= 1e-9, (ranker, name)
     return compared
+
+
+def read_evidence(site: Path, rel: str) -> Any:
+    """The evidence file at ``rel`` under a site; a run with each hit as {"doc_id", "rank", "score"} (sitegen's one
+    run reader), whichever schema stored it."""
+    if "/runs/" in rel and rel.endswith(".json"):
+        return read_run(site / rel)
+    return json.loads((site / rel).read_text(encoding="utf-8"))
 
 
 def evidence_failures(report: dict) -> dict[str, list[str]]:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from sitegen import audit
-from sitegen.publish.evidence import read_run, write_run
+from sitegen.publish.evidence import write_run
 from sitegen.publish.render import write_page_listing
 from tests.helpers import (
     AUDIT_SOURCE,
@@ -21,6 +21,7 @@ from tests.helpers import (
     clean_env,
     copy_site,
     evidence_failures,
+    read_evidence,
     run_python,
     write_corpus,
 )
@@ -49,13 +50,6 @@ def failures(site: Path) -> dict[str, list[str]]:
     return evidence_failures(report)
 
 
-def load(site: Path, rel: str) -> dict:
-    """An evidence file; a run with each hit as {"doc_id", "rank", "score"} (sitegen's one run reader)."""
-    if "/runs/" in rel and rel.endswith(".json"):
-        return read_run(site / rel)
-    return json.loads((site / rel).read_text(encoding="utf-8"))
-
-
 def save(site: Path, rel: str, obj: dict, rehash: bool = True) -> None:
     if "/runs/" in rel and rel.endswith(".json"):
         write_run(site / rel, obj)  # stored compact again, as a build writes it
@@ -67,7 +61,7 @@ def save(site: Path, rel: str, obj: dict, rehash: bool = True) -> None:
 
 def update_manifest(site: Path, rel: str) -> None:
     """Give a tampered file its new checksum, so that only the recomputation can catch it."""
-    manifest = load(site, "evidence/manifest.json")
+    manifest = read_evidence(site, "evidence/manifest.json")
     data = (site / rel).read_bytes()
     manifest["files"][rel] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
     (site / "evidence/manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
@@ -75,7 +69,7 @@ def update_manifest(site: Path, rel: str) -> None:
 
 def two_distinct_scores(site: Path, corpus: str, ranker: str) -> tuple[str, int]:
     """A query and a rank r whose hits at r and r + 1 differ in score by far more than any tolerance."""
-    queries = load(site, f"evidence/{corpus}/runs/{ranker}.json")["queries"]
+    queries = read_evidence(site, f"evidence/{corpus}/runs/{ranker}.json")["queries"]
     return next(
         (q, r) for q, h in queries.items() for r in range(1, len(h)) if h[r - 1]["score"] - h[r]["score"] > 1e-4
     )
@@ -109,7 +103,7 @@ def test_audit_json_is_deterministic_and_has_no_absolute_paths(audit_site: Path,
 
 def test_a_changed_score_is_caught(site: Path) -> None:
     rel = "evidence/tiny/runs/bm25.json"
-    run_doc = load(site, rel)
+    run_doc = read_evidence(site, rel)
     hit = run_doc["queries"]["q1"][0]
     hit["score"] += 0.5
     save(site, rel, run_doc)
@@ -124,7 +118,7 @@ def test_a_changed_score_is_caught(site: Path) -> None:
 )
 def test_two_swapped_ranks_are_caught(site: Path, corpus: str, ranker: str) -> None:
     rel = f"evidence/{corpus}/runs/{ranker}.json"
-    run_doc = load(site, rel)
+    run_doc = read_evidence(site, rel)
     qid, rank = two_distinct_scores(site, corpus, ranker)
     first, second = run_doc["queries"][qid][rank - 1 : rank + 1]
     first["doc_id"], second["doc_id"] = second["doc_id"], first["doc_id"]
@@ -135,7 +129,7 @@ def test_two_swapped_ranks_are_caught(site: Path, corpus: str, ranker: str) -> N
 
 def test_an_exact_tie_out_of_doc_id_order_is_caught(site: Path) -> None:
     rel = "evidence/tiny/runs/dense.json"
-    run_doc = load(site, rel)
+    run_doc = read_evidence(site, rel)
     qid, rank = next(
         (q, r) for q, h in run_doc["queries"].items() for r in range(1, len(h)) if h[r - 1]["score"] == h[r]["score"]
     )
@@ -150,7 +144,7 @@ def test_an_exact_tie_out_of_doc_id_order_is_caught(site: Path) -> None:
 
 def test_a_changed_metric_value_is_caught(site: Path) -> None:
     rel = "evidence/tiny/metrics.json"
-    metrics = load(site, rel)
+    metrics = read_evidence(site, rel)
     metrics["dense"]["per_query"]["q2"]["ndcg@10"] += 0.01
     metrics["bm25"]["by_kind"]["paraphrase"]["recall@5"] = 0.123
     metrics["bm25"]["overall"].pop("mrr@3")
@@ -192,7 +186,7 @@ def test_a_changed_grade_is_caught_by_the_recomputation(site: Path) -> None:
 @pytest.mark.parametrize("position", [-1, 0])
 def test_a_deleted_hit_is_caught(site: Path, position: int) -> None:
     rel = "evidence/tiny/runs/bm25.json"
-    run_doc = load(site, rel)
+    run_doc = read_evidence(site, rel)
     qid, hits = max(run_doc["queries"].items(), key=lambda item: len(item[1]))
     n = len(hits)
     assert n >= 3
@@ -254,7 +248,7 @@ def test_a_nudged_and_renormalised_embedding_fails_the_dense_recomputation(site:
 
 def test_wrong_component_ranks_in_a_fusion_run_are_caught(site: Path) -> None:
     rel = "evidence/tiny/runs/rrf-dense-bm25.json"
-    run_doc = load(site, rel)
+    run_doc = read_evidence(site, rel)
     top = run_doc["queries"]["q2"][0]
     top["components"]["bm25"] = 7
     save(site, rel, run_doc)
@@ -274,7 +268,7 @@ def test_a_trec_file_that_disagrees_with_its_json_run_is_caught(site: Path) -> N
 
 def test_corpus_summary_counts_are_checked(site: Path) -> None:
     rel = "evidence/rich/corpus.json"
-    summary = load(site, rel)
+    summary = read_evidence(site, rel)
     summary["answerable_queries"] += 1
     save(site, rel, summary)
     assert failures(site)["corpus:rich"] == [f"{rel}: answerable_queries is 5, the inputs give 4"]
@@ -282,7 +276,7 @@ def test_corpus_summary_counts_are_checked(site: Path) -> None:
 
 def test_a_changed_hit_count_on_the_pages_is_caught(site: Path) -> None:
     rel = "evidence/tiny/report.json"
-    report = load(site, rel)
+    report = read_evidence(site, rel)
     report["hit_counts"]["overall"]["dense"]["hit@1"] += 1
     save(site, rel, report)
     (message,) = failures(site)["report:tiny"]
@@ -291,7 +285,7 @@ def test_a_changed_hit_count_on_the_pages_is_caught(site: Path) -> None:
 
 def test_a_changed_tie_aware_value_is_caught(site: Path) -> None:
     rel = "evidence/tiny/ties.json"
-    ties = load(site, rel)
+    ties = read_evidence(site, rel)
     ties["rankers"]["bm25"]["metrics"]["mrr@10"]["expected_mean"] += 0.01
     ties["rankers"]["dense"]["metrics"]["ndcg@10"]["depending"] += 1
     save(site, rel, ties)
@@ -302,7 +296,7 @@ def test_a_changed_tie_aware_value_is_caught(site: Path) -> None:
 
 def test_a_changed_rank_of_the_right_passage_is_caught(site: Path) -> None:
     rel = "evidence/tiny/report.json"
-    report = load(site, rel)
+    report = read_evidence(site, rel)
     report["first_relevant_rank"]["q2"]["bm25"] = 7
     save(site, rel, report)
     (message,) = failures(site)["report:tiny"]
@@ -324,7 +318,7 @@ def test_a_changed_rank_of_the_right_passage_is_caught(site: Path) -> None:
 )
 def test_a_changed_experiment_value_is_caught(site: Path, where: tuple, label: str) -> None:
     rel = "evidence/tiny/experiments.json"
-    experiments = load(site, rel)
+    experiments = read_evidence(site, rel)
     node = experiments
     for key in where[:-1]:
         node = node[key]
@@ -336,7 +330,7 @@ def test_a_changed_experiment_value_is_caught(site: Path, where: tuple, label: s
 
 def test_a_changed_pack_or_answer_count_is_caught(site: Path) -> None:
     rel = "evidence/tiny/packing.json"
-    packing = load(site, rel)
+    packing = read_evidence(site, rel)
     smallest = packing["settings"][1]  # the smallest budget, derived from the passage lengths
     packing["packs"]["dense"]["q1"][smallest]["ranks"] = [1, 2, 3]
     packing["results"]["bm25"]["overall"]["answer_included"]["top3"] += 1
@@ -348,7 +342,7 @@ def test_a_changed_pack_or_answer_count_is_caught(site: Path) -> None:
 
 def test_budgets_that_do_not_follow_from_the_passage_lengths_are_caught(site: Path) -> None:
     rel = "evidence/tiny/packing.json"
-    packing = load(site, rel)
+    packing = read_evidence(site, rel)
     median = packing["budgets_from"]["median_characters"]
     packing["budgets_from"]["median_characters"] = median + 1
     save(site, rel, packing)
@@ -358,7 +352,7 @@ def test_budgets_that_do_not_follow_from_the_passage_lengths_are_caught(site: Pa
 
 def test_a_best_value_marked_clear_that_leads_by_one_question_or_less_is_caught(site: Path) -> None:
     rel = "evidence/tiny/report.json"
-    report = load(site, rel)
+    report = read_evidence(site, rel)
     report["best_clear"]["overall"]["hit@1"] = not report["best_clear"]["overall"]["hit@1"]
     save(site, rel, report)
     (message,) = failures(site)["report:tiny"]
@@ -367,7 +361,7 @@ def test_a_best_value_marked_clear_that_leads_by_one_question_or_less_is_caught(
 
 def test_a_changed_citation_verdict_is_caught(site: Path) -> None:
     rel = "evidence/rich/packing.json"
-    packing = load(site, rel)
+    packing = read_evidence(site, rel)
     assert packing["citations"]["r3"][1]["verdicts"]["bm25"]["top3"] == "unknown-id"
     packing["citations"]["r3"][1]["verdicts"]["bm25"]["top3"] = "valid"
     save(site, rel, packing)
@@ -379,7 +373,7 @@ def test_a_changed_citation_verdict_is_caught(site: Path) -> None:
 
 def test_a_shipped_ranker_is_checked_by_its_own_verifier_whatever_its_run_declares(site: Path) -> None:
     rel = "evidence/tiny/runs/bm25.json"
-    run_doc = load(site, rel)
+    run_doc = read_evidence(site, rel)
     run_doc["params"]["method"] = "magic"
     save(site, rel, run_doc)
     assert failures(site)["run:tiny/bm25"] == [

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from sitegen import audit
-from sitegen.publish.evidence import read_run, write_run
+from sitegen.publish.evidence import write_run
 from sitegen.publish.render import write_page_listing
-from tests.helpers import REPO, AuditRun, copy_site, rehash_manifest
+from tests.helpers import REPO, AuditRun, copy_site, read_evidence, rehash_manifest
 
 # Slow: each test reads a copy of the committed site
 pytestmark = pytest.mark.slow
@@ -37,12 +37,6 @@ def _consistent(site: Path) -> None:
     write_page_listing(site)
 
 
-def _load(site: Path, rel: str) -> Any:
-    if "/runs/" in rel and rel.endswith(".json"):
-        return read_run(site / rel)  # hits as {"doc_id", "rank", "score"}
-    return json.loads((site / rel).read_text(encoding="utf-8"))
-
-
 def _save(site: Path, rel: str, data: Any) -> None:
     if "/runs/" in rel and rel.endswith(".json"):
         write_run(site / rel, data)
@@ -57,7 +51,7 @@ def _corpus_check(site: Path, prefix: str, corpus: str) -> list[str]:
 
 
 def _drop_from_manifest(site: Path, corpus: str) -> None:
-    manifest = _load(site, "evidence/manifest.json")
+    manifest = read_evidence(site, "evidence/manifest.json")
     manifest["corpora"] = [c for c in manifest["corpora"] if c != corpus]
     _save(site, "evidence/manifest.json", manifest)
 
@@ -67,7 +61,7 @@ def _drop_from_manifest(site: Path, corpus: str) -> None:
 
 def test_a_bm25_run_relabelled_as_tsvector_is_still_checked_as_bm25(site: Path) -> None:
     rel = "evidence/payments-support/runs/bm25.json"
-    run = _load(site, rel)
+    run = read_evidence(site, rel)
     run["params"]["method"] = run["contract"]["verifier"] = "postgres-tsvector"
     run["contract"]["family"] = "postgres"
     hits = run["queries"]["q01"]
@@ -126,7 +120,7 @@ def test_a_file_the_inputs_call_for_cannot_be_removed(site: Path, name: str, why
 def test_a_run_the_pages_show_cannot_be_removed(site: Path) -> None:
     for suffix in (".json", ".trec"):
         (site / "evidence" / "payments-support" / "runs" / f"bm25-stem{suffix}").unlink()
-    summary = _load(site, "evidence/payments-support/corpus.json")
+    summary = read_evidence(site, "evidence/payments-support/corpus.json")
     summary["rankers"].remove("bm25-stem")
     _save(site, "evidence/payments-support/corpus.json", summary)
     _consistent(site)
@@ -150,7 +144,7 @@ def test_a_bundle_with_nothing_in_it_does_not_pass(tmp_path: Path) -> None:
 
 def test_the_filtering_tables_precision_is_checked(site: Path) -> None:
     rel = "evidence/tenant-handbook/filtering.json"
-    table = _load(site, rel)
+    table = read_evidence(site, rel)
     table["rows"]["bm25"]["precision@5"] = 0.999
     _save(site, rel, table)
     _consistent(site)
@@ -159,7 +153,7 @@ def test_the_filtering_tables_precision_is_checked(site: Path) -> None:
 
 def test_the_chunking_sweeps_characters_and_labels_are_checked(site: Path) -> None:
     rel = "evidence/tenant-handbook/chunking.json"
-    chunking = _load(site, rel)
+    chunking = read_evidence(site, rel)
     chunking["sweep"]["rows"][0]["characters_embedded"] += 1
     chunking["sweep"]["rows"][1]["setting"]["label"] = "fixed-999w-0pct"
     _save(site, rel, chunking)
