@@ -3,7 +3,7 @@ Hypothesis settings that keep property tests independent of the machine's speed.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -21,6 +21,16 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile("sitegen")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The cache of every build that names none: this session's own, never the developer's ~/.cache/sitegen, so
+    no row left there by another version can change a test's outcome."""
+    folder = tmp_path_factory.mktemp("sitegen-cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SITEGEN_CACHE", str(folder))
+        yield folder
 
 
 @pytest.fixture

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import re
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from sitegen.builder import BuildOptions, build_site
 from sitegen.cli import cli
 from sitegen.verify.pages import EXCERPT_CHARS, compare_pages
-from tests.helpers import REPO, FakeEmbeddingModel, write_corpus
+from tests.helpers import REPO, SharedBuild, copy_site, shared_build, unchanged, write_corpus
 
 COMMITTED = REPO / "site"
 PAGE = "corpora/tiny/index.html"
@@ -20,28 +20,31 @@ PLOT = "corpora/tiny/hit-at-1-by-kind.svg"
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A small site with a Performance page (so timings/ is an input of the render too)."""
+def pages_build(tmp_path_factory: pytest.TempPathFactory) -> SharedBuild:
+    """The smallest site with every kind of output: bm25 over tiny, with a Performance page (so timings/ is an
+    input of the render too). Each comparison re-renders the whole site, so the smaller the better."""
     root = tmp_path_factory.mktemp("pages")
     write_corpus(root / "corpora" / "tiny")
     (root / "bench").mkdir()
     shutil.copyfile(REPO / "bench" / "results.json", root / "bench" / "results.json")
-    build_site(
-        BuildOptions(corpora_dir=root / "corpora", out_dir=root / "site", cache_dir=root / "cache"),
-        model=FakeEmbeddingModel(),
-    )
-    return root / "site"
+    return shared_build(root, rankers=("bm25",))
 
 
 @pytest.fixture
-def site(built: Path, tmp_path: Path) -> Path:
-    return Path(shutil.copytree(built, tmp_path / "site"))
+def pages_site(pages_build: SharedBuild) -> Iterator[Path]:
+    yield from unchanged(pages_build)
+
+
+@pytest.fixture
+def site(pages_site: Path, tmp_path: Path) -> Path:
+    return copy_site(pages_site, tmp_path / "site")
 
 
 def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
     return {p.relative_to(root).as_posix(): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*")}
 
 
+@pytest.mark.slow
 def test_the_committed_site_is_a_re_render_of_its_evidence_and_is_left_untouched() -> None:
     before = _snapshot(COMMITTED)
     result = compare_pages(COMMITTED)
@@ -53,7 +56,8 @@ def test_the_committed_site_is_a_re_render_of_its_evidence_and_is_left_untouched
     )
 
 
-def test_a_small_built_site_passes_with_every_page_plot_and_nojekyll_compared(site: Path) -> None:
+def test_a_small_built_site_passes_with_every_page_plot_and_nojekyll_compared(pages_site: Path) -> None:
+    site = pages_site  # compare_pages only reads
     result = compare_pages(site)
     assert result.ok, result.details()
     outputs = [

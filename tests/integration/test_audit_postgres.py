@@ -3,65 +3,26 @@ checks), and ``sitegen audit --postgres``, which reruns the pg-* rankers on a li
 
 from __future__ import annotations
 
-import json
-import shutil
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from sitegen import audit
-from sitegen.builder import BuildOptions, build_site
 from sitegen.cli import cli
 from sitegen.publish.evidence import read_run, write_run
 from sitegen.verify.postgres import SCORE_TOLERANCE, rerun_postgres
-from tests.helpers import TINY_QUERIES, FakeEmbeddingModel, rehash_manifest, write_corpus
+from tests.helpers import copy_site, rehash_manifest
 
 pytest.importorskip("psycopg")
-
-# A question with no letter or digit: its tsquery is empty, so pg-tsvector must return nothing.
-SYMBOLS_QUERY = {"_id": "q5", "text": "?! -- ...", "kind": "unanswerable", "answerable": False}
-TENANT_DOCS = [
-    {
-        "_id": f"{tenant}-{n}",
-        "title": f"{tenant} policy {n}",
-        "text": f"expense limit policy {tenant} {n} words",
-        "metadata": {"tenant_id": tenant, "published_date": f"202{n}-06-01"},
-    }
-    for tenant in ("acme", "zeta")
-    for n in (3, 4, 5)
-]
-TENANT_QUERIES = [
-    {"_id": "t1", "text": "expense limit policy", "filter": {"tenant_id": "acme"}},
-    {"_id": "t2", "text": "expense limit policy zeta", "filter": {"tenant_id": "zeta", "after": "2024-01-01"}},
-]
-TENANT_FILTERS = {
-    "filters": {
-        "tenant_id": {"field": "tenant_id", "op": "equals"},
-        "after": {"field": "published_date", "op": "on-or-after"},
-    }
-}
-
-
-@pytest.fixture(scope="module")
-def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("audit-postgres")
-    write_corpus(root / "corpora" / "tiny", queries=[*TINY_QUERIES, SYMBOLS_QUERY])
-    tenant = write_corpus(
-        root / "corpora" / "tenant", TENANT_DOCS, TENANT_QUERIES, [("t1", "acme-5", 1), ("t2", "zeta-5", 1)]
-    )
-    (tenant / "sitegen.json").write_text(json.dumps(TENANT_FILTERS), encoding="utf-8")
-    options = BuildOptions(
-        corpora_dir=root / "corpora", out_dir=root / "site", cache_dir=root / "cache", require_postgres=True
-    )
-    build_site(options, model=FakeEmbeddingModel())
-    return root / "site"
+# Slow: each test reruns PostgreSQL or audits a whole copy
+pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
 
 @pytest.fixture
-def site(built_site: Path, tmp_path: Path) -> Path:
-    """A private copy of the built site, free to tamper with."""
-    return Path(shutil.copytree(built_site, tmp_path / "site"))
+def site(postgres_site: Path, tmp_path: Path) -> Path:
+    """A private copy of the PostgreSQL build, free to tamper with."""
+    return copy_site(postgres_site, tmp_path / "site")
 
 
 def _run_path(site: Path, corpus: str, ranker: str) -> Path:

@@ -12,30 +12,27 @@ import pytest
 from click.testing import CliRunner
 
 from sitegen import audit
-from sitegen.builder import BuildOptions, build_site
 from sitegen.builder import corpus as build_module
 from sitegen.cli import cli
 from sitegen.errors import SitegenError
 from sitegen.publish.evidence import read_run
-from sitegen.rankers import DEFAULT_RANKERS
-from tests.helpers import FakeEmbeddingModel, assert_metrics_match_trec_eval, file_tree, write_corpus
+from tests.helpers import (
+    UNFILTERED_RANKERS,
+    FakeEmbeddingModel,
+    SharedBuild,
+    assert_metrics_match_trec_eval,
+    build,
+    copy_site,
+    file_tree,
+    own_postgres_processes,
+    write_corpus,
+)
 
-# Filtered variants run only where questions carry a metadata filter; these corpora have none.
-UNFILTERED_RANKERS = tuple(r for r in DEFAULT_RANKERS if not r.endswith("-filtered"))
-
-
-def _build(corpora: Path, out: Path, model: FakeEmbeddingModel, cache: Path, **kwargs) -> None:
-    build_site(BuildOptions(corpora_dir=corpora, out_dir=out, cache_dir=cache, **kwargs), model=model)
-
-
-@pytest.fixture
-def built(tmp_path: Path, tiny_corpus: Path, fake_model: FakeEmbeddingModel) -> Path:
-    _build(tiny_corpus.parent, tmp_path / "site", fake_model, tmp_path / "cache")
-    return tmp_path / "site"
+UNFILTERED_PG = ("pg-vector", "pg-tsvector", "rrf-pgvector-tsvector", "pg-hybrid-sql")
 
 
-def test_build_writes_a_run_per_ranker_with_ranked_hits(built: Path) -> None:
-    runs = built / "evidence" / "tiny" / "runs"
+def test_build_writes_a_run_per_ranker_with_ranked_hits(default_site: Path) -> None:
+    runs = default_site / "evidence" / "tiny" / "runs"
     assert sorted(p.name for p in runs.iterdir()) == sorted(
         [f"{r}.json" for r in UNFILTERED_RANKERS] + [f"{r}.trec" for r in UNFILTERED_RANKERS]
     )
@@ -51,12 +48,13 @@ def test_build_writes_a_run_per_ranker_with_ranked_hits(built: Path) -> None:
     assert [h["rank"] for h in bm25["queries"]["q1"]] == list(range(1, len(bm25["queries"]["q1"]) + 1))
 
 
-def test_metrics_json_equals_trec_eval_on_the_trec_files(built: Path) -> None:
-    assert assert_metrics_match_trec_eval(built, "tiny") > 0
+def test_metrics_json_equals_trec_eval_on_the_trec_files(default_site: Path) -> None:
+    assert assert_metrics_match_trec_eval(default_site, "tiny") > 0
+    assert assert_metrics_match_trec_eval(default_site, "rich") > 0
 
 
-def test_metrics_json_has_overall_by_kind_and_per_query(built: Path) -> None:
-    metrics = json.loads((built / "evidence" / "tiny" / "metrics.json").read_text())
+def test_metrics_json_has_overall_by_kind_and_per_query(default_site: Path) -> None:
+    metrics = json.loads((default_site / "evidence" / "tiny" / "metrics.json").read_text())
     assert set(metrics) == set(UNFILTERED_RANKERS)
     bm25 = metrics["bm25"]
     assert set(bm25) == {"overall", "by_kind", "per_query"}
@@ -65,59 +63,59 @@ def test_metrics_json_has_overall_by_kind_and_per_query(built: Path) -> None:
     assert {"hit@1", "recall@5", "precision@5", "mrr@10", "ndcg@10", "ndcg@20"} <= set(bm25["overall"])
 
 
-def test_manifest_lists_every_evidence_file_with_its_sha256(built: Path) -> None:
-    manifest = json.loads((built / "evidence" / "manifest.json").read_text())
+def test_manifest_lists_every_evidence_file_with_its_sha256(default_site: Path) -> None:
+    manifest = json.loads((default_site / "evidence" / "manifest.json").read_text())
     on_disk = {
-        p.relative_to(built).as_posix()
-        for p in (built / "evidence").rglob("*")
+        p.relative_to(default_site).as_posix()
+        for p in (default_site / "evidence").rglob("*")
         if p.is_file() and p.name != "manifest.json"
     }
     assert set(manifest["files"]) == on_disk
     for path, entry in manifest["files"].items():
-        assert hashlib.sha256((built / path).read_bytes()).hexdigest() == entry["sha256"]
+        assert hashlib.sha256((default_site / path).read_bytes()).hexdigest() == entry["sha256"]
     assert manifest["model"]["weights_sha256"] == FakeEmbeddingModel.weights_sha256
     assert manifest["libraries"]["numpy"] == np.__version__
     assert "evidence/tiny/inputs/corpus.jsonl" in manifest["files"]
 
 
-def test_input_copies_and_embeddings_are_in_the_bundle(built: Path, tiny_corpus: Path) -> None:
-    inputs = built / "evidence" / "tiny" / "inputs"
-    for name in ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv", "README.md"):
-        assert (inputs / name).read_bytes() == (tiny_corpus / name).read_bytes()
-    index = json.loads((built / "evidence" / "tiny" / "embeddings" / "index.json").read_text())
-    vectors = np.load(built / "evidence" / "tiny" / "embeddings" / "passages.npy")
+def test_input_copies_and_embeddings_are_in_the_bundle(default_site: Path, default_build: SharedBuild) -> None:
+    inputs = default_site / "evidence" / "tiny" / "inputs"
+    for name in ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv", "README.md", "sitegen.json"):
+        assert (inputs / name).read_bytes() == (default_build.corpora / "tiny" / name).read_bytes()
+    index = json.loads((default_site / "evidence" / "tiny" / "embeddings" / "index.json").read_text())
+    vectors = np.load(default_site / "evidence" / "tiny" / "embeddings" / "passages.npy")
     assert vectors.dtype == np.float32 and vectors.shape == (4, 384)
     assert index["passages"] == ["d1", "d2", "d3", "d4"]
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, rtol=1e-6)
 
 
 def test_second_build_embeds_nothing_and_is_byte_identical(
-    tmp_path: Path, tiny_corpus: Path, fake_model: FakeEmbeddingModel
+    default_site: Path, default_build: SharedBuild, tmp_path: Path, fake_model: FakeEmbeddingModel
 ) -> None:
-    _build(tiny_corpus.parent, tmp_path / "one", fake_model, tmp_path / "cache")
-    assert len(fake_model.encoded) == 8
-    _build(tiny_corpus.parent, tmp_path / "two", fake_model, tmp_path / "cache")
-    assert len(fake_model.encoded) == 8
-    assert file_tree(tmp_path / "one") == file_tree(tmp_path / "two")
+    # the first build embedded each distinct text of tiny (8) and rich (11, a0 and a3 being one text) once
+    assert len(default_build.embedded) == len(set(default_build.embedded)) == 8 + 10
+    cache = copy_site(default_build.cache, tmp_path / "cache")
+    build(default_build.corpora, tmp_path / "two", cache=cache, model=fake_model)
+    assert fake_model.encoded == []
+    assert file_tree(default_site) == file_tree(tmp_path / "two")
 
 
 def test_changing_one_passage_re_embeds_only_that_passage(
     tmp_path: Path, tiny_corpus: Path, fake_model: FakeEmbeddingModel
 ) -> None:
-    _build(tiny_corpus.parent, tmp_path / "site", fake_model, tmp_path / "cache")
+    build(tiny_corpus.parent, tmp_path / "site", model=fake_model, rankers=("dense",))
     lines = (tiny_corpus / "corpus.jsonl").read_text().splitlines()
     lines[1] = lines[1].replace("two days", "three days")
     (tiny_corpus / "corpus.jsonl").write_text("\n".join(lines) + "\n")
     fake_model.encoded.clear()
-    _build(tiny_corpus.parent, tmp_path / "site", fake_model, tmp_path / "cache")
+    build(tiny_corpus.parent, tmp_path / "site", model=fake_model, rankers=("dense",))
     assert fake_model.encoded == ["Payouts\nPayouts arrive in the bank account three days later."]
 
 
 def test_failed_build_leaves_the_existing_site_untouched(
-    tmp_path: Path, tiny_corpus: Path, fake_model: FakeEmbeddingModel, monkeypatch: pytest.MonkeyPatch
+    default_site: Path, default_build: SharedBuild, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    out = tmp_path / "site"
-    _build(tiny_corpus.parent, out, fake_model, tmp_path / "cache")
+    out = copy_site(default_site, tmp_path / "site")
     before = file_tree(out)
 
     def explode(*args, **kwargs):
@@ -125,20 +123,20 @@ def test_failed_build_leaves_the_existing_site_untouched(
 
     monkeypatch.setattr("sitegen.builder.corpus.write_corpus_evidence", explode)
     with pytest.raises(RuntimeError):
-        _build(tiny_corpus.parent, out, fake_model, tmp_path / "cache")
+        build(default_build.corpora, out, rankers=("bm25",))
     assert file_tree(out) == before
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".site")] == []
 
 
 def test_ranker_failure_names_corpus_and_ranker(
-    tmp_path: Path, tiny_corpus: Path, fake_model: FakeEmbeddingModel, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, tiny_corpus: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def broken(self, inputs, depth):
         raise ZeroDivisionError("oops")
 
     monkeypatch.setattr("sitegen.rankers.bm25.BM25Ranker.rank", broken)
     with pytest.raises(SitegenError, match="tiny: ranker bm25 failed"):
-        _build(tiny_corpus.parent, tmp_path / "site", fake_model, tmp_path / "cache")
+        build(tiny_corpus.parent, tmp_path / "site")
     assert not (tmp_path / "site").exists()
 
 
@@ -155,17 +153,16 @@ def test_cli_build_with_bad_corpus_exits_non_zero_and_keeps_old_output(tmp_path:
     assert (out / "index.html").read_text() == "previous report"
 
 
-def test_only_builds_the_named_corpus_and_rejects_unknown_names(
-    tmp_path: Path, tiny_corpus: Path, fake_model: FakeEmbeddingModel
-) -> None:
+def test_only_builds_the_named_corpus_and_rejects_unknown_names(tmp_path: Path, tiny_corpus: Path) -> None:
     write_corpus(tiny_corpus.parent / "other")
-    _build(tiny_corpus.parent, tmp_path / "site", fake_model, tmp_path / "cache", only=("other",))
+    build(tiny_corpus.parent, tmp_path / "site", only=("other",), rankers=("bm25",))
     assert sorted(p.name for p in (tmp_path / "site" / "evidence").iterdir()) == ["manifest.json", "other"]
     with pytest.raises(SitegenError, match="no corpus named nope; found: other, tiny"):
-        _build(tiny_corpus.parent, tmp_path / "site", fake_model, tmp_path / "cache", only=("nope",))
+        build(tiny_corpus.parent, tmp_path / "site", only=("nope",), rankers=("bm25",))
 
 
-def test_index_page_shows_the_overall_table_and_links_to_its_evidence(built: Path) -> None:
+def test_index_page_shows_the_overall_table_and_links_to_its_evidence(default_site: Path) -> None:
+    built = default_site
     page = (built / "index.html").read_text()
     metrics = json.loads((built / "evidence" / "tiny" / "metrics.json").read_text())
     assert 'href="evidence/tiny/metrics.json"' in page
@@ -178,10 +175,9 @@ def test_index_page_shows_the_overall_table_and_links_to_its_evidence(built: Pat
 
 
 def test_build_whose_audit_fails_exits_non_zero_and_keeps_the_previous_site(
-    tmp_path: Path, tiny_corpus: Path, fake_model: FakeEmbeddingModel, monkeypatch: pytest.MonkeyPatch
+    default_site: Path, default_build: SharedBuild, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    out = tmp_path / "site"
-    _build(tiny_corpus.parent, out, fake_model, tmp_path / "cache")
+    out = copy_site(default_site, tmp_path / "site")
     before = file_tree(out)
     real_writer = build_module.write_corpus_evidence
 
@@ -192,12 +188,13 @@ def test_build_whose_audit_fails_exits_non_zero_and_keeps_the_previous_site(
 
     monkeypatch.setattr(build_module, "write_corpus_evidence", writer_with_a_wrong_metric)
     with pytest.raises(SitegenError, match="audit of the new build failed") as info:
-        _build(tiny_corpus.parent, out, fake_model, tmp_path / "cache")
+        build(default_build.corpora, out, rankers=("bm25",))
     assert "bm25" in str(info.value)
     assert file_tree(out) == before
 
 
-def test_built_site_carries_the_audit_script_and_its_verdict(built: Path) -> None:
+def test_built_site_carries_the_audit_script_and_its_verdict(default_site: Path) -> None:
+    built = default_site
     assert (built / "audit.py").read_bytes() == Path(audit.__file__).read_bytes()
     verdict = json.loads((built / "audit.json").read_text())
     assert verdict["verdict"] == "pass"
@@ -206,7 +203,7 @@ def test_built_site_carries_the_audit_script_and_its_verdict(built: Path) -> Non
 
 
 def test_an_external_trec_run_is_scored_shown_and_audited_with_unknown_ids_reported(
-    tmp_path: Path, tiny_corpus: Path, fake_model: FakeEmbeddingModel
+    tmp_path: Path, tiny_corpus: Path
 ) -> None:
     run_file = tmp_path / "vendor.trec"
     run_file.write_text(
@@ -217,7 +214,7 @@ def test_an_external_trec_run_is_scored_shown_and_audited_with_unknown_ids_repor
         "q9 Q0 d1 1 1.0 vendor\n"
     )
     out = tmp_path / "site"
-    _build(tiny_corpus.parent, out, fake_model, tmp_path / "cache", external_runs=(("vendor", "tiny", run_file),))
+    build(tiny_corpus.parent, out, rankers=("bm25", "dense"), external_runs=(("vendor", "tiny", run_file),))
     run = read_run(out / "evidence" / "tiny" / "runs" / "vendor.json")
     assert [h["doc_id"] for h in run["queries"]["q1"]] == ["d2", "d1", "ghost"]
     assert run["queries"]["q3"] == []
@@ -232,17 +229,15 @@ def test_an_external_trec_run_is_scored_shown_and_audited_with_unknown_ids_repor
     assert "(external)" in (out / "corpora" / "tiny" / "index.html").read_text()
 
 
-def test_external_run_with_a_malformed_line_or_a_clashing_name_is_refused(
-    tmp_path: Path, tiny_corpus: Path, fake_model: FakeEmbeddingModel
-) -> None:
+def test_external_run_with_a_malformed_line_or_a_clashing_name_is_refused(tmp_path: Path, tiny_corpus: Path) -> None:
     bad = tmp_path / "bad.trec"
     bad.write_text("q1 Q0 d1 1 2.0 x\nq1 Q0 d2 2 x\n")
     with pytest.raises(SitegenError, match=r"bad\.trec:2: expected 6 columns"):
-        _build(tiny_corpus.parent, tmp_path / "s", fake_model, tmp_path / "c", external_runs=(("v", "tiny", bad),))
+        build(tiny_corpus.parent, tmp_path / "s", external_runs=(("v", "tiny", bad),))
     good = tmp_path / "good.trec"
     good.write_text("q1 Q0 d1 1 2.0 x\n")
     with pytest.raises(SitegenError, match="already a built-in ranker"):
-        _build(tiny_corpus.parent, tmp_path / "s", fake_model, tmp_path / "c", external_runs=(("bm25", "tiny", good),))
+        build(tiny_corpus.parent, tmp_path / "s", external_runs=(("bm25", "tiny", good),))
 
 
 def test_cli_run_option_rejects_a_value_without_corpus_and_path(tmp_path: Path) -> None:
@@ -251,19 +246,11 @@ def test_cli_run_option_rejects_a_value_without_corpus_and_path(tmp_path: Path) 
     assert "is not NAME=CORPUS:PATH" in result.output
 
 
-def _postgres_processes() -> set[int]:
-    pids = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if (entry / "comm").read_text().strip().startswith("postgres"):
-                    pids.add(int(entry.name))
-            except OSError:
-                continue
-    return pids
-
-
-def test_postgres_rankers_run_beside_the_others_and_leave_no_server_behind(built: Path) -> None:
+@pytest.mark.postgres
+def test_postgres_rankers_run_beside_the_others_and_leave_no_server_behind(
+    default_site: Path, default_build: SharedBuild
+) -> None:
+    built = default_site
     postgres = json.loads((built / "evidence" / "tiny" / "postgres.json").read_text())
     summary = json.loads((built / "evidence" / "tiny" / "corpus.json").read_text())
     assert {"pg-vector", "pg-tsvector", "rrf-pgvector-tsvector", "pg-hybrid-sql"} <= set(summary["rankers"])
@@ -277,50 +264,46 @@ def test_postgres_rankers_run_beside_the_others_and_leave_no_server_behind(built
     assert (
         "ts_rank_cd is not BM25" in page and "the fusion as one SQL statement against the same fusion in Python" in page
     )
-    assert _postgres_processes() == set()
+    assert default_build.postgres_after == frozenset()
 
 
-def test_unreachable_postgres_marks_the_rows_not_run_unless_required(
-    tmp_path: Path, tiny_corpus: Path, fake_model: FakeEmbeddingModel
-) -> None:
+def test_unreachable_postgres_marks_the_rows_not_run_unless_required(tmp_path: Path, tiny_corpus: Path) -> None:
     dsn = "postgresql://sitegen@127.0.0.1:9/none?connect_timeout=2"
-    _build(tiny_corpus.parent, tmp_path / "site", fake_model, tmp_path / "cache", pg_dsn=dsn)
+    build(tiny_corpus.parent, tmp_path / "site", pg_dsn=dsn, rankers=("bm25", *UNFILTERED_PG))
     postgres = json.loads((tmp_path / "site" / "evidence" / "tiny" / "postgres.json").read_text())
-    assert set(postgres["not_run"]) == {"pg-vector", "pg-tsvector", "rrf-pgvector-tsvector", "pg-hybrid-sql"}
+    assert set(postgres["not_run"]) == set(UNFILTERED_PG)
     assert not (tmp_path / "site" / "evidence" / "tiny" / "runs" / "pg-vector.json").exists()
     assert "Not run on this build" in (tmp_path / "site" / "corpora" / "tiny" / "index.html").read_text()
     with pytest.raises(SitegenError):
-        _build(tiny_corpus.parent, tmp_path / "s2", fake_model, tmp_path / "cache", pg_dsn=dsn, require_postgres=True)
+        build(tiny_corpus.parent, tmp_path / "s2", pg_dsn=dsn, require_postgres=True, rankers=("bm25", *UNFILTERED_PG))
     assert not (tmp_path / "s2").exists()
 
 
+@pytest.mark.postgres
 def test_a_failed_build_stops_its_postgres_server(
-    tmp_path: Path, tiny_corpus: Path, fake_model: FakeEmbeddingModel, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, tiny_corpus: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def explode(*args, **kwargs):
-        assert _postgres_processes(), "the server should be running while ranking"
+        assert own_postgres_processes(), "the server should be running while ranking"
         raise RuntimeError("crash while ranking")
 
     monkeypatch.setattr("sitegen.rankers.pg.PgTsvectorRanker.rank", explode)
     with pytest.raises(SitegenError, match="crash while ranking"):
-        _build(tiny_corpus.parent, tmp_path / "site", fake_model, tmp_path / "cache")
-    assert _postgres_processes() == set()
+        build(tiny_corpus.parent, tmp_path / "site", rankers=("pg-tsvector",))
+    assert own_postgres_processes() == set()
 
 
-def test_reembed_matches_the_stored_vectors_and_catches_a_changed_one(built: Path, tmp_path: Path) -> None:
-    import shutil
-
-    import numpy as np
-
+def test_reembed_matches_the_stored_vectors_and_catches_a_changed_one(default_site: Path, tmp_path: Path) -> None:
     from sitegen.publish.bundle import REEMBED_TOLERANCE
     from sitegen.verify.reembed import reembed_bundle
 
-    (result,) = reembed_bundle(built, model=FakeEmbeddingModel())
-    assert result.ok and result.vectors == 8 and result.max_abs_diff == 0.0
-    copy = Path(shutil.copytree(built, tmp_path / "copy"))
+    results = {r.corpus: r for r in reembed_bundle(default_site, model=FakeEmbeddingModel())}
+    assert results["tiny"].ok and results["tiny"].vectors == 8 and results["tiny"].max_abs_diff == 0.0
+    assert results["rich"].ok and results["rich"].vectors == 11 and results["rich"].max_abs_diff == 0.0
+    copy = copy_site(default_site, tmp_path / "copy")
     path = copy / "evidence" / "tiny" / "embeddings" / "passages.npy"
     vectors = np.load(path)
     vectors[2, 0] += 10 * REEMBED_TOLERANCE
     np.save(path, vectors)
-    (changed,) = reembed_bundle(copy, model=FakeEmbeddingModel())
+    changed = next(r for r in reembed_bundle(copy, model=FakeEmbeddingModel()) if r.corpus == "tiny")
     assert not changed.ok and changed.worst == "passages d3"

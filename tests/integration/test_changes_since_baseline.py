@@ -15,9 +15,11 @@ import pytest
 from click.testing import CliRunner
 
 from sitegen import audit
-from sitegen.builder import BuildOptions, build_site
 from sitegen.cli import cli
-from tests.helpers import REPO, FakeEmbeddingModel, file_tree, rehash_manifest
+from tests.helpers import REPO, build, file_tree, rehash_manifest
+
+# Slow: three builds of the shipped payments-support corpus
+pytestmark = pytest.mark.slow
 
 CORPUS = "payments-support"
 RANKERS = ("bm25", "dense", "rrf-dense-bm25")
@@ -28,11 +30,6 @@ TUNED = "rrf-tuned"  # the corpus's own fusion, from its sitegen.json; the secon
 
 def _fusion_config(k: int) -> str:
     return json.dumps({"fusions": [{"name": TUNED, "components": ["dense", "bm25"], "k": k, "candidates": 20}]})
-
-
-def _build(corpora: Path, out: Path, cache: Path, **kwargs: Any) -> None:
-    options = BuildOptions(corpora_dir=corpora, out_dir=out, cache_dir=cache, rankers=RANKERS, **kwargs)
-    build_site(options, model=FakeEmbeddingModel())
 
 
 def _load(path: Path) -> Any:
@@ -61,9 +58,9 @@ def sites(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     corpora = root / "corpora"
     shutil.copytree(REPO / "corpora" / CORPUS, corpora / CORPUS)
     (corpora / CORPUS / "sitegen.json").write_text(_fusion_config(60), encoding="utf-8")
-    _build(corpora, root / "before", root / "cache", allow_edited=True)
+    build(corpora, root / "before", cache=root / "cache", rankers=RANKERS, allow_edited=True)
     _edit(corpora / CORPUS)
-    _build(corpora, root / "after", root / "cache", allow_edited=True, baseline=root / "before")
+    build(corpora, root / "after", cache=root / "cache", rankers=RANKERS, allow_edited=True, baseline=root / "before")
     return {"root": root, "corpora": corpora, "before": root / "before", "after": root / "after"}
 
 
@@ -165,7 +162,9 @@ def test_a_baseline_that_fails_its_checksums_is_refused_and_the_output_left_unto
     out = Path(shutil.copytree(sites["after"], tmp_path / "out"))
     before = file_tree(out)
     with pytest.raises(Exception) as refused:
-        _build(sites["corpora"], out, sites["root"] / "cache", allow_edited=True, baseline=baseline)
+        build(
+            sites["corpora"], out, cache=sites["root"] / "cache", rankers=RANKERS, allow_edited=True, baseline=baseline
+        )
     message = str(refused.value)
     assert f"--baseline {baseline} is refused" in message
     assert "metrics.json: sha256 does not match" in message
@@ -192,7 +191,7 @@ def test_tested_differences_carry_the_corpus_pages_p_values_and_the_audit_recomp
     rows = [json.loads(line) for line in queries.read_text(encoding="utf-8").splitlines() if line.strip()]
     queries.write_text("".join(json.dumps({**q, "text": q["text"] + " please"}) + "\n" for q in rows), encoding="utf-8")
     out = tmp_path / "site"
-    _build(corpora, out, sites["root"] / "cache", allow_edited=True, baseline=sites["before"])
+    build(corpora, out, cache=sites["root"] / "cache", rankers=RANKERS, allow_edited=True, baseline=sites["before"])
     changes = _load(out / "evidence" / CORPUS / "changes.json")
     tested = [row for row in changes["metrics"] if row["tested"]]
     assert tested and all(0 < row["p_value"] <= row["p_adjusted"] <= 1 for row in tested)

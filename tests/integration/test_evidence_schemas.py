@@ -11,27 +11,15 @@ from pathlib import Path
 import pytest
 
 from sitegen import audit
-from sitegen.builder import BuildOptions, build_site
 from sitegen.publish.evidence import RUN_SCHEMA_VERSION, read_run
 from sitegen.scoring.packing import PACKING_SCHEMA_VERSION
-from tests.helpers import FakeEmbeddingModel, evidence_failures, rehash_manifest, write_corpus
+from tests.helpers import evidence_failures, rehash_manifest
 
 FUSION = "rrf-dense-bm25"
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("runs")
-    write_corpus(root / "corpora" / "tiny")
-    options = BuildOptions(
-        corpora_dir=root / "corpora", out_dir=root / "site", cache_dir=root / "cache", rankers=("bm25", "dense", FUSION)
-    )
-    build_site(options, model=FakeEmbeddingModel())
-    return root / "site"
-
-
-def _copy(built: Path, tmp_path: Path) -> tuple[Path, Path]:
-    site = Path(shutil.copytree(built, tmp_path / "site"))
+def _copy(dense_site: Path, tmp_path: Path) -> tuple[Path, Path]:
+    site = Path(shutil.copytree(dense_site, tmp_path / "site"))
     return site, site / "evidence" / "tiny" / "runs" / f"{FUSION}.json"
 
 
@@ -45,8 +33,8 @@ def _rewrite_fusion_hits(path: Path, change: object) -> None:
     path.write_text(json.dumps(doc, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")
 
 
-def test_a_fusion_run_stores_one_rank_per_component_in_params_order(built: Path) -> None:
-    path = built / "evidence" / "tiny" / "runs" / f"{FUSION}.json"
+def test_a_fusion_run_stores_one_rank_per_component_in_params_order(dense_site: Path) -> None:
+    path = dense_site / "evidence" / "tiny" / "runs" / f"{FUSION}.json"
     raw = json.loads(path.read_text(encoding="utf-8"))
     assert raw["schema_version"] == RUN_SCHEMA_VERSION == 3
     order = raw["params"]["components"]
@@ -55,11 +43,13 @@ def test_a_fusion_run_stores_one_rank_per_component_in_params_order(built: Path)
         for position, hit in enumerate(hits):
             assert isinstance(hit[2], list) and len(hit[2]) == len(order)
             assert expanded["queries"][qid][position]["components"] == dict(zip(order, hit[2], strict=True))
-    assert json.loads((built / "audit.json").read_text())["verdict"] == "pass"
+    assert json.loads((dense_site / "audit.json").read_text())["verdict"] == "pass"
 
 
-def test_an_older_schema_2_run_with_rank_objects_still_passes_every_evidence_check(built: Path, tmp_path: Path) -> None:
-    site, path = _copy(built, tmp_path)
+def test_an_older_schema_2_run_with_rank_objects_still_passes_every_evidence_check(
+    dense_site: Path, tmp_path: Path
+) -> None:
+    site, path = _copy(dense_site, tmp_path)
 
     def as_object(hit: list, params: dict) -> None:
         hit[2] = dict(zip(params["components"], hit[2], strict=True))
@@ -82,9 +72,9 @@ def test_an_older_schema_2_run_with_rank_objects_still_passes_every_evidence_che
     ],
 )
 def test_component_ranks_the_audit_cannot_match_to_their_components_fail(
-    built: Path, tmp_path: Path, change: object, why: str
+    dense_site: Path, tmp_path: Path, change: object, why: str
 ) -> None:
-    site, path = _copy(built, tmp_path)
+    site, path = _copy(dense_site, tmp_path)
     _rewrite_fusion_hits(path, change)
     rehash_manifest(site)
     report = audit.run_audit(site, echo=lambda _: None)
@@ -96,8 +86,8 @@ def test_the_audit_reads_the_schema_versions_sitegen_writes() -> None:
     assert (audit.RUN_SCHEMA_VERSION, audit.PACKING_SCHEMA_VERSION) == (RUN_SCHEMA_VERSION, PACKING_SCHEMA_VERSION)
 
 
-def test_a_pack_stores_the_ranks_it_sends_and_an_older_id_pack_still_passes(built: Path, tmp_path: Path) -> None:
-    site, _ = _copy(built, tmp_path)
+def test_a_pack_stores_the_ranks_it_sends_and_an_older_id_pack_still_passes(dense_site: Path, tmp_path: Path) -> None:
+    site, _ = _copy(dense_site, tmp_path)
     rel = site / "evidence" / "tiny" / "packing.json"
     packing = json.loads(rel.read_text(encoding="utf-8"))
     assert packing["schema_version"] == PACKING_SCHEMA_VERSION == 2

@@ -11,15 +11,12 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from sitegen.builder import BuildOptions, build_site
-from sitegen.cli import cli
 from sitegen.errors import SitegenError
 from sitegen.inputs.corpus import load_corpus
 from sitegen.publish.evidence import read_run, write_run
 from sitegen.rankers import RankInputs, external
-from tests.helpers import FakeEmbeddingModel, evidence_failures, file_tree, write_corpus
+from tests.helpers import build, cli_build, evidence_failures, file_tree, write_corpus
 
 # tiny's queries are q1..q4, its documents d1..d4 (conftest.TINY_*).
 SOME_UNKNOWN = (
@@ -32,48 +29,6 @@ SOME_UNKNOWN = (
 MOSTLY_UNKNOWN_DOCS = "q1 Q0 DOC-1 1 3.0 x\nq1 Q0 DOC-2 2 2.0 x\nq2 Q0 DOC-3 1 1.0 x\nq2 Q0 d3 2 0.5 x\n"
 
 
-def _build(corpora: Path, out: Path, log: list[str] | None = None, **kwargs) -> None:
-    options = BuildOptions(
-        corpora_dir=corpora, out_dir=out, cache_dir=out.parent / "cache", rankers=("bm25",), **kwargs
-    )
-    build_site(options, log=log.append if log is not None else lambda _: None, model=FakeEmbeddingModel())
-
-
-@pytest.fixture
-def ranked(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Every corpus bm25 ranks, in order: empty when a build fails before any ranker runs."""
-    from sitegen.rankers.bm25 import BM25Ranker
-
-    calls: list[str] = []
-    real = BM25Ranker.rank
-
-    def spy(self, inputs, depth):
-        calls.append(inputs.corpus.name)
-        return real(self, inputs, depth)
-
-    monkeypatch.setattr(BM25Ranker, "rank", spy)
-    return calls
-
-
-def _cli_build(corpora: Path, out: Path, *args: str) -> object:
-    return CliRunner().invoke(
-        cli,
-        [
-            "build",
-            "--corpora",
-            str(corpora),
-            "--out",
-            str(out),
-            "--cache-dir",
-            str(out.parent / "cache"),
-            "--ranker",
-            "bm25",
-            "--quiet",
-            *args,
-        ],
-    )
-
-
 # ------------------------------------------------------------------- --run naming a corpus not built
 
 
@@ -84,7 +39,7 @@ def test_run_naming_a_corpus_that_is_not_there_fails_before_any_work_listing_the
     run_file = tmp_path / "mysys.trec"
     run_file.write_text(SOME_UNKNOWN)
     out = tmp_path / "site"
-    result = _cli_build(tiny_corpus.parent, out, "--run", f"mine=bike:{run_file}")
+    result = cli_build(tiny_corpus.parent, out, "--run", f"mine=bike:{run_file}")
     assert result.exit_code == 1, result.output
     assert result.output.strip().splitlines() == [
         f"error: build failed: --run mine=bike:{run_file}: no corpus named bike in {tiny_corpus.parent}; "
@@ -98,8 +53,12 @@ def test_run_for_a_corpus_that_only_leaves_out_says_so(tmp_path: Path, tiny_corp
     run_file = tmp_path / "mysys.trec"
     run_file.write_text(SOME_UNKNOWN)
     with pytest.raises(SitegenError) as info:
-        _build(
-            tiny_corpus.parent, tmp_path / "site", only=("bike-repair",), external_runs=(("mine", "tiny", run_file),)
+        build(
+            tiny_corpus.parent,
+            tmp_path / "site",
+            only=("bike-repair",),
+            external_runs=(("mine", "tiny", run_file),),
+            rankers=("bm25",),
         )
     assert str(info.value) == (
         f"--run mine=tiny:{run_file}: corpus tiny is not being built (--only bike-repair); "
@@ -115,7 +74,9 @@ def test_unknown_documents_and_queries_are_warned_with_counts_and_examples(tmp_p
     run_file = tmp_path / "vendor.trec"
     run_file.write_text(SOME_UNKNOWN)
     log: list[str] = []
-    _build(tiny_corpus.parent, tmp_path / "site", log, external_runs=(("vendor", "tiny", run_file),))
+    build(
+        tiny_corpus.parent, tmp_path / "site", log=log, external_runs=(("vendor", "tiny", run_file),), rankers=("bm25",)
+    )
     warnings = [line for line in log if line.startswith("warning:")]
     assert warnings == [
         "warning: tiny: run vendor: 1 of 5 hits (20%) name documents not in the corpus, e.g. ghost; "
@@ -128,7 +89,7 @@ def test_the_corpus_page_shows_a_runs_unknown_ids_read_from_its_evidence(tmp_pat
     run_file = tmp_path / "vendor.trec"
     run_file.write_text(SOME_UNKNOWN)
     out = tmp_path / "site"
-    _build(tiny_corpus.parent, out, external_runs=(("vendor", "tiny", run_file),))
+    build(tiny_corpus.parent, out, external_runs=(("vendor", "tiny", run_file),), rankers=("bm25",))
     params = json.loads((out / "evidence" / "tiny" / "runs" / "vendor.json").read_text())["params"]
     assert (params["hits_in_file"], params["unknown_document_hits"], params["queries_in_file"]) == (5, 1, 3)
     assert params["unknown_documents"] == ["ghost"] and params["unknown_queries"] == ["q9"]
@@ -143,12 +104,12 @@ def test_a_run_whose_hits_mostly_name_unknown_documents_fails_asking_whether_the
     tmp_path: Path, tiny_corpus: Path, ranked: list[str]
 ) -> None:
     out = tmp_path / "site"
-    _build(tiny_corpus.parent, out)
+    build(tiny_corpus.parent, out, rankers=("bm25",))
     before = file_tree(out)
     ranked.clear()
     run_file = tmp_path / "mysys.trec"
     run_file.write_text(MOSTLY_UNKNOWN_DOCS)
-    result = _cli_build(tiny_corpus.parent, out, "--run", f"mine=tiny:{run_file}")
+    result = cli_build(tiny_corpus.parent, out, "--run", f"mine=tiny:{run_file}")
     assert result.exit_code == 1
     assert result.output.strip().splitlines() == [
         f"error: build failed: {run_file}: run mine: 3 of 4 hits (75%) name documents not in corpus tiny, "
@@ -165,7 +126,7 @@ def test_a_run_whose_queries_are_mostly_unknown_fails_too(tmp_path: Path, tiny_c
         match=r"run mine: 2 of 3 queries \(67%\) are not in corpus tiny, e.g. 1, 2; "
         r"do the ids match the corpus\?",
     ):
-        _build(tiny_corpus.parent, tmp_path / "site", external_runs=(("mine", "tiny", run_file),))
+        build(tiny_corpus.parent, tmp_path / "site", external_runs=(("mine", "tiny", run_file),), rankers=("bm25",))
 
 
 def test_exactly_half_unknown_is_still_built_with_a_warning(tmp_path: Path, tiny_corpus: Path) -> None:
@@ -173,7 +134,9 @@ def test_exactly_half_unknown_is_still_built_with_a_warning(tmp_path: Path, tiny
     run_file = tmp_path / "half.trec"
     run_file.write_text("q1 Q0 d1 1 3.0 x\nq1 Q0 DOC-1 2 2.0 x\n")
     log: list[str] = []
-    _build(tiny_corpus.parent, tmp_path / "site", log, external_runs=(("half", "tiny", run_file),))
+    build(
+        tiny_corpus.parent, tmp_path / "site", log=log, external_runs=(("half", "tiny", run_file),), rankers=("bm25",)
+    )
     assert (
         "warning: tiny: run half: 1 of 2 hits (50%) name documents not in the corpus, e.g. DOC-1; "
         "they count as not relevant" in log
@@ -198,7 +161,7 @@ def test_a_chunked_corpus_checks_run_ids_against_its_chunks(tmp_path: Path) -> N
     run_file = tmp_path / "docs.trec"
     run_file.write_text("q Q0 p 1 3.0 x\n")
     with pytest.raises(SitegenError, match=r"1 of 1 hits \(100%\) name documents not in corpus chunky"):
-        _build(folder.parent, tmp_path / "site", external_runs=(("docs", "chunky", run_file),))
+        build(folder.parent, tmp_path / "site", external_runs=(("docs", "chunky", run_file),), rankers=("bm25",))
 
 
 # ------------------------------------------------------------------- validated before any ranker runs
@@ -209,13 +172,13 @@ def test_a_malformed_run_line_fails_before_any_ranker_runs_and_keeps_the_old_sit
 ) -> None:
     write_corpus(tiny_corpus.parent / "zeta")  # sorted after tiny: its run is found only after tiny is ranked today
     out = tmp_path / "site"
-    _build(tiny_corpus.parent, out)
+    build(tiny_corpus.parent, out, rankers=("bm25",))
     before = file_tree(out)
     ranked.clear()
     bad = tiny_corpus.parent / "zeta" / "runs" / "vendor.trec"
     bad.parent.mkdir()
     bad.write_text("q1 Q0 d1 1 2.0 x\nq1 Q0 d2 2 x\n")
-    result = _cli_build(tiny_corpus.parent, out)
+    result = cli_build(tiny_corpus.parent, out)
     assert result.exit_code == 1
     assert result.output.strip().splitlines() == [
         f"error: build failed: {bad}:2: expected 6 columns (qid Q0 docid rank score tag), found 5"
@@ -226,7 +189,12 @@ def test_a_malformed_run_line_fails_before_any_ranker_runs_and_keeps_the_old_sit
 def test_a_missing_run_file_fails_before_any_ranker_runs(tmp_path: Path, tiny_corpus: Path, ranked: list[str]) -> None:
     write_corpus(tiny_corpus.parent / "zeta")
     with pytest.raises(SitegenError, match=r"nope\.trec: external run file does not exist"):
-        _build(tiny_corpus.parent, tmp_path / "site", external_runs=(("v", "zeta", tmp_path / "nope.trec"),))
+        build(
+            tiny_corpus.parent,
+            tmp_path / "site",
+            external_runs=(("v", "zeta", tmp_path / "nope.trec"),),
+            rankers=("bm25",),
+        )
     assert ranked == []
 
 
@@ -234,7 +202,7 @@ def test_a_run_path_that_is_a_folder_is_refused_as_not_a_file(tmp_path: Path, ti
     folder = tmp_path / "runs.trec"
     folder.mkdir()
     with pytest.raises(SitegenError, match=r"runs\.trec: external run path is not a file"):
-        _build(tiny_corpus.parent, tmp_path / "site", external_runs=(("v", "tiny", folder),))
+        build(tiny_corpus.parent, tmp_path / "site", external_runs=(("v", "tiny", folder),), rankers=("bm25",))
 
 
 def test_the_external_ranker_ranks_from_the_parsed_run_without_reading_the_file_again(
@@ -264,7 +232,7 @@ def test_a_run_file_changed_during_the_build_is_refused(
 
     monkeypatch.setattr(BM25Ranker, "rank", edit_then_rank)
     with pytest.raises(SitegenError, match=r"vendor\.trec: changed while the build ran"):
-        _build(tiny_corpus.parent, tmp_path / "site", external_runs=(("vendor", "tiny", run_file),))
+        build(tiny_corpus.parent, tmp_path / "site", external_runs=(("vendor", "tiny", run_file),), rankers=("bm25",))
 
 
 def test_the_audit_catches_a_changed_unknown_hit_count_on_the_page(tmp_path: Path, tiny_corpus: Path) -> None:
@@ -275,7 +243,7 @@ def test_the_audit_catches_a_changed_unknown_hit_count_on_the_page(tmp_path: Pat
     run_file = tmp_path / "vendor.trec"
     run_file.write_text(SOME_UNKNOWN)
     out = tmp_path / "site"
-    _build(tiny_corpus.parent, out, external_runs=(("vendor", "tiny", run_file),))
+    build(tiny_corpus.parent, out, external_runs=(("vendor", "tiny", run_file),), rankers=("bm25",))
     rel = "evidence/tiny/runs/vendor.json"
     run_doc = read_run(out / rel)
     run_doc["params"]["unknown_document_hits"] = 0  # what the page would then hide

@@ -15,12 +15,21 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from sitegen.builder import BuildOptions, build_site
 from sitegen.cli import cli
 from sitegen.publish.evidence import read_run
 from sitegen.publish.pages.corpus import QUESTIONS_PER_PAGE
 from sitegen.scoring.metrics import metric_names, score_query
-from tests.helpers import REPO, SHARED, FakeEmbeddingModel, assert_metrics_match_trec_eval, read_qrels, read_trec_run
+from tests.helpers import (
+    REPO,
+    SHARED,
+    assert_metrics_match_trec_eval,
+    build,
+    read_qrels,
+    read_trec_run,
+)
+
+# Slow: an import and build of 238 Cranfield passages
+pytestmark = pytest.mark.slow
 
 CRANFIELD = SHARED / "collections" / "cranfield"
 FIXTURE = REPO / "tests" / "fixtures" / "cranfield-graded"
@@ -60,10 +69,7 @@ def _import_and_build(source: Path, root: Path, expected_counts: str) -> Path:
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     assert expected_counts in result.output
-    build_site(
-        BuildOptions(corpora_dir=root / "corpora", out_dir=root / "site", cache_dir=root / "cache", rankers=RANKERS),
-        model=FakeEmbeddingModel(),
-    )
+    build(root / "corpora", root / "site", rankers=RANKERS)
     return root / "site"
 
 

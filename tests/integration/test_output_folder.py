@@ -11,24 +11,13 @@ import threading
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from sitegen import swap
-from sitegen.builder import BuildOptions, build_site
-from sitegen.cli import cli
+from sitegen.builder import BuildOptions
 from sitegen.errors import OutputFolderError, SitegenError
-from tests.helpers import FakeEmbeddingModel, file_tree, write_corpus
+from tests.helpers import build, cli_build, copy_site, file_tree, write_corpus
 
-FAST = ("bm25",)  # no embeddings, no PostgreSQL: about a second a build
-
-
-def _build(corpora: Path, out: Path, cache: Path, rankers: tuple[str, ...] = FAST, **kwargs) -> None:
-    options = BuildOptions(corpora_dir=corpora, out_dir=out, cache_dir=cache, rankers=rankers, **kwargs)
-    build_site(options, model=FakeEmbeddingModel())
-
-
-def _cli_build(*args: str):
-    return CliRunner().invoke(cli, ["build", "--ranker", "bm25", "--quiet", *args])
+FAST = ("bm25",)  # no embeddings, no PostgreSQL: the cheapest build
 
 
 def _assert_complete_site(site: Path, corpora: list[str]) -> None:
@@ -46,10 +35,17 @@ def _leftovers(folder: Path, name: str) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if p.name.startswith(f".{name}"))
 
 
+@pytest.fixture(scope="module")
+def earlier_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A site of the tiny corpus, built once: each test that builds into a site gets a copy."""
+    root = tmp_path_factory.mktemp("earlier")
+    build(write_corpus(root / "corpora" / "tiny").parent, root / "site", rankers=FAST)
+    return root / "site"
+
+
 @pytest.fixture
-def site(tmp_path: Path, tiny_corpus: Path) -> Path:
-    _build(tiny_corpus.parent, tmp_path / "site", tmp_path / "cache")
-    return tmp_path / "site"
+def site(earlier_site: Path, tmp_path: Path) -> Path:
+    return copy_site(earlier_site, tmp_path / "site")
 
 
 # ------------------------------------------------------------------------------------- the inputs
@@ -61,7 +57,7 @@ def test_out_equal_to_the_corpora_folder_is_refused_even_with_force_and_left_byt
 ) -> None:
     corpora = tiny_corpus.parent
     before = file_tree(corpora)
-    result = _cli_build("--corpora", str(corpora), "--out", str(corpora), *(["--force"] if force else []))
+    result = cli_build(corpora, corpora, *(["--force"] if force else []))
     assert result.exit_code == 1
     assert result.output == (
         f"error: build failed: --out {corpora} equals the corpora folder {corpora}; "
@@ -81,7 +77,7 @@ def test_out_inside_or_containing_the_corpora_folder_is_refused_even_with_force(
     out = {"inside": corpora / "site", "parent": tmp_path, "same via ..": corpora / "tiny" / ".."}[where]
     before = file_tree(tmp_path)
     with pytest.raises(OutputFolderError, match=f"{relation} the corpora folder .*would replace its inputs"):
-        _build(corpora, out, tmp_path / "cache", force=True)
+        build(corpora, out, cache=tmp_path / "cache", rankers=FAST, force=True)
     assert file_tree(tmp_path) == before and not (corpora / "site").exists()
 
 
@@ -89,9 +85,9 @@ def test_a_file_as_out_is_refused(tmp_path: Path, tiny_corpus: Path) -> None:
     out = tmp_path / "report.html"
     out.write_text("not a folder")
     with pytest.raises(OutputFolderError, match="is a file, not a folder"):
-        _build(tiny_corpus.parent, out, tmp_path / "cache", force=True)
+        build(tiny_corpus.parent, out, cache=tmp_path / "cache", rankers=FAST, force=True)
     assert out.read_text() == "not a folder"
-    result = _cli_build("--corpora", str(tiny_corpus.parent), "--out", str(out))
+    result = cli_build(tiny_corpus.parent, out)
     assert result.exit_code == 2 and "is a file" in result.output
 
 
@@ -104,14 +100,14 @@ def test_out_holding_unrelated_files_is_refused_and_kept_and_force_then_builds(
     out = tmp_path / "notes"
     out.mkdir()
     (out / "notes.txt").write_text("my notes")
-    result = _cli_build("--corpora", str(tiny_corpus.parent), "--out", str(out))
+    result = cli_build(tiny_corpus.parent, out)
     assert result.exit_code == 1
     assert result.output == (
         f"error: build failed: --out {out} is not empty and is not a sitegen site (it holds notes.txt); "
         "choose a new or empty folder, or pass --force to replace it\n"
     )
     assert file_tree(out) == {"notes.txt": b"my notes"}
-    result = _cli_build("--corpora", str(tiny_corpus.parent), "--out", str(out), "--force")
+    result = cli_build(tiny_corpus.parent, out, "--force")
     assert result.exit_code == 0, result.output
     _assert_complete_site(out, ["tiny"])
     assert not (out / "notes.txt").exists()
@@ -122,7 +118,7 @@ def test_the_refusal_lists_the_first_entries_and_counts_the_rest(tmp_path: Path,
     for name in ("a.txt", "b.txt", "c.txt", "d.txt", "e"):
         (out / name).mkdir(parents=True)
     with pytest.raises(OutputFolderError, match=r"it holds a\.txt, b\.txt, c\.txt and 2 more"):
-        _build(tiny_corpus.parent, out, tmp_path / "cache")
+        build(tiny_corpus.parent, out, cache=tmp_path / "cache", rankers=FAST)
 
 
 def test_a_folder_with_a_manifest_from_another_tool_is_not_a_sitegen_site(tmp_path: Path, tiny_corpus: Path) -> None:
@@ -130,15 +126,15 @@ def test_a_folder_with_a_manifest_from_another_tool_is_not_a_sitegen_site(tmp_pa
     (out / "evidence").mkdir(parents=True)
     (out / "evidence" / "manifest.json").write_text('{"tool": {"name": "mkdocs"}}')
     with pytest.raises(OutputFolderError, match="is not a sitegen site"):
-        _build(tiny_corpus.parent, out, tmp_path / "cache")
+        build(tiny_corpus.parent, out, cache=tmp_path / "cache", rankers=FAST)
 
 
 def test_an_empty_folder_and_an_earlier_site_are_built_into_without_force(site: Path, tiny_corpus: Path) -> None:
     empty = site.parent / "empty"
     empty.mkdir()
-    _build(tiny_corpus.parent, empty, site.parent / "cache")
+    build(tiny_corpus.parent, empty, cache=site.parent / "cache", rankers=FAST)
     _assert_complete_site(empty, ["tiny"])
-    _build(tiny_corpus.parent, site, site.parent / "cache")
+    build(tiny_corpus.parent, site, cache=site.parent / "cache", rankers=FAST)
     _assert_complete_site(site, ["tiny"])
 
 
@@ -150,9 +146,9 @@ def test_the_out_checks_run_before_any_corpus_is_loaded(
     (tmp_path / "notes").mkdir()
     (tmp_path / "notes" / "notes.txt").write_text("my notes")
     with pytest.raises(OutputFolderError):
-        _build(tiny_corpus.parent, tmp_path / "notes", tmp_path / "cache")
+        build(tiny_corpus.parent, tmp_path / "notes", cache=tmp_path / "cache", rankers=FAST)
     with pytest.raises(OutputFolderError):
-        _build(tiny_corpus.parent, tiny_corpus.parent, tmp_path / "cache")
+        build(tiny_corpus.parent, tiny_corpus.parent, cache=tmp_path / "cache", rankers=FAST)
     assert loaded == []
 
 
@@ -164,9 +160,9 @@ def test_only_into_a_site_holding_other_corpora_is_refused_even_with_force_and_k
 ) -> None:
     write_corpus(tiny_corpus.parent / "other")
     out = tmp_path / "site"
-    _build(tiny_corpus.parent, out, tmp_path / "cache")
+    build(tiny_corpus.parent, out, cache=tmp_path / "cache", rankers=FAST)
     before = file_tree(out)
-    result = _cli_build("--corpora", str(tiny_corpus.parent), "--out", str(out), "--only", "tiny", "--force")
+    result = cli_build(tiny_corpus.parent, out, "--only", "tiny", "--force")
     assert result.exit_code == 1
     assert result.output == (
         f"error: build failed: --only tiny would remove other from the site at {out} (a build replaces the "
@@ -180,10 +176,10 @@ def test_only_into_a_new_folder_or_a_site_holding_only_the_named_corpora_builds(
 ) -> None:
     write_corpus(tiny_corpus.parent / "other")
     out = tmp_path / "just-tiny"
-    _build(tiny_corpus.parent, out, tmp_path / "cache", only=("tiny",))
-    _build(tiny_corpus.parent, out, tmp_path / "cache", only=("tiny",))
+    build(tiny_corpus.parent, out, cache=tmp_path / "cache", rankers=FAST, only=("tiny",))
+    build(tiny_corpus.parent, out, cache=tmp_path / "cache", rankers=FAST, only=("tiny",))
     _assert_complete_site(out, ["tiny"])
-    _build(tiny_corpus.parent, out, tmp_path / "cache", only=("tiny", "other"))
+    build(tiny_corpus.parent, out, cache=tmp_path / "cache", rankers=FAST, only=("tiny", "other"))
     _assert_complete_site(out, ["other", "tiny"])
 
 
@@ -220,7 +216,7 @@ def test_a_failure_at_any_step_of_the_swap_keeps_the_previous_site_complete(
     monkeypatch.setattr(swap, "_rename", rename)
     (tiny_corpus / "README.md").write_text("# tiny\n\nChanged, so the new site differs.\n")
     with pytest.raises(OutputFolderError, match="injected failure"):
-        _build(tiny_corpus.parent, site, site.parent / "cache")
+        build(tiny_corpus.parent, site, cache=site.parent / "cache", rankers=FAST)
     assert file_tree(site) == before, step
     _assert_complete_site(site, ["tiny"])
     assert _leftovers(site.parent, "site") == []
@@ -229,7 +225,7 @@ def test_a_failure_at_any_step_of_the_swap_keeps_the_previous_site_complete(
 def test_a_killed_builds_staging_folder_is_removed_by_the_next_build(site: Path, tiny_corpus: Path) -> None:
     stale = site.parent / ".site.building-12345"
     (stale / "evidence").mkdir(parents=True)
-    _build(tiny_corpus.parent, site, site.parent / "cache")
+    build(tiny_corpus.parent, site, cache=site.parent / "cache", rankers=FAST)
     assert _leftovers(site.parent, "site") == []
 
 
@@ -258,7 +254,7 @@ def test_two_builds_started_at_once_into_one_folder_leave_one_complete_site(
 
     def run(name: str) -> None:
         try:
-            _build(tiny_corpus.parent, out, tmp_path / f"cache-{name}", rankers=("bm25", "dense"))
+            build(tiny_corpus.parent, out, cache=tmp_path / f"cache-{name}", rankers=("bm25", "dense"))
             outcome[name] = None
         except BaseException as exc:  # recorded for the assertions below
             outcome[name] = exc
@@ -288,7 +284,7 @@ def pg_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A site whose tiny corpus published pg-vector, built with the private PostgreSQL."""
     root = tmp_path_factory.mktemp("pg-site")
     corpora = write_corpus(root / "corpora" / "tiny").parent
-    _build(corpora, root / "site", root / "cache", rankers=("bm25", "pg-vector"))
+    build(corpora, root / "site", cache=root / "cache", rankers=("bm25", "pg-vector"))
     assert "pg-vector" in json.loads((root / "site" / "evidence" / "tiny" / "corpus.json").read_text())["rankers"]
     return corpora, root / "site"
 
@@ -307,6 +303,8 @@ def _fail_postgres(monkeypatch: pytest.MonkeyPatch, where: str) -> None:
     monkeypatch.setattr(target, fail)
 
 
+@pytest.mark.slow
+@pytest.mark.postgres
 @pytest.mark.parametrize("where", ["server start", "corpus load", "ranking"])
 def test_postgres_failing_fails_a_build_whose_site_published_pg_rows_and_keeps_the_site(
     pg_site: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
@@ -316,7 +314,7 @@ def test_postgres_failing_fails_a_build_whose_site_published_pg_rows_and_keeps_t
     before = file_tree(out)
     _fail_postgres(monkeypatch, where)
     with pytest.raises(SitegenError) as info:
-        _build(corpora, out, tmp_path / "cache", rankers=("bm25", "pg-vector"))
+        build(corpora, out, cache=tmp_path / "cache", rankers=("bm25", "pg-vector"))
     assert str(info.value) == (
         f"PostgreSQL failed (injected: {where} failed), and the site at {out} publishes rows this build would "
         "drop (tiny: pg-vector); fix PostgreSQL (or --pg-dsn), or pass --allow-missing-postgres to publish "
@@ -325,13 +323,15 @@ def test_postgres_failing_fails_a_build_whose_site_published_pg_rows_and_keeps_t
     assert file_tree(out) == before
 
 
+@pytest.mark.slow
+@pytest.mark.postgres
 def test_allow_missing_postgres_publishes_the_pg_rows_as_not_run(
     pg_site: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     corpora, published = pg_site
     out = Path(shutil.copytree(published, tmp_path / "site"))
     _fail_postgres(monkeypatch, "server start")
-    _build(corpora, out, tmp_path / "cache", rankers=("bm25", "pg-vector"), allow_missing_postgres=True)
+    build(corpora, out, cache=tmp_path / "cache", rankers=("bm25", "pg-vector"), allow_missing_postgres=True)
     postgres = json.loads((out / "evidence" / "tiny" / "postgres.json").read_text())
     assert postgres["not_run"] == {"pg-vector": "injected: server start failed"}
 
@@ -344,26 +344,30 @@ def test_cli_flags_reach_the_build_options(monkeypatch: pytest.MonkeyPatch) -> N
         raise OutputFolderError("captured")
 
     monkeypatch.setattr("sitegen.builder.build_site", capture)
-    assert _cli_build().exit_code == 1
-    assert _cli_build("--force", "--allow-missing-postgres").exit_code == 1
+    assert cli_build().exit_code == 1
+    assert cli_build(None, None, "--force", "--allow-missing-postgres").exit_code == 1
     assert [(o.force, o.allow_missing_postgres) for o in seen] == [(False, False), (True, True)]
 
 
+@pytest.mark.slow
+@pytest.mark.postgres
 def test_postgres_failing_only_marks_rows_not_run_where_the_site_had_none(
     pg_site: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     corpora, _ = pg_site
     _fail_postgres(monkeypatch, "server start")
-    _build(corpora, tmp_path / "new", tmp_path / "cache", rankers=("bm25", "pg-vector"))
+    build(corpora, tmp_path / "new", cache=tmp_path / "cache", rankers=("bm25", "pg-vector"))
     postgres = json.loads((tmp_path / "new" / "evidence" / "tiny" / "postgres.json").read_text())
     assert postgres["not_run"] == {"pg-vector": "injected: server start failed"}
 
 
+@pytest.mark.slow
+@pytest.mark.postgres
 def test_require_postgres_still_fails_on_any_postgres_failure(
     pg_site: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     corpora, _ = pg_site
     _fail_postgres(monkeypatch, "server start")
     with pytest.raises(SitegenError, match=r"^injected: server start failed$"):
-        _build(corpora, tmp_path / "new", tmp_path / "cache", rankers=("bm25", "pg-vector"), require_postgres=True)
+        build(corpora, tmp_path / "new", cache=tmp_path / "cache", rankers=("bm25", "pg-vector"), require_postgres=True)
     assert not (tmp_path / "new").exists()

@@ -12,13 +12,14 @@ import numpy as np
 import pytest
 
 from sitegen import audit
-from sitegen.builder import BuildOptions, build_site
 from sitegen.postgres.index import EF_SEARCH_MAX
 from sitegen.postgres.server import PostgresServer, PostgresUnavailable
 from sitegen.verify.postgres import rerun_postgres
-from tests.helpers import FakeEmbeddingModel, evidence_failures, rehash_manifest, write_corpus
+from tests.helpers import PG_RANKERS, build, evidence_failures, rehash_manifest, write_corpus
 
 psycopg = pytest.importorskip("psycopg")
+# Slow: two builds of 1,150 passages and a second server
+pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
 PASSAGES = EF_SEARCH_MAX + 150  # above the ceiling: the vector lists must be an exact scan
 PG_RUNS = ("pg-vector", "pg-tsvector", "rrf-pgvector-tsvector", "pg-hybrid-sql")
@@ -69,18 +70,10 @@ def two_builds(tmp_path_factory: pytest.TempPathFactory, remote: PostgresServer)
     with psycopg.connect(remote.conninfo, autocommit=True) as conn:  # someone else's table on the "remote" server
         conn.execute("CREATE TABLE IF NOT EXISTS keep_me (id int)")
         conn.execute("INSERT INTO keep_me VALUES (1), (2)")
-    sites = []
-    for name in ("a", "b"):
-        options = BuildOptions(
-            corpora_dir=root / "corpora",
-            out_dir=root / name,
-            cache_dir=root / "cache",
-            pg_dsn=remote.conninfo,
-            require_postgres=True,
-        )
-        build_site(options, model=FakeEmbeddingModel())
-        sites.append(root / name)
-    return sites[0], sites[1]
+    for name in ("a", "b"):  # the PostgreSQL rankers only: the others do not depend on the server or the ceiling
+        options = {"pg_dsn": remote.conninfo, "require_postgres": True, "rankers": PG_RANKERS}
+        build(root / "corpora", root / name, cache=root / "cache", **options)
+    return root / "a", root / "b"
 
 
 def _runs(site: Path) -> Path:
@@ -229,16 +222,8 @@ def test_an_unreachable_dsn_in_a_build_fails_it_when_postgres_is_required_with_t
 ) -> None:
     _scale_corpus(tmp_path / "corpora" / "scale")
     dsn = f"postgresql://sitegen:pa55-w0rd@{remote.folder}nowhere/x".replace("@/", "@%2F")
-    options = BuildOptions(
-        corpora_dir=tmp_path / "corpora",
-        out_dir=tmp_path / "site",
-        cache_dir=tmp_path / "cache",
-        pg_dsn=dsn,
-        require_postgres=True,
-        rankers=("pg-tsvector",),
-    )
     with pytest.raises(PostgresUnavailable) as raised:
-        build_site(options, model=FakeEmbeddingModel())
+        build(tmp_path / "corpora", tmp_path / "site", pg_dsn=dsn, require_postgres=True, rankers=("pg-tsvector",))
     assert "cannot connect to PostgreSQL at socket " in str(raised.value) and "pa55-w0rd" not in str(raised.value)
     assert not (tmp_path / "site").exists()
 

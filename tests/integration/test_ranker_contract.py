@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from sitegen import audit
-from sitegen.builder import BuildOptions, build_site
 from sitegen.errors import BuildError
 from sitegen.inputs.corpus import passage_text
 from sitegen.publish.evidence import read_run, write_run
@@ -21,7 +20,7 @@ from sitegen.rankers import RANKERS, RRFRanker, make_rankers
 from sitegen.rankers.base import Contract, Family, Hit, RankInputs, Run
 from sitegen.rankers.bm25 import bm25_scores, build_bm25_index
 from sitegen.rankers.tokenize import tokenize
-from tests.helpers import FakeEmbeddingModel, rehash_manifest, write_corpus
+from tests.helpers import build, rehash_manifest, write_corpus
 
 # ------------------------------------------------------------- the "one module": a ranker a team adds
 
@@ -58,8 +57,7 @@ def _build_and_audit(tmp_path: Path, names: tuple[str, ...]) -> tuple[Path, dict
     corpora = tmp_path / "corpora"
     write_corpus(corpora / "tiny")
     site = tmp_path / "site"
-    options = BuildOptions(corpora_dir=corpora, out_dir=site, cache_dir=tmp_path / "cache", rankers=names)
-    build_site(options, model=FakeEmbeddingModel())
+    build(corpora, site, rankers=names)
     return site, audit.run_audit(site, echo=lambda line: None)
 
 
@@ -121,10 +119,7 @@ def test_relabelling_a_bm25_run_as_a_postgres_run_fails_the_run_check(tmp_path: 
     corpora = tmp_path / "corpora"
     write_corpus(corpora / "tiny")
     site = tmp_path / "site"
-    build_site(
-        BuildOptions(corpora_dir=corpora, out_dir=site, cache_dir=tmp_path / "cache", rankers=("bm25",)),
-        model=FakeEmbeddingModel(),
-    )
+    build(corpora, site, rankers=("bm25",))
     path = site / "evidence" / "tiny" / "runs" / "bm25.json"
     run = read_run(path)
     run["params"]["method"] = run["contract"]["verifier"] = "postgres-tsvector"

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sitegen.builder import BuildOptions, build_site
-from tests.helpers import FakeEmbeddingModel, write_corpus
+from tests.helpers import build, write_corpus
 
 ONE_KIND_QUERIES = [
     {"_id": "q1", "text": "refund a card payment", "kind": "lookup"},
@@ -25,10 +24,7 @@ def one_kind_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write_corpus(
         root / "corpora" / "plain", queries=ONE_KIND_QUERIES, qrels=[("q1", "d1", 1), ("q2", "d2", 1), ("q3", "d3", 1)]
     )
-    options = BuildOptions(
-        corpora_dir=root / "corpora", out_dir=root / "site", cache_dir=root / "cache", rankers=("bm25", "bm25-stem")
-    )
-    build_site(options, model=FakeEmbeddingModel())
+    build(root / "corpora", root / "site", rankers=("bm25", "bm25-stem"))
     return root / "site"
 
 

@@ -19,13 +19,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from sitegen.builder import BuildOptions, build_site
 from sitegen.cli import cli
 from sitegen.errors import SitegenError
 from sitegen.publish.evidence import read_run
 from sitegen.rankers import make_rankers
 from sitegen.rankers.adapters import RANK_DERIVED, from_langchain, from_llamaindex
-from tests.helpers import REPO, FakeEmbeddingModel, assert_metrics_match_trec_eval, file_tree
+from tests.helpers import REPO, assert_metrics_match_trec_eval, build, file_tree
 
 PAYMENTS = REPO / "corpora" / "payments-support"
 EXTERNAL_NOTE = "external: metrics verified, ranking not reproducible here"
@@ -153,12 +152,6 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
             del sys.modules[name]
 
 
-def _build(corpora: Path, out: Path, log: list[str] | None = None, **kwargs) -> None:
-    kwargs.setdefault("rankers", ("bm25",))
-    options = BuildOptions(corpora_dir=corpora, out_dir=out, cache_dir=out.parent / "cache", **kwargs)
-    build_site(options, log=log.append if log is not None else lambda _: None, model=FakeEmbeddingModel())
-
-
 def _module(folder: Path, name: str, source: str) -> None:
     (folder / f"{name}.py").write_text(textwrap.dedent(source), encoding="utf-8")
 
@@ -166,6 +159,7 @@ def _module(folder: Path, name: str, source: str) -> None:
 # ------------------------------------------------------------------- the done-when: three retrievers
 
 
+@pytest.mark.slow
 def test_a_project_with_a_plain_a_langchain_and_a_llamaindex_retriever_builds_a_verified_site(
     project: Path,
 ) -> None:
@@ -180,11 +174,12 @@ def test_a_project_with_a_plain_a_langchain_and_a_llamaindex_retriever_builds_a_
     _module(project, "proj_li", LLAMAINDEX)
     log: list[str] = []
     out = project / "site"
-    _build(
+    build(
         Path("corpora"),
         out,
-        log,
+        log=log,
         retrievers=(("plain", "proj_plain:overlap"), ("lc", "proj_lc:retrieve"), ("li", "proj_li:retrieve")),
+        rankers=("bm25",),
     )
     base = out / "evidence" / "payments-support"
     metrics = json.loads((base / "metrics.json").read_text())
@@ -217,6 +212,7 @@ def test_a_project_with_a_plain_a_langchain_and_a_llamaindex_retriever_builds_a_
         assert details[f"run:payments-support/{name}"].endswith(f"(external: external trec run): {EXTERNAL_NOTE}")
 
 
+@pytest.mark.slow
 def test_a_retriever_s_evidence_is_byte_identical_across_builds_and_its_ties_follow_trec_eval(
     tmp_path: Path, project: Path
 ) -> None:
@@ -229,8 +225,8 @@ def test_a_retriever_s_evidence_is_byte_identical_across_builds_and_its_ties_fol
         """,
     )
     first, second = tmp_path / "one", tmp_path / "two"
-    _build(Path("corpora"), first, retrievers=(("ties", "proj_ties:tied"),))
-    _build(Path("corpora"), second, retrievers=(("ties", "proj_ties:tied"),))
+    build(Path("corpora"), first, retrievers=(("ties", "proj_ties:tied"),), rankers=("bm25",))
+    build(Path("corpora"), second, retrievers=(("ties", "proj_ties:tied"),), rankers=("bm25",))
     assert file_tree(first / "evidence") == file_tree(second / "evidence")
     run = read_run(first / "evidence" / "payments-support" / "runs" / "ties.json")
     hits = run["queries"]["q01"]
@@ -247,22 +243,6 @@ def test_a_retriever_s_evidence_is_byte_identical_across_builds_and_its_ties_fol
 
 
 # ------------------------------------------------------------------- every wrong answer fails the load
-
-
-@pytest.fixture
-def ranked(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Every corpus bm25 ranks: empty when a build fails before any ranker runs."""
-    from sitegen.rankers.bm25 import BM25Ranker
-
-    calls: list[str] = []
-    real = BM25Ranker.rank
-
-    def spy(self, inputs, depth):
-        calls.append(inputs.corpus.name)
-        return real(self, inputs, depth)
-
-    monkeypatch.setattr(BM25Ranker, "rank", spy)
-    return calls
 
 
 BAD = """
@@ -351,7 +331,7 @@ def test_a_wrong_answer_fails_the_build_before_any_ranker_runs_naming_retriever_
     _module(project, "proj_bad", BAD)
     out = tmp_path / "site"
     with pytest.raises(SitegenError, match=message):
-        _build(tiny_corpus.parent, out, retrievers=(("mine", f"proj_bad:{target}"),), depth=3)
+        build(tiny_corpus.parent, out, retrievers=(("mine", f"proj_bad:{target}"),), depth=3, rankers=("bm25",))
     assert ranked == []
     assert not out.exists()
 
@@ -359,9 +339,9 @@ def test_a_wrong_answer_fails_the_build_before_any_ranker_runs_naming_retriever_
 def test_a_retriever_that_cannot_be_imported_is_one_line_naming_it(tmp_path: Path, tiny_corpus: Path, project: Path):
     _module(project, "proj_broken", "import not_a_module_anywhere\n")
     with pytest.raises(SitegenError, match=r"retriever x: cannot import proj_nope \(from .*\): ModuleNotFoundError"):
-        _build(tiny_corpus.parent, tmp_path / "site", retrievers=(("x", "proj_nope:f"),))
+        build(tiny_corpus.parent, tmp_path / "site", retrievers=(("x", "proj_nope:f"),), rankers=("bm25",))
     with pytest.raises(SitegenError, match=r"retriever x: cannot import proj_broken .*'not_a_module_anywhere'"):
-        _build(tiny_corpus.parent, tmp_path / "site", retrievers=(("x", "proj_broken:f"),))
+        build(tiny_corpus.parent, tmp_path / "site", retrievers=(("x", "proj_broken:f"),), rankers=("bm25",))
 
 
 @pytest.mark.parametrize(
@@ -377,7 +357,7 @@ def test_retriever_names_are_checked(
 ) -> None:
     _module(project, "proj_ok", "def f(question, k, filter):\n    return [('d1', 1.0)]\n")
     with pytest.raises(SitegenError, match=message):
-        _build(tiny_corpus.parent, tmp_path / "site", retrievers=retrievers)
+        build(tiny_corpus.parent, tmp_path / "site", retrievers=retrievers, rankers=("bm25",))
 
 
 def test_a_retriever_may_not_take_the_name_of_a_run_file(tmp_path: Path, tiny_corpus: Path, project: Path) -> None:
@@ -385,7 +365,7 @@ def test_a_retriever_may_not_take_the_name_of_a_run_file(tmp_path: Path, tiny_co
     (tiny_corpus / "runs").mkdir()
     (tiny_corpus / "runs" / "vendor.trec").write_text("q1 Q0 d1 1 1.0 x\n")
     with pytest.raises(SitegenError, match=r"retriever name 'vendor' is already an external run of corpus tiny"):
-        _build(tiny_corpus.parent, tmp_path / "site", retrievers=(("vendor", "proj_ok2:f"),))
+        build(tiny_corpus.parent, tmp_path / "site", retrievers=(("vendor", "proj_ok2:f"),), rankers=("bm25",))
 
 
 def test_the_retriever_gets_each_question_k_and_its_filter(tmp_path: Path, corpus_writer, project: Path) -> None:
@@ -404,7 +384,7 @@ def test_the_retriever_gets_each_question_k_and_its_filter(tmp_path: Path, corpu
         {"_id": "q2", "text": "payouts", "kind": "k"},
     ]
     folder = corpus_writer("filtered", docs=docs, queries=queries, qrels=[("q1", "d1", 1), ("q2", "d2", 1)])
-    _build(folder.parent, tmp_path / "site", retrievers=(("spy", spy),), depth=7)
+    build(folder.parent, tmp_path / "site", retrievers=(("spy", spy),), depth=7, rankers=("bm25",))
     assert seen == [("refund", 7, {"tenant": "acme"}), ("payouts", 7, None)]
     run = read_run(tmp_path / "site" / "evidence" / "filtered" / "runs" / "spy.json")
     assert run["params"]["retriever"].endswith(":test_the_retriever_gets_each_question_k_and_its_filter.<locals>.spy")
@@ -586,7 +566,7 @@ def test_an_entry_point_ranker_runs_and_is_audited(tmp_path: Path, tiny_corpus: 
     assert ranker.name == "plug-bm25" and ranker.contract.family.value == "lexical"
     assert [r.name for r in make_rankers(["bm25-stem"])] == ["bm25-stem"]  # a built-in name is never a plugin's
     out = tmp_path / "site"
-    _build(tiny_corpus.parent, out, rankers=("bm25", "plug-bm25"))
+    build(tiny_corpus.parent, out, rankers=("bm25", "plug-bm25"))
     assert set(json.loads((out / "evidence" / "tiny" / "metrics.json").read_text())) == {"bm25", "plug-bm25"}
     assert audit.run_audit(out, echo=lambda _: None)["verdict"] == "pass"
 

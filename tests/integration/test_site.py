@@ -21,10 +21,10 @@ from urllib.parse import unquote, urljoin, urlsplit
 
 import pytest
 
-from sitegen.builder import BuildOptions, build_site
 from sitegen.publish.layout import page_name
 from sitegen.publish.pages.base import render_markdown
-from tests.helpers import REPO, FakeEmbeddingModel, write_corpus
+from sitegen.rankers import DEFAULT_RANKERS
+from tests.helpers import PG_RANKERS, REPO, build, write_corpus
 
 HOSTILE_DOCS = [
     {"_id": "a/b", "title": "<script>alert(1)</script>", "text": "Template {{ 7*7 }} and {% raw %} stay text."},
@@ -54,10 +54,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     (root / "bench").mkdir()
     shutil.copyfile(REPO / "bench" / "results.json", root / "bench" / "results.json")
-    build_site(
-        BuildOptions(corpora_dir=root / "corpora", out_dir=root / "site", cache_dir=root / "cache"),
-        model=FakeEmbeddingModel(),
-    )
+    # every ranker but PostgreSQL's: each kind of page and link, without a server
+    build(root / "corpora", root / "site", rankers=tuple(r for r in DEFAULT_RANKERS if r not in PG_RANKERS))
     return root / "site"
 
 
@@ -107,7 +105,7 @@ def served(site: Path) -> Iterator[str]:
 
 def _fetch(url: str) -> tuple[int, bytes]:
     try:
-        with urllib.request.urlopen(url, timeout=10) as response:
+        with urllib.request.urlopen(url, timeout=120) as response:  # a guard against a hang, not a measure
             return response.status, response.read()
     except urllib.error.HTTPError as error:
         return error.code, b""
@@ -250,6 +248,8 @@ def _chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
+@pytest.mark.slow
+@pytest.mark.browser
 @pytest.mark.parametrize(
     "page", ["index.html", "corpora/tiny/index.html", "corpora/hostile/index.html", "performance.html"]
 )

@@ -16,11 +16,10 @@ import pytest
 import pytrec_eval
 
 from sitegen import audit
-from sitegen.builder import BuildOptions, build_site
 from sitegen.inputs.corpus import load_corpus
 from sitegen.publish.evidence import write_trec_eval_contract
 from sitegen.scoring.metrics import metric_names
-from tests.helpers import REPO, FakeEmbeddingModel, evidence_failures, write_corpus
+from tests.helpers import REPO, build, evidence_failures, write_corpus
 
 #: The committed site: its bundle must carry the contract (rebuild site/ after changing the evidence).
 SITE = REPO / "site"
@@ -194,10 +193,7 @@ def edge_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh build of the edge corpus; lexical rankers only, since the contract does not depend on the model."""
     root = tmp_path_factory.mktemp("trec-contract")
     write_corpus(root / "corpora" / "edge", EDGE_DOCS, EDGE_QUERIES, EDGE_QRELS)
-    options = BuildOptions(
-        corpora_dir=root / "corpora", out_dir=root / "site", cache_dir=root / "cache", rankers=("bm25", "bm25-stem")
-    )
-    build_site(options, model=FakeEmbeddingModel())
+    build(root / "corpora", root / "site", rankers=("bm25", "bm25-stem"))
     return root / "site"
 
 

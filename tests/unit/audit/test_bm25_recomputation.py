@@ -3,6 +3,7 @@ build's ranker, and its ranking check still catches a tampered score or hit."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterator
 from types import SimpleNamespace
@@ -10,10 +11,14 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sitegen import audit
 from sitegen.rankers.bm25 import bm25_scores as build_bm25_scores
 from sitegen.rankers.bm25 import build_bm25_index
+from sitegen.rankers.tokenize import STOP_WORDS
+from tests.helpers import TEXTS
 
 WORDS = ["alpha", "beta", "gamma", "delta", "boxes", "box", "über", "e4012", "x", "policies"]
 
@@ -150,3 +155,26 @@ def test_a_passage_sharing_no_word_is_caught() -> None:
     assert verify(bundle, run) == [
         f"runs/bm25.json: query q2: rank 5 is doc {unmatched}, which recomputes to no score; recomputed {want}"
     ]
+
+
+@settings(max_examples=150, deadline=None)
+@given(texts=TEXTS, stem=st.booleans(), stop=st.booleans())
+def test_the_audit_s_shared_word_ids_give_each_text_s_tokens(texts: list[str], stem: bool, stop: bool) -> None:
+    stop_words = frozenset(STOP_WORDS) if stop else frozenset()
+    words = audit.filtered_words(audit.words_of(texts), stop_words, stem)
+    got = [[words.vocab[i] for i in words.ids[a:b].tolist()] for a, b in itertools.pairwise(words.starts.tolist())]
+    assert got == [audit.tokens(t, stop_words, stem) for t in texts]
+
+
+@settings(max_examples=100, deadline=None)
+@given(texts=TEXTS, queries=TEXTS, stem=st.booleans())
+def test_the_audit_s_bm25_over_shared_word_ids_equals_bm25_over_token_lists(
+    texts: list[str], queries: list[str], stem: bool
+) -> None:
+    stop_words = frozenset(STOP_WORDS) if stem else frozenset()
+    qs = {f"q{i}": audit.tokens(t, stop_words, stem) for i, t in enumerate(queries)}
+    ids = audit.filtered_words(audit.words_of(texts), stop_words, stem)
+    lists = [audit.tokens(t, stop_words, stem) for t in texts]
+    pairs = zip(audit.bm25_scores(ids, qs, 1.2, 0.75), audit.bm25_scores(lists, qs, 1.2, 0.75), strict=True)
+    for (q1, got), (q2, want) in pairs:
+        assert q1 == q2 and got.tobytes() == want.tobytes()

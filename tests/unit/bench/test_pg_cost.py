@@ -19,7 +19,7 @@ from sitegen.cli import cli
 from sitegen.errors import SitegenError
 from sitegen.inputs.corpus import Document, load_corpus, passage_text
 from sitegen.rankers.tokenize import tokenize
-from tests.helpers import TINY_DOCS, FakeEmbeddingModel, write_corpus
+from tests.helpers import TINY_DOCS, FakeEmbeddingModel, own_postgres_processes, write_corpus
 
 RANKERS = ["pg-vector", "pg-tsvector", "rrf-pgvector-tsvector", "pg-hybrid-sql", "bm25", "dense", "rrf-dense-bm25"]
 
@@ -156,23 +156,13 @@ def fake_embeddings(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _our_postgres() -> tuple[list[int], list[Path]]:
-    """Live postgres processes whose parent is this process, and private-server folders this process owns."""
-    processes = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            text = stat.read_text()
-            cmdline = (stat.parent / "cmdline").read_bytes()
-        except OSError:
-            continue
-        fields = text[text.rfind(")") + 2 :].split()
-        if int(fields[1]) == os.getpid() and b"postgres" in cmdline and fields[0] != "Z":
-            processes.append(int(stat.parent.name))
+    """Live postgres processes this process started, and private-server folders this process owns."""
     folders = []
     for folder in Path(tempfile.gettempdir()).glob("sitegen-pg-*"):
         owner = folder / "sitegen-owner.pid"
         if owner.is_file() and owner.read_text().strip() == str(os.getpid()):
             folders.append(folder)
-    return processes, folders
+    return sorted(own_postgres_processes()), folders
 
 
 def _bench(tmp_path: Path, *args: str) -> tuple[int, str]:
@@ -180,6 +170,8 @@ def _bench(tmp_path: Path, *args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
+@pytest.mark.slow
+@pytest.mark.postgres
 def test_bench_pg_writes_the_timing_file_and_leaves_no_server(
     postgres: None, fake_embeddings: None, tiny_corpus: Path, tmp_path: Path
 ) -> None:
@@ -221,7 +213,8 @@ def test_bench_pg_writes_the_timing_file_and_leaves_no_server(
     ratio = result["hybrid_ratio"]
     assert (ratio["in_process"], ratio["postgres"], ratio["target"]) == ("rrf-dense-bm25", "rrf-pgvector-tsvector", 5.0)
     p50 = {r["ranker"]: r["p50_ms"] for r in result["latency"]}
-    assert ratio["p50_ratio"] == pytest.approx(p50["rrf-pgvector-tsvector"] / p50["rrf-dense-bm25"], rel=1e-2)
+    # the stored ratio is the stored p50s' ratio rounded to 3 decimals: within 5e-4 of it whatever was measured
+    assert ratio["p50_ratio"] == pytest.approx(p50["rrf-pgvector-tsvector"] / p50["rrf-dense-bm25"], rel=0, abs=5e-4)
     assert ratio["met"] is (ratio["p50_ratio"] >= 5.0)
     assert isinstance(ratio["p95_ratio"], float) and isinstance(ratio["sql_p50_ratio"], float)
     # ef_search (1000) covers all 500 rows, so the HNSW search is exact, and both fusions agree.

@@ -11,9 +11,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from sitegen.cli import cli
-from tests.helpers import REPO
-
-AUDIT_SOURCE = REPO / "sitegen" / "audit.py"
+from tests.helpers import AUDIT_SOURCE
 
 # Runs a copy of audit.py as a script in a Python where ``import numpy`` fails, as on a machine without it.
 WITHOUT_NUMPY = """

@@ -2,30 +2,16 @@
 
 from __future__ import annotations
 
-import html
 import json
 import re
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from sitegen.cli import cli
 from sitegen.cli.config import ConfigError, load_config
 from sitegen.cli.init_command import example_corpus_files
 from sitegen.wording import count
-
-
-def _invoke(*args: str) -> object:
-    return CliRunner().invoke(cli, list(args))
-
-
-def _titles(site: Path) -> dict[str, str]:
-    return {
-        p.relative_to(site).as_posix(): html.unescape(re.search(r"<title>(.*?)</title>", p.read_text()).group(1))
-        for p in site.rglob("*.html")
-    }
-
+from tests.helpers import run_cli
 
 # ------------------------------------------------------------------------------------------ wording
 
@@ -44,52 +30,10 @@ def test_count_agrees_the_noun_with_the_number(n: int, words: tuple[str, ...], e
     assert count(n, *words) == expected
 
 
-# ----------------------------------------------------------------------------------- sitegen init/build
-
-
-def test_init_then_build_in_an_empty_folder_titles_every_page_from_sitegen_toml(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.chdir(tmp_path)
-    result = _invoke("init")
-    assert result.exit_code == 0, result.output
-    config = load_config(tmp_path / "sitegen.toml")
-    assert _invoke("validate", "corpora/bike-workshop").exit_code == 0
-    # the starter builds every ranker; this test keeps to the quick one, through the file rather than a flag
-    with (tmp_path / "sitegen.toml").open("a", encoding="utf-8") as handle:
-        handle.write('rankers = ["bm25"]\n')
-    result = _invoke("build", "--cache-dir", str(tmp_path / "cache"))
-    assert result.exit_code == 0, result.output
-    # counted nouns, and the rankers that ran (not the registry's)
-    assert "bike-workshop: 8 passages, 6 questions, 5 judged pairs" in result.output
-    assert "wrote site: 1 corpus x 1 ranker run (" in result.output and "embedded" not in result.output
-    site = tmp_path / "site"  # sitegen.toml's out
-    titles = _titles(site)
-    assert len(titles) > 5 and all(config.title in t for t in titles.values()), titles
-    assert html.escape(config.description, quote=False) in (site / "index.html").read_text().replace("&#39;", "'")
-    manifest = json.loads((site / "evidence" / "manifest.json").read_text())
-    assert manifest["report"] == {"title": config.title, "description": config.description}
-    assert json.loads((site / "evidence" / "bike-workshop" / "corpus.json").read_text())["rankers"] == ["bm25"]
-    assert "1 question is marked unanswerable" in (site / "corpora" / "bike-workshop" / "index.html").read_text()
-    # the recorded command rebuilds the same report without the file
-    assert "--title" in manifest["command"] and "--ranker bm25" in manifest["command"]
-
-
-def test_flags_override_sitegen_toml_and_titles_are_escaped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
-    assert _invoke("init").exit_code == 0
-    (tmp_path / "sitegen.toml").write_text('title = "From the file"\nout = "not-here"\n', encoding="utf-8")
-    result = _invoke("build", "--quiet", "--ranker", "bm25", "--out", "here", "--title", "<b>Mine</b> & co")
-    assert result.exit_code == 0, result.output
-    assert not (tmp_path / "not-here").exists()
-    page = (tmp_path / "here" / "index.html").read_text()
-    assert "<title>&lt;b&gt;Mine&lt;/b&gt; &amp; co</title>" in page and "<b>Mine</b>" not in page
-
-
 def test_init_refuses_to_overwrite_and_writes_nothing(tmp_path: Path) -> None:
     (tmp_path / "corpora" / "bike-workshop").mkdir(parents=True)
     (tmp_path / "corpora" / "bike-workshop" / "README.md").write_text("mine", encoding="utf-8")
-    result = _invoke("init", str(tmp_path))
+    result = run_cli("init", str(tmp_path))
     assert result.exit_code == 1
     assert result.output.startswith("error: init refused: ") and "README.md already exists" in result.output
     assert not (tmp_path / "sitegen.toml").exists()
@@ -124,7 +68,7 @@ def test_a_bad_sitegen_toml_names_the_file_line_and_key(tmp_path: Path, text: st
 def test_build_refuses_a_bad_sitegen_toml_before_writing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "sitegen.toml").write_text('titel = "x"\n', encoding="utf-8")
-    result = _invoke("build", "--ranker", "bm25")
+    result = run_cli("build", "--ranker", "bm25")
     assert result.exit_code == 1
     assert result.output.startswith("error: build failed: sitegen.toml:1: unknown key 'titel'")
     assert not (tmp_path / "site").exists()
@@ -148,7 +92,7 @@ def _broken_corpus(root: Path) -> Path:
 
 def test_validate_lists_every_problem_with_file_and_line_in_one_run(tmp_path: Path) -> None:
     folder = _broken_corpus(tmp_path)
-    result = _invoke("validate", str(folder))
+    result = run_cli("validate", str(folder))
     assert result.exit_code == 1
     errors = [line for line in result.output.splitlines() if line.startswith("error: ")]
     corpus = folder / "corpus.jsonl"
@@ -162,28 +106,28 @@ def test_validate_stops_at_the_limit_per_file_and_counts_the_rest(tmp_path: Path
     folder = _broken_corpus(tmp_path)
     with (folder / "corpus.jsonl").open("a", encoding="utf-8") as handle:
         handle.write("[]\n" * 30)
-    result = _invoke("validate", str(folder))
+    result = run_cli("validate", str(folder))
     corpus_errors = [line for line in result.output.splitlines() if line.startswith(f"error: {folder}/corpus.jsonl")]
     assert len(corpus_errors) == 21
     assert corpus_errors[-1] == f"error: {folder}/corpus.jsonl: ... and 13 more problems"
 
 
 def test_validate_on_a_folder_of_corpora_suggests_them(tmp_path: Path) -> None:
-    assert _invoke("init", str(tmp_path)).exit_code == 0
+    assert run_cli("init", str(tmp_path)).exit_code == 0
     corpora = tmp_path / "corpora"
-    result = _invoke("validate", str(corpora))
+    result = run_cli("validate", str(corpora))
     assert result.exit_code == 1
     assert result.output == (
         f"error: {corpora}: this folder holds corpora, not a corpus: validate one of bike-workshop/ "
         f"(sitegen validate {corpora / 'bike-workshop'}), or pass --corpora {corpora}\n"
     )
-    result = _invoke("validate", "--corpora", str(corpora))
+    result = run_cli("validate", "--corpora", str(corpora))
     assert result.exit_code == 0 and "bike-workshop: ok (8 passages, 6 questions" in result.output
 
 
 def test_validate_on_the_project_folder_suggests_the_corpora_two_levels_down(tmp_path: Path) -> None:
-    assert _invoke("init", str(tmp_path)).exit_code == 0
-    result = _invoke("validate", str(tmp_path))
+    assert run_cli("init", str(tmp_path)).exit_code == 0
+    result = run_cli("validate", str(tmp_path))
     assert result.exit_code == 1
     assert result.output == (
         f"error: {tmp_path}: this folder holds corpora, not a corpus: validate one of corpora/bike-workshop/ "
@@ -193,7 +137,7 @@ def test_validate_on_the_project_folder_suggests_the_corpora_two_levels_down(tmp
 
 def test_the_build_stops_at_the_first_problem_in_the_same_style(tmp_path: Path) -> None:
     folder = _broken_corpus(tmp_path)
-    result = _invoke("build", "--corpora", str(folder.parent), "--out", str(tmp_path / "out"), "--ranker", "bm25")
+    result = run_cli("build", "--corpora", str(folder.parent), "--out", str(tmp_path / "out"), "--ranker", "bm25")
     assert result.exit_code == 1
     assert result.output == f"error: build failed: {folder / 'corpus.jsonl'}:2: malformed JSON: " + (
         "Expecting property name enclosed in double quotes (column 14)\n"
@@ -220,7 +164,7 @@ def test_every_command_prints_its_own_failures_as_lowercase_error(tmp_path: Path
     for args in failing:
         if args[0] == "init":  # a file where init must make a folder
             (tmp_path / "a" / "evidence" / "x").write_text("", encoding="utf-8")
-        result = _invoke(*args)
+        result = run_cli(*args)
         assert result.exit_code not in (0, 2), (args, result.output)
         lines = result.output.splitlines()
         assert any(line.startswith("error: ") for line in lines), (args, result.output)

@@ -4,16 +4,13 @@ vectors and manifest fields; exit 0 only when the results agree."""
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from click.testing import CliRunner, Result
 
-from sitegen.cli import cli
 from sitegen.compare.diff import (
     compare_first_relevant,
     compare_manifest_fields,
@@ -26,9 +23,9 @@ from sitegen.compare.diff import (
 from sitegen.compare.diff_format import format_diff
 from sitegen.compare.diff_results import HitRef, MetricChange, RankMove
 from sitegen.errors import BundleError
-from sitegen.publish.evidence import canonical_json, read_run, write_run
+from sitegen.publish.evidence import canonical_json
 from sitegen.publish.reader import qrels_grades
-from tests.helpers import REPO, rehash_manifest
+from tests.helpers import REPO, rehash_manifest, run_cli
 
 MANIFEST_FIELDS: dict[str, Any] = {
     "schema_version": 1,
@@ -88,10 +85,6 @@ def write_bundle(site: Path, corpora: Mapping[str, Mapping[str, Any]], **fields:
     return site
 
 
-def invoke(*args: str | Path) -> Result:
-    return CliRunner().invoke(cli, ["diff", *(str(a) for a in args)])
-
-
 # Relevance: q1 d1 (d9 judged 0), q2 d3, q3 d2, q4 none, q5 d5, q6 d6.
 QRELS = [("q1", "d1", 2), ("q1", "d9", 0), ("q2", "d3", 1), ("q3", "d2", 1), ("q4", "d4", 0), ("q5", "d5", 1)]
 QRELS += [("q6", "d6", 1)]
@@ -120,7 +113,7 @@ def test_first_relevant_rank_moves_are_listed_per_question_including_one_that_dr
         RankMove("tiny", "bm25", "q5", 1, None),
         RankMove("tiny", "bm25", "q6", None, 2),
     )
-    result = invoke(a, b)
+    result = run_cli("diff", a, b)
     assert result.exit_code == 1
     assert "tiny/bm25 q2: 1 -> not retrieved" in result.output
     assert "tiny/bm25 q6: not retrieved -> 2" in result.output
@@ -208,7 +201,7 @@ def test_embedding_and_version_differences_are_reported_but_do_not_fail(tmp_path
         {"tiny": {**spec, "vectors": {"passages": (ids, [[0.6, 0.8], [1.0, 0.5]])}}},
         python="3.12.1",
     )
-    result = invoke(a, b)
+    result = run_cli("diff", a, b)
     assert result.exit_code == 0, result.output
     assert "tiny/passages.npy: 0.5 at d2, component 1" in result.output
     assert "manifest: 1 field differs\n  python: 3.11.7 -> 3.12.1" in result.output
@@ -220,14 +213,14 @@ def test_run_only_in_one_bundle_is_listed_and_fails(tmp_path: Path) -> None:
     b = write_bundle(tmp_path / "b", {"tiny": {"runs": {"bm25": RUN_A, "dense": RUN_A}, "qrels": QRELS}})
     diff = diff_bundles(a, b, 0.0)
     assert diff.runs_only_in_b == ("tiny/dense",) and not diff.rankings_identical
-    result = invoke(a, b)
+    result = run_cli("diff", a, b)
     assert result.exit_code == 1
     assert "only in B  tiny/dense" in result.output
 
 
 def test_an_evidence_folder_is_accepted_in_place_of_a_site_folder(tmp_path: Path) -> None:
     a, _ = small_pair(tmp_path)
-    result = invoke(a, a / "evidence")
+    result = run_cli("diff", a, a / "evidence")
     assert result.exit_code == 0, result.output
     assert result.output.startswith("identical rankings and metrics; 3 of 3 files identical;")
 
@@ -235,7 +228,7 @@ def test_an_evidence_folder_is_accepted_in_place_of_a_site_folder(tmp_path: Path
 def test_a_folder_without_a_manifest_is_a_one_line_error_with_exit_1(tmp_path: Path) -> None:
     a, _ = small_pair(tmp_path)
     (tmp_path / "empty").mkdir()
-    result = invoke(a, tmp_path / "empty")
+    result = run_cli("diff", a, tmp_path / "empty")
     assert result.exit_code == 1
     assert result.output.startswith("error: cannot compare: ") and "not a site or evidence folder" in result.output
     assert result.output.count("\n") == 1 and "Traceback" not in result.output
@@ -254,7 +247,7 @@ def test_a_manifest_path_outside_the_evidence_folder_is_refused(tmp_path: Path) 
     manifest = json.loads(manifest_path.read_text())
     manifest["files"]["evidence/../outside.txt"] = {"sha256": "0" * 64, "bytes": 0}
     manifest_path.write_bytes(canonical_json(manifest))
-    result = invoke(a, a)
+    result = run_cli("diff", a, a)
     assert result.exit_code == 1 and "is not a path under evidence/" in result.output
 
 
@@ -263,39 +256,39 @@ def test_a_malformed_run_whose_hash_matches_is_a_clean_error_not_a_traceback(tmp
     run = b / "evidence" / "tiny" / "runs" / "bm25.json"
     run.write_text('{"schema_version": 1, "queries": {"q1": [{"doc_id": "d1"}]}}')
     rehash_manifest(b)
-    result = invoke(a, b)
+    result = run_cli("diff", a, b)
     assert result.exit_code == 1 and result.output.count("\n") == 1
     want = "query 'q1': hit 1 is not an object with a string doc_id, integer rank and finite score"
     assert f"{run}: {want}" in result.output
     run.write_text("{not json")
     rehash_manifest(b)
-    result = invoke(a, b)
+    result = run_cli("diff", a, b)
     assert result.exit_code == 1 and f"{run}:1: not valid JSON" in result.output and "Traceback" not in result.output
 
 
 def test_json_and_quiet_together_are_a_usage_error(tmp_path: Path) -> None:
     a, b = small_pair(tmp_path)
-    result = invoke("--json", "--quiet", a, b)
+    result = run_cli("diff", "--json", "--quiet", a, b)
     assert result.exit_code == 2 and "exclude each other" in result.output
 
 
 def test_bad_tolerance_is_a_usage_error() -> None:
     for value in ("-1", "nan", "inf", "abc"):
-        result = invoke("--tolerance", value, REPO / "site", REPO / "site")
+        result = run_cli("diff", "--tolerance", value, REPO / "site", REPO / "site")
         assert result.exit_code == 2, value
         assert "--tolerance" in result.output
 
 
 def test_quiet_prints_nothing_and_the_exit_status_still_says_they_differ(tmp_path: Path) -> None:
     a, b = small_pair(tmp_path)
-    result = invoke("--quiet", a, b)
+    result = run_cli("diff", "--quiet", a, b)
     assert (result.exit_code, result.output) == (1, "")
-    assert invoke("--quiet", a, a).exit_code == 0
+    assert run_cli("diff", "--quiet", a, a).exit_code == 0
 
 
 def test_json_output_parses_and_has_sorted_keys_at_every_level(tmp_path: Path) -> None:
     a, b = small_pair(tmp_path)
-    result = invoke("--json", a, b)
+    result = run_cli("diff", "--json", a, b)
     assert result.exit_code == 1
     parsed = json.loads(result.output)
     assert result.output == json.dumps(parsed, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
@@ -330,140 +323,3 @@ def test_terminal_sections_are_capped_at_ten_lines_with_a_count_of_the_rest(tmp_
 
 
 # ----------------------------------------------------------------------------- the committed site
-
-
-@pytest.fixture(scope="module")
-def site_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One copy of the committed site per module: the baseline the edited copies are compared with."""
-    target = tmp_path_factory.mktemp("committed") / "site"
-    shutil.copytree(REPO / "site", target)
-    return target
-
-
-@pytest.fixture
-def edited(site_copy: Path, tmp_path: Path) -> Path:
-    """A fresh copy of the committed evidence to edit (a site folder holding only ``evidence/``)."""
-    shutil.copytree(site_copy / "evidence", tmp_path / "edited" / "evidence")
-    return tmp_path / "edited"
-
-
-def _edit_json(path: Path, change: Any) -> None:
-    """Change an evidence file; a run is edited as {"doc_id", "rank", "score"} hits (either schema) and
-    written back compact, as a build writes it."""
-    is_run = path.parent.name == "runs"
-    doc = read_run(path) if is_run else json.loads(path.read_text(encoding="utf-8"))
-    change(doc)
-    if is_run:
-        write_run(path, doc)
-    else:
-        path.write_bytes(canonical_json(doc))
-
-
-def test_committed_site_and_its_copy_are_identical_with_exit_0(site_copy: Path) -> None:
-    result = invoke(REPO / "site", site_copy)
-    assert result.exit_code == 0, result.output
-    total = len(json.loads((site_copy / "evidence" / "manifest.json").read_text())["files"])
-    assert result.output.startswith(f"identical rankings and metrics; {total} of {total} files identical; ")
-    assert "largest score difference 0 within tolerance 0" in result.output.splitlines()[0]
-
-
-def test_a_score_moved_by_1e7_passes_with_tolerance_1e6_and_fails_when_exact(site_copy: Path, edited: Path) -> None:
-    run_path = edited / "evidence" / "payments-support" / "runs" / "dense.json"
-    qid = next(iter(read_run(run_path)["queries"]))
-
-    def nudge(doc: dict[str, Any]) -> None:
-        doc["queries"][qid][0]["score"] += 1e-7
-
-    _edit_json(run_path, nudge)
-    rehash_manifest(edited)
-    loose = invoke("--tolerance", "1e-6", site_copy, edited)
-    assert loose.exit_code == 0, loose.output
-    assert f"(dense, payments-support {qid}) within tolerance 1e-06" in loose.output.splitlines()[0]
-    exact = invoke(site_copy, edited)
-    assert exact.exit_code == 1
-    summary = exact.output.splitlines()[0]
-    assert summary.startswith("identical rankings and metrics; ")
-    assert f"(dense, payments-support {qid}) exceeds tolerance 0" in summary
-    assert "differ     evidence/payments-support/runs/dense.json" in exact.output
-
-
-def test_two_swapped_hits_are_different_rankings_naming_the_query(site_copy: Path, edited: Path) -> None:
-    base = edited / "evidence" / "payments-support"
-    grades = qrels_grades((base / "inputs" / "qrels" / "test.tsv").read_text(), "qrels/test.tsv")
-    run_path = base / "runs" / "bm25.json"
-    queries = read_run(run_path)["queries"]
-    # A query whose rank-1 passage is relevant and rank-2 one is not: the swap moves it from 1 to 2.
-    qid = next(
-        q
-        for q, hits in queries.items()
-        if len(hits) > 1
-        and grades.get(q, {}).get(hits[0]["doc_id"], 0) > 0
-        and grades.get(q, {}).get(hits[1]["doc_id"], 0) == 0
-    )
-
-    def swap(doc: dict[str, Any]) -> None:
-        first, second = doc["queries"][qid][0], doc["queries"][qid][1]
-        first["doc_id"], second["doc_id"] = second["doc_id"], first["doc_id"]
-
-    _edit_json(run_path, swap)
-    rehash_manifest(edited)
-    result = invoke(site_copy, edited)
-    assert result.exit_code == 1
-    assert result.output.startswith("rankings differ (1 query in 1 run); identical metrics; ")
-    assert f"payments-support/bm25: 1 of 60 queries ranked differently ({qid})" in result.output
-    diff = diff_bundles(site_copy, edited, 0.0)
-    assert [r.differing_queries for r in diff.runs if not r.rankings_identical] == [(qid,)]
-    assert diff.moves == (RankMove("payments-support", "bm25", qid, 1, 2),)
-
-
-def test_a_changed_metric_is_reported_with_both_values(site_copy: Path, edited: Path) -> None:
-    metrics_path = edited / "evidence" / "payments-support" / "metrics.json"
-    before = json.loads(metrics_path.read_text())["bm25"]["overall"]["hit@1"]
-
-    def bump(doc: dict[str, Any]) -> None:
-        doc["bm25"]["overall"]["hit@1"] += 0.1
-
-    _edit_json(metrics_path, bump)
-    rehash_manifest(edited)
-    result = invoke(site_copy, edited)
-    assert result.exit_code == 1
-    assert result.output.startswith("identical rankings; 1 metric value differs; ")
-    assert f"payments-support/bm25 hit@1: {before:.6g} -> {before + 0.1:.6g} (+0.1)" in result.output
-
-
-def test_a_file_not_matching_its_manifest_is_refused_with_one_line_and_exit_1(site_copy: Path, edited: Path) -> None:
-    report = edited / "evidence" / "payments-support" / "report.json"
-    report.write_bytes(report.read_bytes() + b" ")
-    result = invoke(site_copy, edited)
-    assert result.exit_code == 1
-    assert isinstance(result.exception, SystemExit)
-    assert result.output.startswith("error: cannot compare: ") and result.output.count("\n") == 1
-    assert f"{report}: sha256 does not match" in result.output
-    assert "Traceback" not in result.output
-
-
-def test_exact_fails_on_a_vector_difference_that_the_default_lets_pass(site_copy: Path, edited: Path) -> None:
-    """--exact guards a published bundle: a changed embedding file fails it, though rankings and metrics agree."""
-    npy = edited / "evidence" / "payments-support" / "embeddings" / "queries.npy"
-    vectors = np.load(npy)
-    vectors[0, 0] = np.nextafter(vectors[0, 0], np.float32(2.0))
-    npy.write_bytes(b"")
-    np.save(npy, vectors)
-    rehash_manifest(edited)
-    assert invoke(site_copy, edited).exit_code == 0
-    exact = invoke("--exact", site_copy, edited)
-    assert exact.exit_code == 1, exact.output
-    assert "differ     evidence/payments-support/embeddings/queries.npy" in exact.output
-
-
-def test_committed_site_against_its_copy_reproduces_exactly(site_copy: Path) -> None:
-    """The reproduction measures of a bundle against its own copy: RMSE 0, ER 1, ΔRI 0, RBO_ext 1."""
-    diff = diff_bundles(REPO / "site", site_copy, 0.0)
-    rep = diff.reproduction
-    assert rep.scores and all(s.rmse == 0.0 for s in rep.scores)
-    assert rep.rankings and all(g.mean_rbo == 1.0 for g in rep.rankings)
-    assert rep.effects and all(e.er in (None, 1.0) and e.delta_ri in (None, 0.0) for e in rep.effects)
-    assert {(e.baseline, e.advanced) for e in rep.effects} == {("bm25", "rrf-dense-bm25")}
-    text = format_diff(diff)
-    assert f"RMSE of per-question scores: {len(rep.scores)} (ranker, metric) series, 0 above 0, largest 0;" in text
-    assert f"mean over questions for {len(rep.rankings)} runs, {len(rep.rankings)} at 1" in text

@@ -1,4 +1,4 @@
-"""Vectors are frozen inputs: reused from a bundle, cached with checksums, and scored the same on any CPU."""
+"""The embedding cache keeps checksummed rows per model configuration, and dense scores are the same on any CPU."""
 
 from __future__ import annotations
 
@@ -9,17 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sitegen.builder import BuildOptions, build_site
-from sitegen.embedding import cache as embeddings_module
 from sitegen.embedding.cache import Embedder, EmbeddingCache, cache_key
 from sitegen.embedding.vectors import text_sha256
-from sitegen.errors import BundleError, SitegenError
-from sitegen.publish.bundle import stored_vectors
+from sitegen.rankers import embeddings as embeddings_module
 from sitegen.rankers.base import doc_id_order
 from sitegen.rankers.dense import dense_top_k, fixed_order_dot
-from tests.helpers import FakeEmbeddingModel, file_tree, rehash_manifest
+from tests.helpers import FakeEmbeddingModel
 
-RANKERS = ("bm25", "dense", "rrf-dense-bm25")
 TEXTS = ["refund a card payment", "payouts reach the bank", "error E4012 card expired"]
 
 
@@ -139,115 +135,3 @@ def test_dense_top_k_equals_brute_force_over_exact_scores_with_ties_and_a_filter
             got, scores = dense_top_k(docs, query, id_key, 30, mask)
             assert got.tolist() == want
             assert scores.tolist() == [exact[i] for i in want]
-
-
-# ----------------------------------------------------------------------------- bundles as vector sources
-
-
-def _build(corpora: Path, out: Path, model: FakeEmbeddingModel, cache: Path, **kwargs: object) -> object:
-    return build_site(
-        BuildOptions(corpora_dir=corpora, out_dir=out, cache_dir=cache, rankers=RANKERS, **kwargs), model=model
-    )
-
-
-def test_a_rebuild_on_another_cpu_reuses_the_bundle_vectors_and_gives_the_same_bytes(
-    tmp_path: Path, tiny_corpus: Path
-) -> None:
-    _build(tiny_corpus.parent, tmp_path / "site", FakeEmbeddingModel(), tmp_path / "cache-a")
-    other_cpu = FakeEmbeddingModel(noise=3e-7)
-    result = _build(
-        tiny_corpus.parent, tmp_path / "again", other_cpu, tmp_path / "cache-b", vectors_from=tmp_path / "site"
-    )
-    assert other_cpu.encoded == [] and result.embed_stats.frozen == 8  # 4 passages + 4 questions
-    assert file_tree(tmp_path / "site") == file_tree(tmp_path / "again")
-
-
-def test_without_frozen_vectors_another_cpu_changes_the_bundle(tmp_path: Path, tiny_corpus: Path) -> None:
-    """The control for the test above: the noise is large enough to show in the bytes."""
-    _build(tiny_corpus.parent, tmp_path / "site", FakeEmbeddingModel(), tmp_path / "cache-a")
-    _build(tiny_corpus.parent, tmp_path / "again", FakeEmbeddingModel(noise=3e-7), tmp_path / "cache-b")
-    assert file_tree(tmp_path / "site") != file_tree(tmp_path / "again")
-
-
-def test_only_new_or_changed_texts_are_embedded_when_a_passage_changes(tmp_path: Path, tiny_corpus: Path) -> None:
-    _build(tiny_corpus.parent, tmp_path / "site", FakeEmbeddingModel(), tmp_path / "cache-a")
-    corpus = tiny_corpus / "corpus.jsonl"
-    corpus.write_text(corpus.read_text().replace("in full or in part", "in full"), encoding="utf-8")
-    model = FakeEmbeddingModel()
-    result = _build(tiny_corpus.parent, tmp_path / "site", model, tmp_path / "cache-b")
-    assert model.encoded == ["Refunds\nHow to refund a card payment in full."]
-    assert result.embed_stats.frozen == 7
-
-
-def test_reembed_reports_the_drift_and_that_rankings_and_metrics_are_unchanged(
-    tmp_path: Path, tiny_corpus: Path
-) -> None:
-    _build(tiny_corpus.parent, tmp_path / "site", FakeEmbeddingModel(), tmp_path / "cache")
-    other_cpu = FakeEmbeddingModel(noise=3e-7)
-    site = tmp_path / "site"
-    result = _build(tiny_corpus.parent, tmp_path / "out", other_cpu, tmp_path / "c", vectors_from=site, reembed=True)
-    drift = result.drift
-    assert len(other_cpu.encoded) == 8 and drift is not None and drift.compared == 8
-    assert 2e-7 < drift.max_abs_diff < 4e-7
-    assert drift.rankings_identical is True and drift.metrics_identical is True
-    assert drift.comparison.startswith("identical rankings and metrics")
-
-
-def test_vectors_of_another_model_configuration_are_not_reused(tmp_path: Path, tiny_corpus: Path) -> None:
-    _build(tiny_corpus.parent, tmp_path / "site", FakeEmbeddingModel(), tmp_path / "cache")
-    stored = stored_vectors(tmp_path / "site", "0" * 64, 384)
-    assert stored.vectors == {} and stored.skipped == 8
-    assert len(stored_vectors(tmp_path / "site", FakeEmbeddingModel().config.sha256(), 384).vectors) == 8
-
-
-def test_a_bundle_whose_vectors_do_not_match_its_manifest_is_refused(tmp_path: Path, tiny_corpus: Path) -> None:
-    _build(tiny_corpus.parent, tmp_path / "site", FakeEmbeddingModel(), tmp_path / "cache")
-    npy = tmp_path / "site" / "evidence" / "tiny" / "embeddings" / "passages.npy"
-    matrix = np.load(npy)
-    np.save(npy, matrix[::-1])
-    with pytest.raises(BundleError, match=r"passages\.npy: sha256 does not match"):
-        stored_vectors(tmp_path / "site", FakeEmbeddingModel().config.sha256(), 384)
-    before = file_tree(tmp_path / "site")
-    with pytest.raises(SitegenError, match="the stored vectors cannot be trusted"):
-        _build(tiny_corpus.parent, tmp_path / "site", FakeEmbeddingModel(), tmp_path / "cache")
-    assert file_tree(tmp_path / "site") == before
-
-
-def test_stored_vectors_of_the_wrong_dtype_are_refused_even_with_a_matching_manifest(
-    tmp_path: Path, tiny_corpus: Path
-) -> None:
-    _build(tiny_corpus.parent, tmp_path / "site", FakeEmbeddingModel(), tmp_path / "cache")
-    npy = tmp_path / "site" / "evidence" / "tiny" / "embeddings" / "queries.npy"
-    np.save(npy, np.load(npy).astype(np.float64))
-    rehash_manifest(tmp_path / "site")
-    with pytest.raises(BundleError, match=r"queries\.npy: holds float64 rows"):
-        stored_vectors(tmp_path / "site", FakeEmbeddingModel().config.sha256(), 384)
-
-
-def test_a_corrupted_cache_gives_the_same_evidence_as_a_clean_one_plus_a_warning(
-    tmp_path: Path, tiny_corpus: Path
-) -> None:
-    """Swapped rows and an infinity in the cache: both rows are dropped, embedded again, and the build says so."""
-    model = FakeEmbeddingModel()
-    _build(tiny_corpus.parent, tmp_path / "clean", model, tmp_path / "cache")
-    cache = _cache(tmp_path, model)
-    with sqlite3.connect(cache.path) as db:
-        rows = db.execute("select text_sha256, vector from vectors order by text_sha256 limit 3").fetchall()
-        (key_a, blob_a), (key_b, blob_b), (key_c, blob_c) = rows
-        db.execute("update vectors set vector = ? where text_sha256 = ?", (blob_b, key_a))
-        db.execute("update vectors set vector = ? where text_sha256 = ?", (blob_a, key_b))
-    broken = np.frombuffer(blob_c, dtype="<f4").copy()
-    broken[0] = np.inf
-    cache.put_many([(key_c, broken)])  # a valid checksum over an infinite component
-    cache.close()
-    messages: list[str] = []
-    result = build_site(
-        BuildOptions(
-            corpora_dir=tiny_corpus.parent, out_dir=tmp_path / "again", cache_dir=tmp_path / "cache", rankers=RANKERS
-        ),
-        log=messages.append,
-        model=FakeEmbeddingModel(),
-    )
-    assert result.embed_stats.rejected == 3 and result.embed_stats.embedded == 3
-    assert any(m.startswith("warning: tiny: 3 cache rows failed") for m in messages), messages
-    assert file_tree(tmp_path / "clean" / "evidence") == file_tree(tmp_path / "again" / "evidence")

@@ -13,10 +13,9 @@ from sitegen.inputs.chunk_settings import ChunkSetting, parse_chunking
 from sitegen.inputs.chunking import chunk_corpus, chunk_grade, chunk_offsets
 from sitegen.inputs.corpus import Span, load_corpus
 from sitegen.inputs.filters import FilterError, compile_filter, parse_vocabulary, passes
-from sitegen.publish.evidence import read_run
 from sitegen.rankers import RANKERS, RankInputs
 from sitegen.rankers.filtering import allowed_masks
-from tests.helpers import FakeEmbeddingModel, write_corpus
+from tests.helpers import TENANT_DOCS, TENANT_FILTERS, TENANT_QUERIES, FakeEmbeddingModel, write_corpus
 
 WORDS = " ".join(f"w{i}" for i in range(10))  # w0 .. w9, each word 2-3 characters
 
@@ -102,31 +101,9 @@ def test_unknown_filter_fields_and_wrong_types_are_clear_errors(tmp_path: Path) 
 
 @pytest.fixture
 def tenant_corpus(tmp_path: Path):
-    docs = [
-        {
-            "_id": f"{t}-{n}",
-            "title": f"{t} policy {n}",
-            "text": f"expense limit policy {t} {n} words",
-            "metadata": {"tenant_id": t, "published_date": f"202{n}-06-01"},
-        }
-        for t in ("acme", "zeta")
-        for n in (3, 4, 5)
-    ]
-    queries = [
-        {"_id": "q1", "text": "expense limit policy", "filter": {"tenant_id": "acme"}},
-        {"_id": "q2", "text": "expense limit policy zeta", "filter": {"tenant_id": "zeta", "after": "2024-01-01"}},
-    ]
-    folder = write_corpus(tmp_path / "c", docs=docs, queries=queries, qrels=[("q1", "acme-5", 1), ("q2", "zeta-5", 1)])
-    (folder / "sitegen.json").write_text(
-        json.dumps(
-            {
-                "filters": {
-                    "tenant_id": {"field": "tenant_id", "op": "equals"},
-                    "after": {"field": "published_date", "op": "on-or-after"},
-                }
-            }
-        )
-    )
+    qrels = [("t1", "acme-5", 1), ("t2", "zeta-5", 1)]
+    folder = write_corpus(tmp_path / "c", docs=TENANT_DOCS, queries=TENANT_QUERIES, qrels=qrels)
+    (folder / "sitegen.json").write_text(json.dumps(TENANT_FILTERS))
     return load_corpus(folder)
 
 
@@ -153,8 +130,8 @@ def test_filtered_rankers_never_return_a_passage_that_fails_the_filter(tenant_co
     for query_id, hits in runs[name].hits.items():
         assert hits, query_id
         assert all(masks[query_id][ids.index(h.doc_id)] for h in hits), (query_id, [h.doc_id for h in hits])
-    assert {h.doc_id for h in runs[name].hits["q2"]} == {"zeta-4", "zeta-5"}
-    assert isinstance(masks["q1"], np.ndarray)
+    assert {h.doc_id for h in runs[name].hits["t2"]} == {"zeta-4", "zeta-5"}
+    assert isinstance(masks["t1"], np.ndarray)
 
 
 def test_chunking_config_is_validated() -> None:
@@ -162,23 +139,3 @@ def test_chunking_config_is_validated() -> None:
     assert config.default.label == "paragraph-200w-0pct" and len(config.sweep) == 4
     with pytest.raises(ValueError, match="method"):
         parse_chunking({"default": {"method": "sentences", "size": 20}})
-
-
-def test_every_filtered_ranker_including_postgres_respects_the_filter_in_a_build(
-    tenant_corpus, tmp_path_factory: pytest.TempPathFactory
-) -> None:
-    from sitegen.builder import BuildOptions, build_site
-
-    out = tmp_path_factory.mktemp("filtered") / "site"  # beside the corpora folder, never inside it
-    build_site(
-        BuildOptions(corpora_dir=tenant_corpus.root.parent, out_dir=out, cache_dir=out.parent / "cache"),
-        model=FakeEmbeddingModel(),
-    )
-    filtering = json.loads((out / "evidence" / "c" / "filtering.json").read_text())
-    filtered = [r for r, row in filtering["rows"].items() if row["filtered"]]
-    assert {"pg-vector-filtered", "pg-tsvector-filtered", "pg-hybrid-sql-filtered", "bm25-filtered"} <= set(filtered)
-    for ranker in filtered:
-        assert filtering["rows"][ranker]["failing_filter"] == 0, ranker
-        run = read_run(out / "evidence" / "c" / "runs" / f"{ranker}.json")
-        assert {h["doc_id"].split("-")[0] for h in run["queries"]["q1"]} <= {"acme"}, ranker
-    assert filtering["rows"]["pg-vector"]["failing_filter"] > 0

@@ -23,6 +23,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -31,6 +32,9 @@ from sitegen.inputs.corpus import load_corpus
 from sitegen.inputs.importers import import_beir, import_smart, import_trec
 from sitegen.rankers.external import read_trec_run
 from tests.helpers import TINY_DOCS, TINY_QRELS, TINY_QUERIES, write_corpus
+
+# Slow: hundreds of mutated inputs per parser
+pytestmark = pytest.mark.slow
 
 FUZZ = settings(
     max_examples=100,

@@ -19,6 +19,8 @@ from sitegen.postgres import server as pg_server
 from sitegen.postgres.server import PostgresServer
 
 psycopg = pytest.importorskip("psycopg")
+# Slow: private servers started as root
+pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
 
 def _skip_unless_possible() -> None:

@@ -8,17 +8,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sitegen.embedding.vectors import CorpusEmbeddings
 from sitegen.errors import SitegenError
-from sitegen.inputs.corpus import load_corpus, passage_text
-from sitegen.rankers import RANKERS, RankInputs, make_rankers, reciprocal_rank_fusion, top_k
+from sitegen.inputs.corpus import Document, load_corpus, passage_text
+from sitegen.rankers import RANKERS, RankInputs, bm25, make_rankers, reciprocal_rank_fusion, top_k
 from sitegen.rankers.bm25 import bm25_scores, build_bm25_index
 from sitegen.rankers.fusion import RRFRanker
 from sitegen.rankers.tokenize import strip_plural, tokenize, tokenize_stemmed
-from tests.helpers import FakeEmbeddingModel
+from tests.helpers import TEXTS, FakeEmbeddingModel
 
 
 def oracle_bm25(docs: list[list[str]], query: list[str], k1: float = 1.2, b: float = 0.75) -> list[float]:
@@ -214,3 +214,33 @@ def test_unknown_ranker_error_lists_every_registered_name() -> None:
         make_rankers(["bm26"])
     for name in RANKERS:
         assert name in str(info.value)
+
+
+@settings(max_examples=100, deadline=None)
+@given(texts=TEXTS, titles=st.lists(st.sampled_from(["", "Cards", "the boxes"]), min_size=12, max_size=12))
+def test_sitegen_s_bm25_indexes_from_one_tokenising_equal_indexes_of_token_lists(
+    texts: list[str], titles: list[str]
+) -> None:
+    documents = tuple(
+        Document(f"d{i}", title, text) for i, (title, text) in enumerate(zip(titles, texts, strict=False))
+    )
+    for stemmed, tokenizer in ((False, tokenize), (True, tokenize_stemmed)):
+        words = bm25._passage_words(documents, stemmed)
+        words = bm25._stemmed(words) if stemmed else words
+        got = bm25._index(words.vocabulary, words.ids.astype(np.int64), words.lengths, 1.2, 0.75)
+        want = bm25.build_bm25_index([tokenizer(passage_text(d)) for d in documents], 1.2, 0.75)
+        assert list(got.vocabulary.items()) == list(want.vocabulary.items())  # term ids: first appearance
+        for name in ("starts", "doc_indices", "weights"):
+            mine, theirs = getattr(got, name), getattr(want, name)
+            assert mine.dtype == theirs.dtype and mine.tobytes() == theirs.tobytes(), name
+
+
+def test_sitegen_tokenises_a_corpus_once_for_both_lexical_rankers_then_lets_it_go() -> None:
+    documents = (Document("d1", "", "cards and boxes"), Document("d2", "T", "a card"))
+    first = bm25._passage_words(documents, False)
+    assert bm25._passage_words(documents, True) is first  # the other variant, the same tuple object
+    assert not bm25._last_tokenised  # both served: released
+    again = bm25._passage_words(documents, True)
+    assert again is not first
+    assert bm25._passage_words(documents, True) is not again  # a variant asking twice: tokenised again
+    assert bm25._passage_words((*documents, Document("d3", "", "x")), False) is not first

@@ -15,10 +15,12 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from sitegen.embedding.vectors import CorpusEmbeddings
 from sitegen.rankers import base, bm25, dense
-from sitegen.rankers.base import doc_id_order, top_k
+from sitegen.rankers.base import RankInputs, doc_id_order, top_k
 from sitegen.rankers.bm25 import bm25_scores, build_bm25_index
 from sitegen.rankers.dense import dense_top_k, fixed_order_dot
+from tests.helpers import make_corpus
 
 
 def random_ids(rng: np.random.Generator, n: int) -> list[str]:
@@ -231,3 +233,24 @@ def test_dense_top_k_with_blas_pruning_equals_exact_scores_sorted_by_id(
     assert [ids[i] for i in picked] == expected
     by_id = dict(zip(ids, exact, strict=True))
     assert scores.tolist() == [by_id[doc_id] for doc_id in expected]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_dense_ranker_s_batched_blas_scores_rank_as_one_product_per_query(seed: int) -> None:
+    """The batch's BLAS scores only narrow the candidates, so the hits are the per-query path's, bit for bit."""
+    rng = np.random.default_rng(seed)
+    docs = rng.standard_normal((400, 16)).astype(np.float32)
+    docs[::7] = docs[0]  # exact ties, settled by document id
+    docs /= np.linalg.norm(docs, axis=1, keepdims=True)
+    queries = docs[rng.integers(0, 400, dense.QUERY_BATCH + 9)] + np.float32(0.01)
+    doc_ids = tuple(f"d{i:03d}" for i in rng.permutation(400))
+    query_ids = tuple(f"q{i}" for i in range(len(queries)))
+    corpus = make_corpus([(d, "", "x") for d in doc_ids], [(q, "x") for q in query_ids], {})
+    vectors = CorpusEmbeddings("m", None, doc_ids, docs, query_ids, queries)
+    run = dense.DenseRanker().rank(RankInputs(corpus=corpus, embeddings=vectors), 10)
+    key = doc_id_order(doc_ids)
+    for row, qid in enumerate(query_ids):
+        best, scores = dense.dense_top_k(docs, queries[row], key, 10)
+        assert [(h.doc_id, h.score) for h in run.hits[qid]] == [
+            (doc_ids[i], float(s)) for i, s in zip(best, scores, strict=True)
+        ]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-import json
+import math
 from collections import Counter
 from fractions import Fraction
 from pathlib import Path
@@ -12,10 +12,9 @@ import numpy as np
 import pytest
 
 import sitegen.scoring.experiments as experiments_module
-from sitegen.builder import BuildOptions, build_site
+from sitegen import audit
 from sitegen.errors import CorpusError
 from sitegen.inputs.corpus import load_corpus
-from sitegen.publish.evidence import read_run
 from sitegen.rankers import RANKERS
 from sitegen.scoring.experiments import (
     ExperimentSettings,
@@ -28,7 +27,7 @@ from sitegen.scoring.experiments import (
     run_experiments,
     stratified_two_fold_split,
 )
-from tests.helpers import FakeEmbeddingModel, write_corpus
+from tests.helpers import write_corpus
 
 
 def test_identical_rankers_have_p_one_and_a_zero_width_interval() -> None:
@@ -74,80 +73,6 @@ def test_stratified_split_is_deterministic_and_balanced_by_kind() -> None:
         assert abs(a - (len(ids) - a)) <= 1, kind
     # Odd-sized kinds give their extra question to alternating folds.
     assert abs(len(folds["A"]) - len(folds["B"])) <= 1
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("exp")
-    folder = write_corpus(root / "corpora" / "tiny")
-    (folder / "sitegen.json").write_text(
-        json.dumps(
-            {"ablation": [{"ranker": "bm25", "adds": "baseline"}, {"ranker": "rrf-dense-bm25", "adds": "dense"}]}
-        )
-    )
-    build_site(
-        BuildOptions(corpora_dir=root / "corpora", out_dir=root / "site", cache_dir=root / "c"),
-        model=FakeEmbeddingModel(),
-    )
-    return root / "site"
-
-
-def test_default_sweep_setting_reproduces_the_shipped_fusion(built: Path) -> None:
-    experiments = json.loads((built / "evidence" / "tiny" / "experiments.json").read_text())
-    metrics = json.loads((built / "evidence" / "tiny" / "metrics.json").read_text())
-    for fusion, sweeps in experiments["sweeps"].items():
-        for sweep in sweeps.values():
-            row = next(
-                r
-                for r in sweep["rows"]
-                if (r["params"]["k"], r["params"]["candidates"], r["params"]["weights"]) == (60, 20, [1, 1])
-            )
-            for metric, value in row["overall"].items():
-                assert value == pytest.approx(metrics[fusion]["overall"][metric], abs=1e-12)
-
-
-def test_held_out_choice_is_the_best_setting_on_the_tuning_fold(built: Path) -> None:
-    experiments = json.loads((built / "evidence" / "tiny" / "experiments.json").read_text())
-    folds = experiments["heldout"]["folds"]
-    assert sorted(folds["A"] + folds["B"]) == ["q1", "q2", "q3"]
-    for by_sweep in experiments["heldout"]["results"].values():
-        for result in by_sweep.values():
-            assert result["tuned_beats_default_in"] == sum(f["tuned_beats_default"] for f in result["folds"])
-            for fold in result["folds"]:
-                assert fold["tune_on"] != fold["test_on"]
-                if fold["chosen"] == fold["default"]:
-                    assert fold["scores"]["tuned"] == fold["scores"]["default"]
-                    assert not fold["tuned_beats_default"]
-
-
-def test_ablation_follows_the_corpus_config_and_reports_changes(built: Path) -> None:
-    ablation = json.loads((built / "evidence" / "tiny" / "experiments.json").read_text())["ablation"]
-    assert [r["ranker"] for r in ablation["rows"]] == ["bm25", "rrf-dense-bm25"]
-    first, second = ablation["rows"]
-    assert first["delta"] is None
-    for metric, change in second["delta"].items():
-        assert change == pytest.approx(second["overall"][metric] - first["overall"][metric], abs=1e-12)
-    assert set(second["p_adjusted"]) == set(second["delta"])
-
-
-def test_unanswerable_questions_are_shown_with_their_candidates(built: Path) -> None:
-    view = json.loads((built / "evidence" / "tiny" / "experiments.json").read_text())["unanswerable"]
-    assert view["questions"] == ["q4"]
-    run = read_run(built / "evidence" / "tiny" / "runs" / "dense.json")
-    assert view["rows"]["dense"]["q4"] == {
-        "hits": len(run["queries"]["q4"]),
-        "top_score": run["queries"]["q4"][0]["score"],
-    }
-    page = (built / "corpora" / "tiny" / "index.html").read_text()
-    assert "a nonempty list or a positive score is not a sign that an answer exists" in page
-
-
-def test_corpus_page_shows_sweeps_heldout_significance_and_ablation(built: Path) -> None:
-    page = (built / "corpora" / "tiny" / "index.html").read_text()
-    for anchor in ('id="significance"', 'id="ablation"', 'id="sweeps"', "Held-out selection"):
-        assert anchor in page
-    assert "33.3 points of hit@1 is one question" in page
-    assert (built / "corpora" / "tiny" / "sweep-rrf-dense-bm25-k.svg").is_file()
 
 
 def test_bad_ablation_config_is_a_clear_error(tmp_path: Path) -> None:
@@ -334,31 +259,6 @@ def test_an_unknown_correction_in_sitegen_json_is_a_located_error(tmp_path: Path
         load_corpus(folder)
 
 
-@pytest.mark.parametrize("qrels", [[("q1", "d1", 0)], []], ids=["judged-only-with-grade-0", "not-judged-at-all"])
-def test_a_build_of_a_corpus_whose_questions_are_all_unanswerable_passes_its_audit(
-    tmp_path: Path, qrels: list[tuple[str, str, int]]
-) -> None:
-    """No question has a relevant passage: the build still publishes (counts at 0, an empty qrels.trec) and
-    its own audit agrees, instead of dividing by zero."""
-    queries = [
-        {"_id": "q1", "text": "weather tomorrow", "answerable": False},
-        {"_id": "q2", "text": "football scores", "answerable": False},
-    ]
-    write_corpus(tmp_path / "corpora" / "u", queries=queries, qrels=qrels)
-    build_site(
-        BuildOptions(
-            corpora_dir=tmp_path / "corpora",
-            out_dir=tmp_path / "site",
-            cache_dir=tmp_path / "cache",
-            rankers=("bm25", "dense", "rrf-dense-bm25"),
-        ),
-        model=FakeEmbeddingModel(),
-    )
-    assert json.loads((tmp_path / "site" / "audit.json").read_text())["verdict"] == "pass"
-    report = json.loads((tmp_path / "site" / "evidence" / "u" / "report.json").read_text())
-    assert report["hit_counts"]["overall"]["bm25"]["hit@1"] == 0
-
-
 def _brute_force_tukey(x: list[list[float]]) -> list[list[float]]:
     """Every combination of per-question permutations, written out: p[i][j] = share with range >= |diff|."""
     n, k = len(x), len(x[0])
@@ -433,23 +333,6 @@ def test_wins_ties_losses_count_exact_ties_and_d_z_is_mean_over_sd() -> None:
     assert paired_effect([1.0] * 4, [0.0] * 4)["effect_size"] is None  # sd 0, mean not 0: undefined
 
 
-def test_experiments_json_records_tukey_beside_the_corrected_tests_and_the_page_shows_both(built: Path) -> None:
-    significance = json.loads((built / "evidence" / "tiny" / "experiments.json").read_text())["significance"]
-    tukey = significance["tukey"]
-    assert (tukey["rounds"], tukey["seed"]) == (significance["rounds"], significance["seed"])
-    assert set(tukey["by_metric"]) == set(significance["metrics"])
-    for pair in significance["pairs"]:
-        assert 0 < pair["tukey_p"] <= 1 and pair["tukey_significant"] == (pair["tukey_p"] < 0.05)
-        assert pair["wins"] + pair["ties"] + pair["losses"] == significance_questions(built)
-    page = (built / "corpora" / "tiny" / "index.html").read_text()
-    assert "randomised Tukey HSD" in page and "W/T/L" in page and "d_z" in page
-    assert "family-wise error over all pairs of rankers on one metric" in page
-
-
-def significance_questions(built: Path) -> int:
-    return json.loads((built / "evidence" / "tiny" / "experiments.json").read_text())["scored_questions"]
-
-
 def test_default_ablation_compares_only_rankers_that_differ_by_one_component() -> None:
     contracts = {name: RANKERS[name]().contract for name in ("bm25", "dense", "pg-tsvector", "rrf-dense-bm25")}
     pairs = experiments_module.default_ablation(["bm25", "dense", "pg-tsvector", "rrf-dense-bm25"], contracts)
@@ -476,3 +359,83 @@ def test_default_ablation_rows_measure_each_ranker_against_its_baseline(tmp_path
     assert set(against_dense["delta"].values()) == {0.0}
     assert against_dense["overall"] == against_bm25["overall"] and any(against_bm25["delta"].values())
     assert ablation["source"].startswith("default: ")
+
+
+def _reference_bootstrap(d: np.ndarray, seed: int, rounds: int, levels: list[float]) -> tuple[float, float]:
+    rng = np.random.default_rng(seed)
+    means = np.empty(rounds, dtype=np.float64)
+    for start in range(0, rounds, 1000):
+        block = min(1000, rounds - start)
+        means[start : start + block] = d[rng.integers(0, d.size, size=(block, d.size))].mean(axis=1)
+    low, high = np.quantile(means, levels)
+    return (float(low), float(high))
+
+
+SITEGEN_LEVELS = [(1 - 0.95) / 2, (1 + 0.95) / 2]  # paired_bootstrap_ci's, not exactly the audit's
+
+
+AUDIT_LEVELS = [0.025, 0.975]
+
+
+def _reference_sign_extreme(d: np.ndarray, seed: int, rounds: int) -> int:
+    d = d[d != 0]
+    observed = abs(math.fsum(d.tolist()))
+    rng, extreme = np.random.default_rng(seed), 0
+    for start in range(0, rounds, 1000):
+        block = min(1000, rounds - start)
+        signs = (rng.integers(0, 2, size=(block, d.size)) * 2 - 1).astype(np.float64)
+        extreme += int(np.count_nonzero(np.abs(signs @ d) >= observed - 1e-12))
+    return extreme
+
+
+def _pairs(seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Several pairs over the same questions (as the experiments test them): 0/1 and graded scores, many ties."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(20, 300))
+    out = []
+    for _ in range(4):
+        a = rng.integers(0, 2, n).astype(np.float64) if rng.random() < 0.5 else rng.random(n).round(2)
+        b = a.copy()
+        flip = rng.random(n) < rng.uniform(0.1, 0.9)
+        b[flip] = rng.random(int(flip.sum())).round(2)
+        out.append((a, b))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("rounds", [999, 2_500])
+def test_bootstrap_intervals_reusing_one_draw_equal_fresh_draws(seed: int, rounds: int) -> None:
+    for a, b in _pairs(seed):
+        want = _reference_bootstrap(a - b, 42 + seed, rounds, SITEGEN_LEVELS)
+        assert experiments_module.paired_bootstrap_ci(a, b, 42 + seed, rounds) == want
+        want = _reference_bootstrap(a - b, 42 + seed, rounds, AUDIT_LEVELS)
+        assert audit._bootstrap_interval(a - b, 42 + seed, rounds) == want
+    with pytest.MonkeyPatch.context() as patch:  # too many indices to keep: drawn per call, the same values
+        patch.setattr(experiments_module, "CACHED_BOOTSTRAP_VALUES", 0)
+        patch.setattr(audit, "_DRAWS_KEPT", 0)
+        assert experiments_module.paired_bootstrap_ci(a, b, 1, rounds) == _reference_bootstrap(
+            a - b, 1, rounds, SITEGEN_LEVELS
+        )
+        assert audit._bootstrap_interval(a - b, 1, rounds) == _reference_bootstrap(a - b, 1, rounds, AUDIT_LEVELS)
+
+
+def test_reused_bootstrap_draws_cannot_be_changed_by_a_caller() -> None:
+    drawn = experiments_module._bootstrap_indices(3, 1500, 40)
+    assert [x.shape for x in drawn] == [(1000, 40), (500, 40)]
+    with pytest.raises(ValueError):
+        drawn[0][0, 0] = 1
+    with pytest.raises(ValueError):
+        audit._bootstrap_draws(3, 1500, 40)[0][0, 0] = 1
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_sign_flip_tests_with_in_place_signs_equal_the_previous_ones(seed: int) -> None:
+    for a, b in _pairs(seed):
+        d = a - b
+        extreme = _reference_sign_extreme(d, 7 + seed, 3_000)
+        n = int(np.count_nonzero(d))
+        if 2**n <= 3_000:
+            continue  # exact enumeration: not rewritten
+        result = experiments_module.paired_randomisation_test(a, b, 7 + seed, 3_000)
+        assert result.p_value == (extreme + 1) / 3_001
+        assert audit._sign_test_p(d, 7 + seed, 3_000)[0] == (extreme + 1) / 3_001

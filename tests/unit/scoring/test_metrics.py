@@ -67,6 +67,7 @@ def test_every_metric_equals_trec_eval_per_query(seed: int, name: str) -> None:
         assert ours[qid][name] == pytest.approx(value, abs=1e-9), (qid, name)
 
 
+@pytest.mark.slow
 def test_every_metric_equals_ranx_on_average() -> None:
     from ranx import Qrels, Run
     from ranx import evaluate as ranx_evaluate

@@ -8,8 +8,10 @@ import random
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 
+import numpy as np
 import pytest
 
+from sitegen import audit
 from sitegen.scoring.metrics import CUTOFFS, metric_names, score_query
 from sitegen.scoring.ties import expected_metric, tie_groups, tie_range, ties_report
 
@@ -171,3 +173,32 @@ def test_the_audit_recomputes_tie_aware_values_the_same_way_by_another_route() -
         for name in NAMES:
             want = float(expected_metric(name, ranking, scores, grades))
             assert audit.tie_expected(name, blocks, grades) == pytest.approx(want, abs=1e-12), name
+
+
+def _reference_tie_expected(name: str, blocks: list[list[str]], grades: dict[str, int]) -> float:
+    """audit.tie_expected before it visited only the blocks holding slots."""
+    family, _, cut = name.partition("@")
+    k = int(cut)
+    where = [(b, i) for b, block in enumerate(blocks) for i in range(len(block))][:k]
+    share = [sum(1 for d in block if grades.get(d, 0) > 0) for block in blocks]
+
+    def none_in_first(t: int) -> float:
+        p = 1.0
+        for b, block in enumerate(blocks):
+            slots = sum(1 for bb, _ in where[:t] if bb == b)
+            p *= math.comb(len(block) - share[b], slots) / math.comb(len(block), slots)
+        return p
+
+    if family == "hit":
+        return 1.0 - none_in_first(len(where))
+    return math.fsum((none_in_first(t) - none_in_first(t + 1)) / (t + 1) for t in range(len(where)))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_audit_s_tie_expectation_equals_the_previous_one_bit_for_bit(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 6, size=int(rng.integers(0, 30)))
+    blocks = [[f"d{b}_{i}" for i in range(int(s))] for b, s in enumerate(sizes)]
+    grades = {d: int(rng.integers(0, 3)) for block in blocks for d in block if rng.random() < 0.3}
+    for name in ("hit@1", "hit@5", "hit@10", "mrr@1", "mrr@10", "mrr@100"):
+        assert audit.tie_expected(name, blocks, grades) == _reference_tie_expected(name, blocks, grades), name

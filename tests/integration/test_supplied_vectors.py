@@ -4,8 +4,6 @@ embedding anything, recorded and checked by the audit, refused with a clear erro
 from __future__ import annotations
 
 import json
-import re
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -13,17 +11,26 @@ import pytest
 from click.testing import CliRunner
 
 from sitegen import audit
-from sitegen.builder import BuildOptions, build_site
 from sitegen.cli import cli
 from sitegen.errors import CorpusError
 from sitegen.inputs.corpus import load_corpus
 from sitegen.inputs.freeze import check_frozen, freeze_corpus
 from sitegen.inputs.vectors import read_supplied_vectors, unit_rows
 from sitegen.publish.evidence import read_run
-from tests.helpers import TINY_DOCS, TINY_QUERIES, FakeEmbeddingModel, evidence_failures, rehash_manifest, write_corpus
+from tests.helpers import DENSE_RANKERS as RANKERS
+from tests.helpers import (
+    FROZEN_ON,
+    TINY_DOCS,
+    TINY_QUERIES,
+    FakeEmbeddingModel,
+    build,
+    copy_site,
+    evidence_failures,
+    rehash_manifest,
+    write_corpus,
+)
 
 DIM = 16
-RANKERS = ("bm25", "dense", "rrf-dense-bm25")
 PROVENANCE = "hosted embedding API 'acme-embed-2', called 2026-11-30, dimensions 16"
 
 
@@ -61,18 +68,13 @@ def write_vectors(
     return record
 
 
-def _build(corpora: Path, out: Path, model: FakeEmbeddingModel, **kwargs: object) -> object:
-    options = BuildOptions(corpora_dir=corpora, out_dir=out, cache_dir=out.parent / "cache", rankers=RANKERS, **kwargs)
-    return build_site(options, model=model)
-
-
 @pytest.fixture(scope="module")
 def supplied_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("supplied")
     corpus = write_corpus(root / "corpora" / "tiny")
     write_vectors(corpus)
     model = FakeEmbeddingModel(dim=DIM)
-    result = _build(root / "corpora", root / "site", model)
+    result = build(root / "corpora", root / "site", model=model, rankers=RANKERS)
     assert model.encoded == []  # nothing embedded
     assert result.audit_verdict == "pass"
     return root / "site"
@@ -118,20 +120,20 @@ def test_the_evidence_and_pages_state_where_the_vectors_came_from(supplied_site:
         assert "supplied by the corpus" in text and "acme-embed-2" in text and PROVENANCE in text.replace("&#39;", "'")
 
 
-def test_supplied_vectors_are_pinned_by_their_files_not_by_a_hash_per_text(supplied_site: Path, tmp_path: Path) -> None:
+def test_supplied_vectors_are_pinned_by_their_files_not_by_a_hash_per_text(
+    supplied_site: Path, dense_site: Path
+) -> None:
     # text hashes are what a later build reuses packaged-model rows by; supplied rows are never reused from a
     # bundle (config_sha256 null), so their index carries the supplied files' sha256 instead of 64 hex per row
     index = json.loads((supplied_site / "evidence/tiny/embeddings/index.json").read_text())
     assert "text_sha256" not in index and index["supplied"]["files_sha256"]
-    corpora = write_corpus(tmp_path / "corpora" / "tiny").parent
-    packaged = _build(corpora, tmp_path / "site", FakeEmbeddingModel(dim=DIM))
-    assert packaged.audit_verdict == "pass"
-    index = json.loads((tmp_path / "site/evidence/tiny/embeddings/index.json").read_text())
+    assert json.loads((dense_site / "audit.json").read_text())["verdict"] == "pass"  # the same corpus, embedded
+    index = json.loads((dense_site / "evidence/tiny/embeddings/index.json").read_text())
     assert "supplied" not in index and len(index["text_sha256"]["passages"]) == len(index["passages"])
 
 
 def test_a_tampered_supplied_vector_in_the_evidence_fails_the_audit(supplied_site: Path, tmp_path: Path) -> None:
-    site = Path(shutil.copytree(supplied_site, tmp_path / "site"))
+    site = copy_site(supplied_site, tmp_path / "site")
     path = site / "evidence" / "tiny" / "embeddings" / "passages.npy"
     index = json.loads((site / "evidence/tiny/embeddings/index.json").read_text())
     queries = np.load(site / "evidence/tiny/embeddings/queries.npy")
@@ -153,7 +155,7 @@ def _refused(tmp_path: Path, expected: str, **kwargs: object) -> str:
     write_vectors(corpus, **kwargs)
     out = tmp_path / "site"
     with pytest.raises(CorpusError) as caught:
-        _build(tmp_path / "corpora", out, FakeEmbeddingModel(dim=DIM))
+        build(tmp_path / "corpora", out, model=FakeEmbeddingModel(dim=DIM), rankers=RANKERS)
     message = str(caught.value)
     assert "embeddings" in str(caught.value.path) and expected in message, message
     assert not out.exists()
@@ -203,7 +205,7 @@ def test_an_index_without_weights_or_provenance_is_refused(tmp_path: Path) -> No
 def test_unnormalised_vectors_are_scaled_to_unit_length_and_the_evidence_says_so(tmp_path: Path) -> None:
     corpus = write_corpus(tmp_path / "corpora" / "tiny")
     write_vectors(corpus, docs=_random_unit(4, 1) * np.float32(3.0), normalised=False)
-    result = _build(tmp_path / "corpora", tmp_path / "site", FakeEmbeddingModel(dim=DIM))
+    result = build(tmp_path / "corpora", tmp_path / "site", model=FakeEmbeddingModel(dim=DIM), rankers=RANKERS)
     assert result.audit_verdict == "pass"
     index = json.loads((tmp_path / "site/evidence/tiny/embeddings/index.json").read_text())
     assert index["supplied"]["normalised_by_sitegen"] is True
@@ -223,7 +225,7 @@ def test_a_chunked_corpus_with_supplied_vectors_is_refused(tmp_path: Path) -> No
 def test_supplied_vectors_are_frozen_inputs(tmp_path: Path) -> None:
     corpus = write_corpus(tmp_path / "corpora" / "tiny")
     write_vectors(corpus)
-    _, frozen = freeze_corpus(corpus, "2026-12-01")
+    _, frozen = freeze_corpus(corpus, FROZEN_ON)
     assert "embeddings/passages.npy" in frozen.files
     write_vectors(corpus, queries=_random_unit(4, 3))
     with pytest.raises(CorpusError, match=r"embeddings/queries\.npy changed"):
@@ -246,12 +248,13 @@ def test_supplied_vectors_naming_the_packaged_model_and_weights_are_reembedded(t
     corpus = write_corpus(tmp_path / "corpora" / "tiny")
     model = FakeEmbeddingModel(dim=DIM)
     write_vectors(corpus, model=MODEL_NAME, weights_sha256=model.weights_sha256, provenance=None)
-    _build(tmp_path / "corpora", tmp_path / "site", model)
+    build(tmp_path / "corpora", tmp_path / "site", model=model, rankers=RANKERS)
     (result,) = reembed_bundle(tmp_path / "site", model=model)
     assert result.not_checked is None and result.vectors == 8
     assert not result.ok  # random vectors are not what the (fake) model gives for these texts
 
 
+@pytest.mark.slow
 def test_device_cuda_without_a_gpu_is_a_clear_error(tmp_path: Path) -> None:
     torch = pytest.importorskip("torch")
     if torch.cuda.is_available():
@@ -262,13 +265,3 @@ def test_device_cuda_without_a_gpu_is_a_clear_error(tmp_path: Path) -> None:
     assert result.exit_code == 1
     assert "--device cuda: no CUDA device is available here" in result.output
     assert "Traceback" not in result.output and not (tmp_path / "site").exists()
-
-
-def test_embedding_progress_ends_with_the_count_and_texts_per_second(capsys: pytest.CaptureFixture[str]) -> None:
-    from sitegen.cli.common import _Progress
-
-    bar = _Progress(64, "embedding tiny", quiet=False)
-    bar.update(32)
-    bar.update(32)
-    bar.finish()
-    assert re.search(r"embedding tiny: 64 texts in [0-9.]+ s \([0-9.]+ texts/s\)", capsys.readouterr().err)
