@@ -1424,7 +1424,12 @@ def expected_rankers(bundle: Bundle, corpus: str) -> dict[str, str]:
     asked: list[str] = []
 
     def place(name: str) -> None:
-        for component in PINNED_PARAMS.get(name, {}).get("components", []):
+        if name in PINNED_PARAMS:
+            components = PINNED_PARAMS[name].get("components", [])
+        else:  # a ranker sitegen does not ship (a --ranker plugin): what its run fuses, checked by its verifier
+            present = (bundle.site / "evidence" / corpus / "runs" / f"{name}.json").is_file()
+            components = (bundle.run(corpus, name)["params"].get("components") or []) if present else []
+        for component in components:
             place(component)
         if name not in asked:
             asked.append(name)
@@ -1535,7 +1540,11 @@ def _components(bundle: Bundle, corpus: str, name: str) -> list[str]:
 
 
 def _own_basis(bundle: Bundle, corpus: str, name: str) -> tuple[str, ...]:
-    return VERIFIER_BASIS[expected_contract(bundle, corpus, name, bundle.run(corpus, name))[1]]
+    """The basis of a run's own lists; none for a run this audit refuses to check (its run check says why)."""
+    try:
+        return VERIFIER_BASIS[expected_contract(bundle, corpus, name, bundle.run(corpus, name))[1]]
+    except AuditError:
+        return ()
 
 
 def verification_basis(bundle: Bundle, corpus: str, rankers: list[str]) -> dict[str, list[str]]:

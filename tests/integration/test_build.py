@@ -226,7 +226,7 @@ def test_an_external_trec_run_is_scored_shown_and_audited_with_unknown_ids_repor
     assert metrics["vendor"]["per_query"]["q3"]["hit@20"] == 0.0
     audit_report = json.loads((out / "audit.json").read_text())
     assert any(c["name"] == "run:tiny/vendor" and "not reproducible" in c["detail"] for c in audit_report["checks"])
-    assert "(external)" in (out / "corpora" / "tiny" / "index.html").read_text()
+    assert "(ranking not reproducible from the bundle)" in (out / "corpora" / "tiny" / "index.html").read_text()
 
 
 def test_external_run_with_a_malformed_line_or_a_clashing_name_is_refused(tmp_path: Path, tiny_corpus: Path) -> None:
