@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from sitegen.embedding import cache as embeddings_module
 from sitegen.embedding.cache import Embedder, EmbeddingCache, cache_key
 from sitegen.embedding.vectors import text_sha256
-from sitegen.embedding import cache as embeddings_module
 from sitegen.rankers.base import doc_id_order
 from sitegen.rankers.dense import dense_top_k, fixed_order_dot
 from tests.helpers import FakeEmbeddingModel
