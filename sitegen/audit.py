@@ -2136,13 +2136,7 @@ def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
                 small = size < count
                 compare(f"{label}.tune_size", fold.get("tune_size"), size)
                 compare(f"{label}.too_small", fold.get("too_small"), small)
-                plural = "" if size == 1 else "s"
-                note = f"fold {fold['tune_on']} has {size} question{plural}, fewer than the {count} settings"
-                compare(
-                    f"{label}.note",
-                    fold.get("note"),
-                    f"{note} it chooses among: the choice is not evidence" if small else None,
-                )
+                compare(f"{label}.note", fold.get("note"), "fold_too_small" if small else None)
             compare(f"heldout.{fusion}.{sweep}.tuned_beats_default_in", result["tuned_beats_default_in"], wins)
 
     sig = stored.get("significance", {})
@@ -2185,22 +2179,14 @@ def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
     family = [w for w in pairs.values() if w["tested"]]
     for w, adj in zip(family, _adjusted([w["p_value"] for w in family], correction), strict=True):
         w["p_adjusted"], w["significant"] = adj, adj < alpha
-    for w in pairs.values():
+    for w in pairs.values():  # note codes: the pages say them in words, sitegen's wording table
         outside = w["ci_low"] > 0 or w["ci_high"] < 0
         if not w["tested"]:
-            w["note"] = (
-                f"too few questions to test: {w['differing']} of {len(scored)} questions differ (minimum {minimum})"
-            )
+            w["note"] = "too_few_differing"
         elif outside and not w["significant"]:
-            w["note"] = (
-                f"the 95% interval excludes 0 but the test, corrected for {len(family)} comparisons "
-                f"({names[correction]}), does not reject at {alpha}: the interval is not corrected for the family"
-            )
+            w["note"] = "interval_not_corrected"
         elif w["significant"] and not outside:
-            w["note"] = (
-                f"the test, corrected for {len(family)} comparisons ({names[correction]}), rejects at {alpha} but "
-                "the 95% interval includes 0: the interval resamples questions, the test flips signs"
-            )
+            w["note"] = "interval_includes_zero"
     _check_tukey(compare, sig, pairs, rankers, scores_of, scored)
     for n, pair in enumerate(sig.get("pairs", [])):
         want = pairs[(pair["a"], pair["b"], pair["metric"])]

@@ -6,7 +6,7 @@ audit can recompute it. The randomised tests are specified exactly (see
 :func:`paired_permutation_test` and :func:`paired_bootstrap_ci`), so the same seed gives
 the same p-values and intervals in any implementation that uses numpy's PCG64.
 
-``evidence/<corpus>/experiments.json`` shape::
+``evidence/<corpus>/experiments.json`` shape (a ``note`` is null or a code of :data:`sitegen.wording.NOTES`)::
 
     {"schema_version": 2, "metrics": [...], "one_question_points": float,
      "sweeps": {rrf_ranker: {sweep: {"parameter", "fixed", "rows": [{"value", "params", "overall"}]}}},
@@ -48,7 +48,6 @@ from sitegen.inputs.corpus import Corpus
 from sitegen.rankers.base import Contract, Family
 from sitegen.rankers.fusion import reciprocal_rank_fusion
 from sitegen.scoring.metrics import evaluate
-from sitegen.wording import count
 
 __all__ = [
     "CORRECTIONS",
@@ -474,12 +473,7 @@ def run_experiments(
                     {
                         "tune_size": size,
                         "too_small": size < settings_count,
-                        "note": (
-                            f"fold {tune_on} has {count(size, 'question')}, fewer than the "
-                            f"{settings_count} settings it chooses among: the choice is not evidence"
-                            if size < settings_count
-                            else None
-                        ),
+                        "note": "fold_too_small" if size < settings_count else None,
                         "tune_on": tune_on,
                         "test_on": test_on,
                         "chosen": rows[chosen]["value"],
@@ -564,20 +558,13 @@ def _significance(
     m, name = len(family), CORRECTIONS[correction]
     for pair in pairs:
         excludes_zero = pair["ci_low"] > 0 or pair["ci_high"] < 0
+        # codes of sitegen.wording.NOTES: the page says them, the audit recomputes them
         if not pair["tested"]:
-            pair["note"] = (
-                f"too few questions to test: {pair['differing']} of {len(scored)} questions differ (minimum {minimum})"
-            )
+            pair["note"] = "too_few_differing"
         elif excludes_zero and not pair["significant"]:
-            pair["note"] = (
-                f"the 95% interval excludes 0 but the test, corrected for {m} comparisons ({name}), does not "
-                f"reject at {alpha}: the interval is not corrected for the family"
-            )
+            pair["note"] = "interval_not_corrected"
         elif pair["significant"] and not excludes_zero:
-            pair["note"] = (
-                f"the test, corrected for {m} comparisons ({name}), rejects at {alpha} but the 95% interval "
-                "includes 0: the interval resamples questions, the test flips signs"
-            )
+            pair["note"] = "interval_includes_zero"
     tukey = _tukey(rankers, per_query, scored, settings, pairs)
     k, total = len(rankers), len(pairs)
     description = (

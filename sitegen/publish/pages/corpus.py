@@ -3,6 +3,7 @@ and the pages of the first relevant rank of every question."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from sitegen import wording
@@ -132,13 +133,25 @@ def _experiments_context(c: CorpusView, site: Site) -> dict[str, Any] | None:
                 for i, label in enumerate(labels)
             )
             heldout = experiments["heldout"]["results"][fusion][sweep]
+            folds = [{**fold, "sentence": _fold_note(fold, len(data["rows"]))} for fold in heldout["folds"]]
             sweeps.append(
-                {"fusion": fusion, "sweep": sweep, "data": data, "plot": plot, "alt": alt, "heldout": heldout}
+                {
+                    "fusion": fusion,
+                    "sweep": sweep,
+                    "data": data,
+                    "plot": plot,
+                    "alt": alt,
+                    "heldout": {**heldout, "folds": folds},
+                }
             )
     significance = experiments["significance"]
     matrices = []
     for metric in significance["metrics"]:
-        cells = {(p["a"], p["b"]): p for p in significance["pairs"] if p["metric"] == metric}
+        cells = {
+            (p["a"], p["b"]): {**p, "sentence": _pair_note(p, significance, experiments["scored_questions"])}
+            for p in significance["pairs"]
+            if p["metric"] == metric
+        }
         rows = [{"ranker": a, "cells": [cells.get((a, b)) for b in c.rankers]} for a in c.rankers]
         tukey = significance.get("tukey", {}).get("by_metric", {}).get(metric)
         matrices.append({"metric": metric, "rows": rows, "tukey": tukey})
@@ -199,6 +212,29 @@ def _forest(c: CorpusView, site: Site) -> dict[str, Any] | None:
         f"{row['ranker']} {row['plot'].label}" for row in rows
     )
     return {"metric": metric, "best": best, "rows": rows, "plot": path, "alt": alt, "significance": significance}
+def _pair_note(pair: Mapping[str, Any], significance: Mapping[str, Any], questions: int) -> str | None:
+    """A paired test's note code (``experiments.json``) in words (:data:`sitegen.wording.NOTES`); a bundle
+    written before notes were codes holds the sentence itself."""
+    if pair["note"] is None or pair["note"] not in wording.NOTES:
+        return pair["note"]
+    return wording.note(
+        pair["note"],
+        differing=pair["differing"],
+        questions=questions,
+        minimum=significance["min_differing"],
+        tests=significance["family"]["size"],
+        correction=significance["correction_name"],
+        alpha=significance["alpha"],
+    )
+
+
+def _fold_note(fold: Mapping[str, Any], settings: int) -> str | None:
+    """A held-out fold's note code in words: it chose among ``settings`` settings (an older bundle's sentence
+    as it is)."""
+    if fold.get("note") is None or fold["note"] not in wording.NOTES:
+        return fold.get("note")
+    questions = wording.count(fold["tune_size"], "question")
+    return wording.note(fold["note"], fold=fold["tune_on"], questions=questions, settings=settings)
 
 
 def _chunk_plot(c: CorpusView, site: Site) -> dict[str, str] | None:
