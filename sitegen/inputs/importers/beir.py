@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from sitegen.errors import CorpusError
+from sitegen.inputs.corpus import README_FILE
 from sitegen.inputs.importers.plan import (
     DEFAULT_TO,
     QRELS_HEADER,
@@ -40,7 +41,8 @@ def import_beir(
 ) -> ImportResult:
     """Import a BEIR folder (``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv`` with a header line).
 
-    Documents keep ``title``, ``text`` and ``metadata`` (when it is a non-empty object). Only queries the split's
+    The folder's ``README.md``, when it has one (the distributor's provenance and license note), is listed among
+    the source files and quoted in the corpus README. Documents keep ``title``, ``text`` and ``metadata`` (when it is a non-empty object). Only queries the split's
     qrels judge relevant to some document are kept, so the other splits' queries are dropped and counted.
     """
     src = Path(src_dir)
@@ -50,6 +52,10 @@ def import_beir(
     for path in (corpus_path, queries_path, qrels_path):
         if not path.is_file():
             raise CorpusError(path, "required file is missing")
+    readme_path = src / README_FILE
+    sources = [("corpus.jsonl", corpus_path), ("queries.jsonl", queries_path), (f"qrels/{split}.tsv", qrels_path)]
+    if readme_path.is_file():
+        sources.append((README_FILE, readme_path))
     if command is None:
         command = command_line(
             "beir",
@@ -68,7 +74,8 @@ def import_beir(
         kind="BEIR",
         name=name,
         to=Path(to),
-        sources=[("corpus.jsonl", corpus_path), ("queries.jsonl", queries_path), (f"qrels/{split}.tsv", qrels_path)],
+        sources=sources,
+        origin=[src],
         documents=lambda: jsonl_documents(corpus_path, ("_id",), ("text",), beir=True),
         documents_path=corpus_path,
         queries=lambda: _jsonl_queries(queries_path),
@@ -81,8 +88,14 @@ def import_beir(
         skip_unknown=skip_unknown,
         keep_unanswerable=keep_unanswerable,
         notes=[f"Split: `{split}` (judgements from `qrels/{split}.tsv`)."],
+        source_readme=_source_readme(readme_path) if readme_path.is_file() else None,
     )
     return run(plan)
+
+
+def _source_readme(path: Path) -> str:
+    """The BEIR folder's README, read with the rules every input follows (UTF-8, a byte-order mark dropped)."""
+    return "\n".join(line for _, line in read_lines(path))
 
 
 def _jsonl_queries(path: Path) -> Iterator[Query]:

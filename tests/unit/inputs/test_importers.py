@@ -736,6 +736,36 @@ def test_readme_shows_paths_inside_the_current_folder_relative_to_it(tmp_path: P
     assert str(tmp_path) not in readme
 
 
+def test_readme_keeps_a_relative_source_path_as_given_so_the_command_reruns(tmp_path: Path, monkeypatch) -> None:
+    _beir(tmp_path / "shared" / "collections" / "tiny")
+    (tmp_path / "repo").mkdir()
+    monkeypatch.chdir(tmp_path / "repo")
+    result = import_beir(Path("../shared/collections/tiny"), "tiny", license_text=LICENSE, to=Path("corpora"))
+    readme = (result.folder / "README.md").read_text()
+    assert "sitegen import beir ../shared/collections/tiny --name tiny --split test --to corpora " in readme
+    # the first paragraph, which the corpus page shows above the collapsed README, names the source
+    first = readme.split("\n\n")[1]
+    assert first.startswith("Imported from `../shared/collections/tiny` (BEIR) by `sitegen import beir`")
+    assert str(tmp_path) not in readme
+
+
+def test_beir_quotes_and_hashes_the_source_readme(tmp_path: Path) -> None:
+    src = _beir(tmp_path / "src")
+    _write(src / "README.md", "# Tiny\n\nCollected by hand.\n\n## Licence\nFree for research.\n")
+    result = import_beir(src, "tiny", license_text=LICENSE, to=tmp_path / "c")
+    readme = (result.folder / "README.md").read_text()
+    assert f"| `README.md` | {(src / 'README.md').stat().st_size} | `{_sha(src / 'README.md')}` |" in readme
+    quoted = readme.split("## The source's README\n")[1]
+    assert "> ### Tiny\n>\n> Collected by hand.\n>\n> #### Licence\n> Free for research.\n" in quoted
+    assert load_corpus(result.folder).readme == readme
+
+
+def test_beir_without_a_readme_lists_only_its_data_files(tmp_path: Path) -> None:
+    result = import_beir(_beir(tmp_path / "src"), "tiny", license_text=LICENSE, to=tmp_path / "c")
+    readme = (result.folder / "README.md").read_text()
+    assert "`README.md`" not in readme and "## The source's README" not in readme
+
+
 def test_importers_read_jsonl_with_the_corpus_reader(tmp_path: Path) -> None:
     """U+2028 inside a string is text, a BOM on line 1 is skipped, NUL is an error with its line."""
     src = _beir(tmp_path / "src")
