@@ -49,6 +49,7 @@ from sitegen.publish.layout import (
     retriever_timing,
 )
 from sitegen.publish.reader import CorpusReader, SiteFolder
+from sitegen.publish.redaction import QUOTE_LIMIT, publication, quoted_texts
 from sitegen.publish.timings import copy_timing_files, load_timing_files
 from sitegen.publish.verification import DEFAULT_RECORD, read_verification
 from sitegen.rankers import DEFAULT_RANKERS, RankInputs, Run, make_rankers, needs_postgres
@@ -133,6 +134,11 @@ class BuildOptions:
     #: The report's title and description on every page (``sitegen.toml``'s ``title``/``description``, ``--title``).
     title: str = DEFAULT_TITLE
     description: str = ""
+    #: ``--redact NAME``: publish these corpora without their texts, as ``"publish": "redacted"`` in a corpus's
+    #: sitegen.json does; ``--publish-vectors``: publish a redacted corpus's vectors all the same
+    #: (sitegen.publish.redaction).
+    redact: tuple[str, ...] = ()
+    publish_vectors: bool = False
     #: The record of the last ``sitegen audit --reembed --postgres --record`` to show on the Reproducibility page;
     #: None: ``verification/last.json`` beside the corpora, when it exists.
     verification_file: Path | None = None
@@ -177,6 +183,10 @@ def build_command(options: BuildOptions) -> str:
         words += ["--retriever", f"{name}={spec}" if isinstance(spec, str) else f"{name}=<a Python object>"]
     if options.allow_edited:
         words.append("--allow-edited")
+    for name in sorted(set(options.redact)):
+        words += ["--redact", name]
+    if options.publish_vectors:
+        words.append("--publish-vectors")
     if options.baseline is not None:
         words += ["--baseline", _shown_path(options.baseline)]
     if options.title != DEFAULT_TITLE:
@@ -493,6 +503,7 @@ def _build_locked(
     # Refused before anything is loaded or written: a baseline failing its own manifest compares nothing.
     baseline = open_baseline(options.baseline) if options.baseline is not None else None
     corpora = [load_corpus(f) for f in folders]
+    _check_redaction(corpora, options, log)
     # A frozen corpus whose inputs changed is refused here, before any work, unless allow_edited.
     for name, state in check_frozen(corpora, options.allow_edited).items():
         if state.edited_files:
@@ -603,6 +614,33 @@ def _write_retriever_timings(
     for runs in by_name.values():
         retriever = next(iter(runs.values())).retriever
         write_latency_file(staging / retriever_timing(retriever.name), retriever, options.depth, runs)
+
+
+def _check_redaction(corpora: Sequence[Corpus], options: BuildOptions, log: Log) -> None:
+    """Refuse, before any work, a ``--redact`` naming no corpus of this build, ``--publish-vectors`` with nothing
+    redacted, and a redacted corpus with ``--baseline`` (its Changes page would diff the texts); say which corpora
+    are published redacted."""
+    names = {c.name for c in corpora}
+    unknown = sorted(set(options.redact) - names)
+    if unknown:
+        raise BuildError(f"--redact {', '.join(unknown)}: not a corpus of this build ({', '.join(sorted(names))})")
+    redacted = [c.name for c in corpora if publication(c, options.redact, options.publish_vectors).redacted]
+    if options.publish_vectors and not redacted:
+        raise BuildError("--publish-vectors applies to redacted corpora, and this build redacts none (--redact NAME)")
+    if redacted and options.baseline is not None:
+        raise BuildError(
+            f"--baseline compares inputs line by line, texts included, and {', '.join(redacted)} is published "
+            "redacted: build it without --baseline"
+        )
+    for corpus in (c for c in corpora if c.name in redacted):
+        if quoted := quoted_texts(corpus):
+            raise CorpusError(
+                corpus.root / "README.md",
+                f"the corpus is published redacted, and its README (which is published) quotes {QUOTE_LIMIT} "
+                f"characters or more of {', '.join(quoted[:5])}{' and more' if len(quoted) > 5 else ''}: take them out",
+            )
+        vectors = "published (--publish-vectors)" if options.publish_vectors else "withheld"
+        log(f"{corpus.name}: published redacted: no passage or question text in the site; vectors {vectors}")
 
 
 def _build_into(
@@ -888,6 +926,7 @@ def _build_corpus(
         sweep_vectors=sweep.vectors if sweep is not None else None,
         date=inputs_date(corpus.root, corpus.input_files),
         frozen=frozen_summary(corpus),
+        publication=publication(corpus, options.redact, options.publish_vectors),
         source=source.as_dict() if source is not None else None,
     )
     write_corpus_evidence(staging, results)

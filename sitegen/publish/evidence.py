@@ -23,6 +23,7 @@ What each file holds (the paths themselves are :mod:`sitegen.publish.layout`'s):
     evidence/<corpus>/chunks.jsonl               the chunks a chunked corpus was ranked as, corpus.jsonl's format
     evidence/<corpus>/chunking.json, packing.json, ties.json, filtering.json, postgres.json, hygiene.json
                                                  the other derived tables (see :class:`DerivedTables`)
+    evidence/<corpus>/referenced.json, referenced/  files held by reference, not copied (sitegen.publish.redaction)
 
 Same inputs give the same bytes: keys sorted, floats in Python's shortest
 round-trip form, the line layout of :func:`canonical_json` (compact records, two-space
@@ -38,7 +39,7 @@ import platform
 import re
 import shutil
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,7 @@ from sitegen.hashing import sha256_file
 from sitegen.inputs.binding import file_hashes, question_set_sha256
 from sitegen.inputs.corpus import CORPUS_FILE, QRELS_FILE, QUERIES_FILE, Corpus, Document, passage_text
 from sitegen.inputs.freeze import FROZEN_FILE
+from sitegen.publish import redaction
 from sitegen.publish.bundle import load_json
 from sitegen.publish.layout import (
     CHUNKING,
@@ -64,6 +66,7 @@ from sitegen.publish.layout import (
     input_name,
     trec_run_file,
 )
+from sitegen.publish.redaction import Publication
 from sitegen.rankers.base import Family, Run
 from sitegen.rankers.embeddings import CorpusEmbeddings, text_sha256
 from sitegen.scoring.chunking_sweep import SweepVectors
@@ -507,6 +510,8 @@ class CorpusResults:
     frozen: Mapping[str, Any] | None = None
     #: where the corpus folder comes from in git (sitegen.inputs.binding.GitSource.as_dict), when it does
     source: Mapping[str, Any] | None = None
+    #: what the bundle and pages publish: every text, or none (sitegen.publish.redaction)
+    publication: Publication = field(default_factory=Publication)
 
 
 def write_corpus_evidence(site_dir: Path, results: CorpusResults) -> None:
@@ -517,7 +522,8 @@ def write_corpus_evidence(site_dir: Path, results: CorpusResults) -> None:
     corpus, runs = results.corpus, results.runs
     files = CorpusFiles(corpus.name)
     base = site_dir / files.folder
-    for name in (*corpus.input_files, *([FROZEN_FILE] if (corpus.root / FROZEN_FILE).is_file() else [])):
+    place = redaction.Placement(site_dir, files, corpus, results.publication)
+    for name in place.copied((*corpus.input_files, *([FROZEN_FILE] if (corpus.root / FROZEN_FILE).is_file() else []))):
         target = site_dir / files.input(name)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(corpus.root / name, target)
@@ -528,22 +534,26 @@ def write_corpus_evidence(site_dir: Path, results: CorpusResults) -> None:
     write_json(site_dir / files.metrics, {r: results.metrics[r] for r in runs})
     chunked = results.tables.chunking is not None
     write_trec_eval_contract(base, corpus, list(runs), list(results.metric_list), chunked=chunked)
-    for path, table in results.tables.by_file(files).items():
+    tables = redaction.redact_tables(results.tables) if results.publication.redacted else results.tables
+    for path, table in tables.by_file(files).items():
         write_json(site_dir / path, table)
-    write_json(site_dir / files.summary, _summary(site_dir, files, results))
     if results.embeddings is not None:
-        _write_embeddings(site_dir, files, corpus, results.embeddings)
+        _write_embeddings(place, corpus, results.embeddings)
     if results.sweep_vectors is not None and results.sweep_vectors.ids:
-        _write_sweep_vectors(site_dir, files, results.sweep_vectors)
+        _write_sweep_vectors(place, results.sweep_vectors)
     if chunked:
-        _write_chunks(site_dir / files.chunks, corpus.documents)
+        place.chunks(_chunks_bytes(corpus.documents))
+    place.close()
+    write_json(site_dir / files.summary, _summary(site_dir, files, results, place.input_sha256()))
 
 
-def _summary(site_dir: Path, files: CorpusFiles, results: CorpusResults) -> dict[str, Any]:
-    """``corpus.json`` (read back as :class:`sitegen.publish.reader.CorpusSummary`)."""
+def _summary(site_dir: Path, files: CorpusFiles, results: CorpusResults, held: Mapping[str, str]) -> dict[str, Any]:
+    """``corpus.json`` (read back as :class:`sitegen.publish.reader.CorpusSummary`), inputs ``held`` by reference
+    too."""
     corpus, runs = results.corpus, results.runs
     kinds = corpus.kinds
-    hashes = file_hashes(site_dir / files.inputs)
+    copies = file_hashes(site_dir / files.inputs)
+    hashes = dict(sorted({**copies, **held}.items()))
     return {
         "schema_version": SCHEMA_VERSION,
         "name": corpus.name,
@@ -557,22 +567,24 @@ def _summary(site_dir: Path, files: CorpusFiles, results: CorpusResults) -> dict
         "external_rankers": [r for r, run in runs.items() if run.contract.family is Family.EXTERNAL],
         "metrics": list(results.metric_list),
         "depth": results.depth,
-        "inputs": [input_name(n) for n in hashes],
+        "inputs": [input_name(n) for n in copies],
         "input_sha256": hashes,
         "question_set_sha256": question_set_sha256(hashes),
         "embeddings": results.embeddings is not None,
+        "publish": results.publication.as_dict(),
         "inputs_date": results.date,
         **({"frozen": dict(results.frozen)} if results.frozen is not None else {}),
         **({"source": dict(results.source)} if results.source is not None else {}),
     }
 
 
-def _write_embeddings(site_dir: Path, files: CorpusFiles, corpus: Corpus, embeddings: CorpusEmbeddings) -> None:
-    (site_dir / files.embeddings).mkdir(parents=True, exist_ok=True)
-    (site_dir / files.passage_vectors).write_bytes(_npy_bytes(embeddings.doc_vectors))
-    (site_dir / files.query_vectors).write_bytes(_npy_bytes(embeddings.query_vectors))
+def _write_embeddings(place: redaction.Placement, corpus: Corpus, embeddings: CorpusEmbeddings) -> None:
+    """The vectors (or, withheld, their sha256) and their index: ids and text hashes, always published."""
+    files = place.files
+    place.vectors(files.passage_vectors, _npy_bytes(embeddings.doc_vectors))
+    place.vectors(files.query_vectors, _npy_bytes(embeddings.query_vectors))
     write_json(
-        site_dir / files.vector_index,
+        place.site_dir / files.vector_index,
         {
             "model": embeddings.model,
             "weights_sha256": embeddings.weights_sha256,
@@ -600,14 +612,13 @@ def _write_embeddings(site_dir: Path, files: CorpusFiles, corpus: Corpus, embedd
     )
 
 
-def _write_sweep_vectors(site_dir: Path, files: CorpusFiles, vectors: SweepVectors) -> None:
+def _write_sweep_vectors(place: redaction.Placement, vectors: SweepVectors) -> None:
     """The vectors of every chunk the chunking sweep ranked, so the sweep can be checked and rebuilt
     without the model: ``embeddings/sweep-passages.npy`` rows in ``sweep-index.json`` order, with
     each chunk text's sha256 so a later build can reuse them as frozen inputs."""
-    (site_dir / files.embeddings).mkdir(parents=True, exist_ok=True)
-    (site_dir / files.sweep_vectors).write_bytes(_npy_bytes(vectors.matrix))
+    place.vectors(place.files.sweep_vectors, _npy_bytes(vectors.matrix))
     write_json(
-        site_dir / files.sweep_index,
+        place.site_dir / place.files.sweep_index,
         {
             "config_sha256": vectors.config_sha256,
             "dtype": "float32",
@@ -617,20 +628,10 @@ def _write_sweep_vectors(site_dir: Path, files: CorpusFiles, vectors: SweepVecto
     )
 
 
-def _write_chunks(path: Path, documents: tuple[Document, ...]) -> None:
+def _chunks_bytes(documents: tuple[Document, ...]) -> bytes:
     """``chunks.jsonl``: the chunks a chunked corpus was ranked as, one corpus.jsonl record a line."""
-    path.write_text(
-        "".join(
-            json.dumps(
-                {"_id": d.doc_id, "title": d.title, "text": d.text, "metadata": dict(d.metadata)},
-                sort_keys=True,
-                ensure_ascii=False,
-            )
-            + "\n"
-            for d in documents
-        ),
-        encoding="utf-8",
-    )
+    records = ({"_id": d.doc_id, "title": d.title, "text": d.text, "metadata": dict(d.metadata)} for d in documents)
+    return "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in records).encode("utf-8")
 
 
 def library_versions() -> dict[str, str]:

@@ -42,8 +42,9 @@ def import_beir(
     """Import a BEIR folder (``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv`` with a header line).
 
     The folder's ``README.md``, when it has one (the distributor's provenance and license note), is listed among
-    the source files and quoted in the corpus README. Documents keep ``title``, ``text`` and ``metadata`` (when it is a non-empty object). Only queries the split's
-    qrels judge relevant to some document are kept, so the other splits' queries are dropped and counted.
+    the source files and quoted in the corpus README. Documents keep ``title``, ``text`` and ``metadata`` (when it
+    is a non-empty object). Only queries the split's qrels judge relevant to some document are kept, so the other
+    splits' queries are dropped and counted.
     """
     src = Path(src_dir)
     if not src.is_dir():

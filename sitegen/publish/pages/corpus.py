@@ -227,10 +227,7 @@ def corpus_pages(c: CorpusView, site: Site) -> list[Page]:
                 "rankers": [{"name": r, "hits": hits(c, r, qid, 3)} for r in c.rankers],
             }
         )
-    disagreements = [
-        {**d, "text": query_by_id[d["query_id"]]["text"], "href": c.pages.question(d["query_id"])}
-        for d in report["rank1_disagreements"]
-    ]
+    disagreements = [{**d, "href": c.pages.question(d["query_id"])} for d in report["rank1_disagreements"]]
     context = {
         "corpus": c,
         "kinds": kinds,
