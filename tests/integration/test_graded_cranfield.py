@@ -1,7 +1,7 @@
 """A real collection end to end: graded Cranfield imported, built, and scored like trec_eval.
 
-The parity tests run on ``tests/fixtures/cranfield-graded`` (a committed subset, see its README), so a
-plain clone runs them; the tests that need the whole collection read ../shared and skip without it.
+The parity tests run on ``tests/fixtures/cranfield-graded`` (a committed subset, see its README); the tests that
+need the whole collection read ``corpora/cranfield``, imported from ../shared/collections/cranfield byte for byte.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from sitegen.build import BuildOptions, build_site
 from sitegen.cli import cli
 from sitegen.publish.evidence import read_run
 from sitegen.scoring.metrics import metric_names, score_query
-from tests.helpers import REPO, SHARED, FakeEmbeddingModel, assert_metrics_match_trec_eval, read_qrels, read_trec_run
+from tests.helpers import REPO, FakeEmbeddingModel, assert_metrics_match_trec_eval, read_qrels, read_trec_run
 
-CRANFIELD = SHARED / "collections" / "cranfield"
+CRANFIELD = REPO / "corpora" / "cranfield"  # ../shared/collections/cranfield imported: the same bytes
 FIXTURE = REPO / "tests" / "fixtures" / "cranfield-graded"
 RANKERS = ("bm25", "bm25-stem", "dense", "rrf-dense-bm25", "rrf-dense-bm25-stem")
 FUSED = ("rrf-dense-bm25", "rrf-dense-bm25-stem")
@@ -75,8 +75,6 @@ def fixture_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def full_cranfield_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if not CRANFIELD.is_dir():
-        pytest.skip("../shared/collections/cranfield is not present")
     return _import_and_build(
         CRANFIELD, tmp_path_factory.mktemp("cranfield"), "1400 documents, 225 queries, 1612 judged pairs"
     )
@@ -163,8 +161,6 @@ def test_graded_cranfield_audit_passes(fixture_site: Path) -> None:
 
 
 def test_fixture_is_the_stated_subset_of_the_shared_collection() -> None:
-    if not CRANFIELD.is_dir():
-        pytest.skip("../shared/collections/cranfield is not present")
     selected = select_cranfield_fixture(CRANFIELD)
     for name in FIXTURE_FILES:
         assert (FIXTURE / name).read_bytes() == selected[name], name
@@ -173,6 +169,7 @@ def test_fixture_is_the_stated_subset_of_the_shared_collection() -> None:
         assert hashlib.sha256((CRANFIELD / name).read_bytes()).hexdigest() in readme, name
 
 
+@pytest.mark.slow
 def test_many_questions_are_split_into_pages_of_one_hundred(full_cranfield_site: Path) -> None:
     corpus_dir = full_cranfield_site / "corpora" / "cranfield"
     assert sorted(p.name for p in corpus_dir.glob("ranks*.html")) == ["ranks-2.html", "ranks-3.html", "ranks.html"]

@@ -12,9 +12,9 @@ import pytest
 from sitegen.errors import CorpusError
 from sitegen.inputs.corpus import load_corpus
 from sitegen.inputs.importers import ImportResult, import_beir, import_smart, import_trec
-from tests.helpers import SHARED
+from tests.helpers import REPO
 
-CRANFIELD = SHARED / "collections" / "cranfield"
+CRANFIELD = REPO / "corpora" / "cranfield"  # the BEIR files of ../shared/collections/cranfield, byte for byte
 LICENSE = "CC-BY-4.0 (stated by the test)"
 
 
@@ -181,7 +181,6 @@ def test_beir_duplicate_document_id(tmp_path: Path) -> None:
     assert 'duplicate document id "d1" (first seen on line 1)' in error.problem
 
 
-@pytest.mark.skipif(not CRANFIELD.is_dir(), reason="../shared/collections/cranfield is not present")
 def test_real_cranfield_beir_folder(tmp_path: Path) -> None:
     result = import_beir(CRANFIELD, "cranfield", license_text="research use", to=tmp_path)
     assert (result.documents, result.queries, result.judged_pairs) == (1400, 225, 1612)
