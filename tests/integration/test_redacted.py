@@ -9,8 +9,10 @@ changed by one byte, and recompute every ranking.
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -153,6 +155,17 @@ def test_the_audit_with_the_collection_checks_its_hashes_and_recomputes_every_ra
     assert "NOT RECOMPUTED" not in output
 
 
+def test_the_trusted_checkout_binds_the_inputs_a_redacted_bundle_holds_by_reference(collection, sites, tmp_path):
+    code, output = shipped_audit(sites["redacted"], "--corpora", str(collection))
+    assert code == 0, output
+    edited = Path(shutil.copytree(collection, tmp_path / "corpora"))
+    with (edited / "cranfield" / "queries.jsonl").open("a", encoding="utf-8") as handle:
+        handle.write('{"_id": "extra", "text": "an edited question set"}\n')
+    code, output = shipped_audit(sites["redacted"], "--corpora", str(edited))
+    assert code == 1
+    assert "evidence/cranfield/inputs/queries.jsonl: differs from" in _line(output, "FAIL trusted-inputs:")
+
+
 def test_one_byte_changed_in_one_passage_fails_naming_that_passage(collection, sites, tmp_path) -> None:
     edited = Path(shutil.copytree(collection, tmp_path / "corpora"))
     lines = (edited / "cranfield" / "corpus.jsonl").read_bytes().splitlines(keepends=True)
@@ -199,6 +212,15 @@ def test_the_pages_say_what_is_withheld_and_how_a_holder_checks_it(collection, s
     assert "text withheld, sha256" in question
     assert not (site / "corpora" / "cranfield" / "passages").exists()
     assert (sites["full"] / "corpora" / "cranfield" / "passages").is_dir()
+    # where the collection came from, as the import recorded it: shown above the collapsed README, hashes in it
+    lead = page.split('<div class="readme-lead">', 1)[1].split("</div>", 1)[0]
+    shown = (
+        r"Imported from <code>(tests/fixtures/)?cranfield-graded</code> \(BEIR\) by <code>sitegen import beir</code>"
+    )
+    assert re.search(shown, lead), lead  # the path relative to the folder pytest runs in, else its name
+    for name in ("corpus.jsonl", "queries.jsonl", "README.md"):
+        digest = hashlib.sha256((FIXTURE / name).read_bytes()).hexdigest()
+        assert digest in page.split('<div class="readme">', 1)[1], name
 
 
 def test_the_mode_is_recorded_and_diff_and_gate_compare_it_with_a_full_build(sites, tmp_path) -> None:
