@@ -49,7 +49,7 @@ from sitegen.publish.layout import (
     retriever_timing,
 )
 from sitegen.publish.reader import CorpusReader, SiteFolder
-from sitegen.publish.redaction import QUOTE_LIMIT, publication, quoted_texts
+from sitegen.publish.redaction import check_redaction, publication
 from sitegen.publish.timings import copy_timing_files, load_timing_files
 from sitegen.publish.verification import DEFAULT_RECORD, read_verification
 from sitegen.rankers import DEFAULT_RANKERS, RankInputs, Run, make_rankers, needs_postgres
@@ -503,7 +503,8 @@ def _build_locked(
     # Refused before anything is loaded or written: a baseline failing its own manifest compares nothing.
     baseline = open_baseline(options.baseline) if options.baseline is not None else None
     corpora = [load_corpus(f) for f in folders]
-    _check_redaction(corpora, options, log)
+    for line in check_redaction(corpora, options.redact, options.publish_vectors, options.baseline is not None):
+        log(line)
     # A frozen corpus whose inputs changed is refused here, before any work, unless allow_edited.
     for name, state in check_frozen(corpora, options.allow_edited).items():
         if state.edited_files:
@@ -614,33 +615,6 @@ def _write_retriever_timings(
     for runs in by_name.values():
         retriever = next(iter(runs.values())).retriever
         write_latency_file(staging / retriever_timing(retriever.name), retriever, options.depth, runs)
-
-
-def _check_redaction(corpora: Sequence[Corpus], options: BuildOptions, log: Log) -> None:
-    """Refuse, before any work, a ``--redact`` naming no corpus of this build, ``--publish-vectors`` with nothing
-    redacted, and a redacted corpus with ``--baseline`` (its Changes page would diff the texts); say which corpora
-    are published redacted."""
-    names = {c.name for c in corpora}
-    unknown = sorted(set(options.redact) - names)
-    if unknown:
-        raise BuildError(f"--redact {', '.join(unknown)}: not a corpus of this build ({', '.join(sorted(names))})")
-    redacted = [c.name for c in corpora if publication(c, options.redact, options.publish_vectors).redacted]
-    if options.publish_vectors and not redacted:
-        raise BuildError("--publish-vectors applies to redacted corpora, and this build redacts none (--redact NAME)")
-    if redacted and options.baseline is not None:
-        raise BuildError(
-            f"--baseline compares inputs line by line, texts included, and {', '.join(redacted)} is published "
-            "redacted: build it without --baseline"
-        )
-    for corpus in (c for c in corpora if c.name in redacted):
-        if quoted := quoted_texts(corpus):
-            raise CorpusError(
-                corpus.root / "README.md",
-                f"the corpus is published redacted, and its README (which is published) quotes {QUOTE_LIMIT} "
-                f"characters or more of {', '.join(quoted[:5])}{' and more' if len(quoted) > 5 else ''}: take them out",
-            )
-        vectors = "published (--publish-vectors)" if options.publish_vectors else "withheld"
-        log(f"{corpus.name}: published redacted: no passage or question text in the site; vectors {vectors}")
 
 
 def _build_into(

@@ -34,14 +34,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+from sitegen.errors import BuildError, CorpusError
 from sitegen.hashing import sha256_file
-from sitegen.inputs.corpus import CITATIONS_FILE, CORPUS_FILE, QUERIES_FILE, Corpus, json_lines
+from sitegen.inputs.corpus import CITATIONS_FILE, CORPUS_FILE, QUERIES_FILE, README_FILE, Corpus, json_lines
 from sitegen.publish.layout import CHUNKS, CorpusFiles, input_name, records_name
+from sitegen.rankers.embeddings import text_sha256  # the sha256 of a text's UTF-8 bytes, as the vectors key it
 
 __all__ = [
     "QUOTE_LIMIT",
@@ -50,6 +52,7 @@ __all__ = [
     "Placement",
     "Publication",
     "Referenced",
+    "check_redaction",
     "hashed_record",
     "publication",
     "quoted_texts",
@@ -57,7 +60,6 @@ __all__ = [
     "referenced_chunks",
     "referenced_inputs",
     "referenced_vectors",
-    "text_sha256",
 ]
 
 T = TypeVar("T")
@@ -138,9 +140,35 @@ def quoted_texts(corpus: Corpus, limit: int = QUOTE_LIMIT) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def text_sha256(text: str) -> str:
-    """The sha256 of a text's exact bytes (UTF-8): what stands in for it in a redacted bundle."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+def check_redaction(
+    corpora: Sequence[Corpus], redact: Collection[str], publish_vectors: bool, baseline: bool
+) -> list[str]:
+    """Refuse, before a build does any work, a ``--redact`` naming no corpus of it, ``--publish-vectors`` with
+    nothing redacted, a redacted corpus with ``--baseline`` (its Changes page would diff the texts) and one whose
+    README quotes its texts; return a line for the build's log per corpus published redacted."""
+    names = {c.name for c in corpora}
+    unknown = sorted(set(redact) - names)
+    if unknown:
+        raise BuildError(f"--redact {', '.join(unknown)}: not a corpus of this build ({', '.join(sorted(names))})")
+    redacted = [c for c in corpora if publication(c, redact, publish_vectors).redacted]
+    if publish_vectors and not redacted:
+        raise BuildError("--publish-vectors applies to redacted corpora, and this build redacts none (--redact NAME)")
+    if redacted and baseline:
+        raise BuildError(
+            f"--baseline compares inputs line by line, texts included, and {', '.join(c.name for c in redacted)} "
+            "is published redacted: build it without --baseline"
+        )
+    lines = []
+    for corpus in redacted:
+        if quoted := quoted_texts(corpus):
+            raise CorpusError(
+                corpus.root / README_FILE,
+                f"the corpus is published redacted, and its README (which is published) quotes {QUOTE_LIMIT} "
+                f"characters or more of {', '.join(quoted[:5])}{' and more' if len(quoted) > 5 else ''}: take them out",
+            )
+        vectors = "published (--publish-vectors)" if publish_vectors else "withheld"
+        lines.append(f"{corpus.name}: published redacted: no passage or question text in the site; vectors {vectors}")
+    return lines
 
 
 def _hash_fields(obj: Mapping[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
