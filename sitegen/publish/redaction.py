@@ -42,7 +42,7 @@ from typing import Any, TypeVar
 from sitegen.errors import BuildError, CorpusError
 from sitegen.hashing import sha256_file
 from sitegen.inputs.corpus import CITATIONS_FILE, CORPUS_FILE, QUERIES_FILE, README_FILE, Corpus, json_lines
-from sitegen.publish.layout import CHUNKS, CorpusFiles, input_name, records_name
+from sitegen.publish.layout import CHUNKS, CorpusFiles, input_name, input_of, records_name
 from sitegen.rankers.embeddings import text_sha256  # the sha256 of a text's UTF-8 bytes, as the vectors key it
 
 __all__ = [
@@ -267,7 +267,7 @@ class Placement:
 
     def input_sha256(self) -> dict[str, str]:
         """The sha256 of each input held by reference, by its name in the corpus folder."""
-        return {e.name.removeprefix("inputs/"): e.sha256 for e in self.held if e.name.startswith("inputs/")}
+        return {input_of(e.name): e.sha256 for e in self.held if input_of(e.name) != e.name}
 
     def close(self) -> None:
         """``referenced.json`` and each file's records, when anything is held by reference."""

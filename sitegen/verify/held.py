@@ -24,13 +24,15 @@ from sitegen.errors import BundleError
 from sitegen.inputs.chunk_settings import parse_chunking
 from sitegen.inputs.chunking import chunk_corpus
 from sitegen.inputs.corpus import load_corpus
+from sitegen.inputs.vectors import SUPPLIED_PASSAGES, SUPPLIED_QUERIES
 from sitegen.publish.bundle import load_json
 from sitegen.publish.layout import MANIFEST, CorpusFiles
 from sitegen.rankers.embeddings import EmbeddingCache, EmbeddingModel, cache_key, default_cache_dir, embed_corpus
 
 __all__ = ["Reembedded", "prepare_inputs"]
 
-_PASSAGES, _QUERIES = "embeddings/passages.npy", "embeddings/queries.npy"
+# The vectors brought for a corpus lie in DIR/<corpus>/ as a corpus folder's supplied vectors do.
+_PASSAGES, _QUERIES = SUPPLIED_PASSAGES, SUPPLIED_QUERIES
 
 
 @dataclass(frozen=True)
@@ -107,7 +109,7 @@ def _reembed(site: Path, source: Path, folder: Path, model: EmbeddingModel, cach
         "passages": dict(zip(embeddings.doc_ids, embeddings.doc_vectors, strict=True)),
         "queries": dict(zip(embeddings.query_ids, embeddings.query_vectors, strict=True)),
     }
-    (folder / "embeddings").mkdir(parents=True, exist_ok=True)
+    (folder / _PASSAGES).parent.mkdir(parents=True, exist_ok=True)
     for name, rel in (("passages", _PASSAGES), ("queries", _QUERIES)):
         missing = [i for i in index[name] if i not in rows[name]]
         if missing:
