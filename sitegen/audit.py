@@ -49,6 +49,15 @@ the model: ``sitegen audit --reembed``), that PostgreSQL gives the stored text-s
 (``sitegen audit --postgres``), that the parameters are good ones, or that any quote on a page
 entails the claim beside it. It checks arithmetic and provenance, nothing more.
 
+A redacted corpus (``"publish": "redacted"`` in its sitegen.json, or ``--redact NAME`` in the recorded command)
+has no text in the bundle: ``referenced.json`` gives each withheld file's sha256, size and source, and
+``referenced/`` the records standing in for its lines, each text by its sha256. This file then verifies all that
+needs no text (the manifest, counts, qrels, metrics, derived tables, experiments, fusions, ties, the pages) and
+says, in each check's line, what needs the collection: BM25 scores, packing and citations, hygiene, chunking,
+and, when the vectors are withheld too, the dense scores. ``--inputs DIR`` brings the files back
+(``DIR/<corpus>/corpus.jsonl``, ``DIR/<corpus>/embeddings/passages.npy``: a corpus folder's layout), checks each
+against its recorded sha256, names every passage or question whose text differs, and reruns those checks on them.
+
 Tolerances (also written to ``audit.json``):
 
 - BM25 scores: relative 1e-9 (float64; only the order of summation may differ);
@@ -126,6 +135,9 @@ class Check:
     name: str
     mismatches: list[str] = field(default_factory=list)
     detail: str = ""
+    #: What this check could not recompute, because the bundle withholds the texts or vectors it needs ("" when
+    #: it recomputed everything); ``--inputs DIR`` reruns it on the files brought.
+    needs: str = ""
 
     def fail(self, message: str) -> None:
         self.mismatches.append(message)
@@ -148,6 +160,9 @@ class Inputs:
     doc_meta: dict[str, dict[str, Any]] = field(default_factory=dict)
     filters: dict[str, tuple[str, str]] = field(default_factory=dict)  # filter key -> (metadata field, op)
     passages: list[tuple[str, str, str]] = field(default_factory=list)  # corpus.jsonl's (id, title, text), every row
+    # False when the bundle withholds the texts and --inputs did not bring them: every text above is then None,
+    # read from the records (ids, metadata, kinds, filters, spans), and a check needing a text says so
+    texts: bool = True
 
 
 @dataclass
@@ -160,9 +175,19 @@ class Embeddings:
 class Bundle:
     """Cached access to one site's files; a load failure is cached and raised to every check needing it."""
 
-    def __init__(self, site: Path) -> None:
+    def __init__(self, site: Path, held: dict[str, Path] | None = None) -> None:
         self.site = site
+        #: Files the bundle holds by reference, brought with --inputs and checked against their sha256: the
+        #: site path a copy would have -> the file brought.
+        self.held = dict(held or {})
         self._memo: dict[tuple[str, str], tuple[Any, AuditError | None]] = {}
+
+    def file(self, rel: str) -> Path:
+        """Where a site path's bytes are: the file brought for it with --inputs, else the site's own."""
+        return self.held.get(rel, self.site / rel)
+
+    def has(self, rel: str) -> bool:
+        return self.file(rel).is_file()
 
     def _cached(self, key: tuple[str, str], load: Callable[[], Any]) -> Any:
         if key not in self._memo:
@@ -183,10 +208,10 @@ class Bundle:
 
     def text(self, rel: str) -> str:
         def load() -> str:
-            if not (self.site / rel).is_file():
+            if not self.has(rel):
                 raise AuditError(f"{rel}: file is missing")
             try:
-                return (self.site / rel).read_text(encoding="utf-8")
+                return self.file(rel).read_text(encoding="utf-8")
             except UnicodeDecodeError as exc:
                 raise AuditError(f"{rel}: not valid UTF-8 (byte {exc.start})") from None
 
@@ -306,7 +331,16 @@ class Bundle:
         return self._cached(("words", corpus), lambda: words_of(self.inputs(corpus).doc_text.values()))
 
 
-def _jsonl(bundle: Bundle, rel: str) -> Iterator[tuple[int, dict[str, Any]]]:
+def _jsonl(bundle: Bundle, rel: str, text: str = "text") -> Iterator[tuple[int, dict[str, Any]]]:
+    """The records of a JSONL input, each with a string ``_id`` and ``text`` (a redacted bundle's records:
+    ``text_sha256``)."""
+    for number, obj in _json_records(bundle, rel):
+        if not isinstance(obj.get("_id"), str) or not isinstance(obj.get(text), str):
+            raise AuditError(f"{rel}: line {number}: expected an object with string _id and {text}")
+        yield number, obj
+
+
+def _json_records(bundle: Bundle, rel: str) -> Iterator[tuple[int, dict[str, Any]]]:
     for number, line in enumerate(bundle.lines(rel), start=1):
         if not line.strip():
             continue
@@ -314,9 +348,16 @@ def _jsonl(bundle: Bundle, rel: str) -> Iterator[tuple[int, dict[str, Any]]]:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
             raise AuditError(f"{rel}: line {number}: malformed JSON: {exc.msg}") from None
-        if not isinstance(obj, dict) or not isinstance(obj.get("_id"), str) or not isinstance(obj.get("text"), str):
-            raise AuditError(f"{rel}: line {number}: expected an object with string _id and text")
+        if not isinstance(obj, dict):
+            raise AuditError(f"{rel}: line {number}: expected a JSON object")
         yield number, obj
+
+
+def _text_file(bundle: Bundle, corpus: str, name: str) -> tuple[str, str]:
+    """Where to read a text input (``corpus.jsonl``) and its text field: the copy (or the file --inputs brought
+    for it), else, in a redacted bundle, the records standing in for it, whose field is ``text_sha256``."""
+    copy, records = f"evidence/{corpus}/inputs/{name}", f"evidence/{corpus}/referenced/inputs/{name}"
+    return (records, "text_sha256") if not bundle.has(copy) and bundle.has(records) else (copy, "text")
 
 
 def _read_inputs(bundle: Bundle, corpus: str) -> Inputs:
@@ -325,24 +366,28 @@ def _read_inputs(bundle: Bundle, corpus: str) -> Inputs:
     doc_text: dict[str, str] = {}
     documents: dict[str, dict[str, Any]] = {}
     passages: list[tuple[str, str, str]] = []
-    for number, obj in _jsonl(bundle, f"{base}/corpus.jsonl"):
+    corpus_rel, field_name = _text_file(bundle, corpus, "corpus.jsonl")
+    queries_rel, query_field = _text_file(bundle, corpus, "queries.jsonl")
+    texts = field_name == query_field == "text"
+    for number, obj in _jsonl(bundle, corpus_rel, field_name):
         title = obj.get("title") or ""
         if not isinstance(title, str):
-            raise AuditError(f"{base}/corpus.jsonl: line {number}: title must be a string")
+            raise AuditError(f"{corpus_rel}: line {number}: title must be a string")
         if obj["_id"] in doc_text:
-            problems.append(f"{base}/corpus.jsonl: line {number}: duplicate doc id {obj['_id']}")
-        doc_text[obj["_id"]] = f"{title}\n{obj['text']}" if title else obj["text"]
+            problems.append(f"{corpus_rel}: line {number}: duplicate doc id {obj['_id']}")
+        text = obj["text"] if texts else None
+        doc_text[obj["_id"]] = (f"{title}\n{text}" if title else text) if texts else None
         documents[obj["_id"]] = obj
-        passages.append((obj["_id"], title, obj["text"]))
+        passages.append((obj["_id"], title if texts else None, text))
     queries: dict[str, dict[str, Any]] = {}
-    for number, obj in _jsonl(bundle, f"{base}/queries.jsonl"):
+    for number, obj in _jsonl(bundle, queries_rel, query_field):
         kind, answerable = obj.get("kind", "unlabelled"), obj.get("answerable", True)
         if not isinstance(kind, str) or not isinstance(answerable, bool):
-            raise AuditError(f"{base}/queries.jsonl: line {number}: kind must be a string, answerable a boolean")
+            raise AuditError(f"{queries_rel}: line {number}: kind must be a string, answerable a boolean")
         if obj["_id"] in queries:
-            problems.append(f"{base}/queries.jsonl: line {number}: duplicate query id {obj['_id']}")
+            problems.append(f"{queries_rel}: line {number}: duplicate query id {obj['_id']}")
         queries[obj["_id"]] = {
-            "text": obj["text"],
+            "text": obj["text"] if texts else None,
             "kind": kind,
             "answerable": answerable,
             "filter": obj.get("filter") or {},
@@ -369,13 +414,16 @@ def _read_inputs(bundle: Bundle, corpus: str) -> Inputs:
     doc_meta = {d: dict(obj.get("metadata") or {}) for d, obj in documents.items()}
     if isinstance(config.get("chunking"), dict):  # the inputs say how to chunk, not chunking.json
         setting = chunk_setting(config["chunking"].get("default", {}))
-        doc_text, doc_meta, qrels = _chunk_inputs(documents, queries, setting)
+        if texts:
+            doc_text, doc_meta, qrels = _chunk_inputs(documents, queries, setting)
+        else:  # the chunk boundaries, from the records of the withheld chunks.jsonl; checked with the texts
+            doc_text, doc_meta, qrels = _withheld_chunks(bundle, corpus, queries)
         judged = sum(len(grades) for grades in qrels.values())
     for qid, query in queries.items():
         if query["answerable"] != any(g > 0 for g in qrels.get(qid, {}).values()):
-            problems.append(f"{base}/queries.jsonl: query {qid}: answerable={query['answerable']} disagrees with qrels")
+            problems.append(f"{queries_rel}: query {qid}: answerable={query['answerable']} disagrees with qrels")
     filters = {k: (v["field"], v["op"]) for k, v in config.get("filters", {}).items()}
-    return Inputs(doc_text, queries, qrels, judged, problems, doc_meta, filters, passages)
+    return Inputs(doc_text, queries, qrels, judged, problems, doc_meta, filters, passages, texts)
 
 
 def chunk_ranges(text: str, method: str, size: int, overlap: float) -> list[tuple[int, int]]:
@@ -437,8 +485,7 @@ def sweep_settings(chunking: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _chunk_inputs(documents: dict[str, dict], queries: dict[str, dict], setting: dict) -> tuple[dict, dict, dict]:
-    """Passages, metadata and span-derived qrels of the chunked corpus: a chunk takes the best grade of
-    the spans it overlaps by at least half of the shorter of the two."""
+    """Passages, metadata and span-derived qrels of the chunked corpus (see :func:`_chunk_grades`)."""
     doc_text: dict[str, str] = {}
     doc_meta: dict[str, dict[str, Any]] = {}
     qrels: dict[str, dict[str, int]] = {}
@@ -449,18 +496,41 @@ def _chunk_inputs(documents: dict[str, dict], queries: dict[str, dict], setting:
             piece = obj["text"][start:end]
             doc_text[cid] = f"{title}\n{piece}" if title else piece
             doc_meta[cid] = {**(obj.get("metadata") or {}), "doc_id": doc_id, "start": start, "end": end}
-            for qid, query in queries.items():
-                grade = 0
-                for span in query["spans"]:
-                    shared = min(end, span["end"]) - max(start, span["start"])
-                    if (
-                        span["doc_id"] == doc_id
-                        and shared > 0
-                        and 2 * shared >= min(end - start, span["end"] - span["start"])
-                    ):
-                        grade = max(grade, span["grade"])
-                if grade:
-                    qrels.setdefault(qid, {})[cid] = grade
+            for qid, grade in _chunk_grades(queries, doc_id, start, end).items():
+                qrels.setdefault(qid, {})[cid] = grade
+    return doc_text, doc_meta, qrels
+
+
+def _chunk_grades(queries: dict[str, dict], doc_id: str, start: int, end: int) -> dict[str, int]:
+    """Each question's grade for one chunk (characters start:end of document doc_id): the best grade of the
+    spans it overlaps by at least half of the shorter of the two; questions grading it 0 are left out."""
+    grades = {}
+    for qid, query in queries.items():
+        grade = 0
+        for span in query["spans"]:
+            shared = min(end, span["end"]) - max(start, span["start"])
+            if span["doc_id"] == doc_id and shared > 0 and 2 * shared >= min(end - start, span["end"] - span["start"]):
+                grade = max(grade, span["grade"])
+        if grade:
+            grades[qid] = grade
+    return grades
+
+
+def _withheld_chunks(bundle: Bundle, corpus: str, queries: dict[str, dict]) -> tuple[dict, dict, dict]:
+    """A redacted chunked corpus without its texts: the chunks the records of its chunks.jsonl name (each with
+    its document and character range in its metadata) and the grades the spans give them. Whether those are
+    the chunks the texts give is the chunking check's, with --inputs."""
+    rel = f"evidence/{corpus}/referenced/chunks.jsonl"
+    doc_text: dict[str, None] = {}
+    doc_meta: dict[str, dict[str, Any]] = {}
+    qrels: dict[str, dict[str, int]] = {}
+    for number, obj in _jsonl(bundle, rel, "text_sha256"):
+        meta = obj.get("metadata") or {}
+        if not isinstance(meta.get("doc_id"), str) or not all(type(meta.get(k)) is int for k in ("start", "end")):
+            raise AuditError(f"{rel}: line {number}: metadata needs doc_id, start and end")
+        doc_text[obj["_id"]], doc_meta[obj["_id"]] = None, dict(meta)
+        for qid, grade in _chunk_grades(queries, meta["doc_id"], meta["start"], meta["end"]).items():
+            qrels.setdefault(qid, {})[obj["_id"]] = grade
     return doc_text, doc_meta, qrels
 
 
@@ -489,7 +559,7 @@ def _read_embeddings(bundle: Bundle, corpus: str) -> Embeddings:
     arrays = []
     for name in ("passages", "queries"):
         try:
-            matrix = np.load(bundle.site / base / f"{name}.npy", allow_pickle=False)
+            matrix = np.load(bundle.file(f"{base}/{name}.npy"), allow_pickle=False)
         except (OSError, ValueError) as exc:
             raise AuditError(f"{base}/{name}.npy: cannot load: {exc}") from None
         want = (len(index[name]), index.get("dimensions"))
@@ -669,6 +739,25 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _needs(check: Check, what: str, withheld: str = "texts") -> str:
+    """The detail of a check that cannot recompute ``what``: the bundle withholds the ``withheld`` it needs (a
+    redacted corpus). The check passes on what it could verify, and --inputs DIR reruns it on the files brought."""
+    check.needs = f"{what} (the {withheld} are withheld)"
+    how = (
+        "audit.py --inputs DIR recomputes them from the collection"
+        if withheld == "texts"
+        else "bring them with --inputs DIR (DIR/<corpus>/embeddings/), or let sitegen audit --inputs DIR re-embed"
+    )
+    return f"{what}: not recomputed, the bundle withholds the {withheld}; {how}"
+
+
+def _vectors_withheld(bundle: Bundle, corpus: str) -> bool:
+    """The stored vectors are held by reference and were not brought with --inputs."""
+    return not bundle.has(f"evidence/{corpus}/embeddings/passages.npy") and (
+        "embeddings/passages.npy" in referenced_files(bundle, corpus)
+    )
+
+
 def check_manifest(check: Check, bundle: Bundle) -> str:
     rel = "evidence/manifest.json"
     manifest = bundle.json(rel)
@@ -724,10 +813,20 @@ def required_files(bundle: Bundle, corpus: str) -> dict[str, str]:
             "hygiene.json",
             "trec_eval.json",
             "qrels.trec",
-            "inputs/corpus.jsonl",
-            "inputs/queries.jsonl",
         )
     }
+    try:
+        published = publication(bundle, corpus)
+    except AuditError:
+        published = Publication(False, True)  # the choices check reports an unreadable command
+    withheld = "inputs/sitegen.json or the recorded command publishes it redacted: its texts are held by reference"
+    for name in ("corpus.jsonl", "queries.jsonl"):
+        if published.redacted:
+            need[f"{base}/referenced/inputs/{name}"] = withheld
+        else:
+            need[f"{base}/inputs/{name}"] = "every corpus has it"
+    if published.redacted:
+        need[f"{base}/referenced.json"] = withheld
     try:
         inputs = bundle.inputs(corpus)
     except AuditError:
@@ -737,7 +836,8 @@ def required_files(bundle: Bundle, corpus: str) -> dict[str, str]:
     config_rel = f"{base}/inputs/sitegen.json"
     config = bundle.json(config_rel) if (bundle.site / config_rel).is_file() else {}
     if isinstance(config.get("chunking"), dict):
-        for name in ("chunking.json", "chunks.jsonl"):
+        chunks = "referenced/chunks.jsonl" if published.redacted else "chunks.jsonl"
+        for name in ("chunking.json", chunks):
             need[f"{base}/{name}"] = "inputs/sitegen.json asks for chunking"
     copy_rel = f"{base}/baseline/baseline.json"
     if (bundle.site / base / "changes.json").is_file() or (bundle.site / copy_rel).is_file():
@@ -757,7 +857,7 @@ def required_files(bundle: Bundle, corpus: str) -> dict[str, str]:
         except AuditError:
             continue
         if family in ("dense", "postgres"):
-            for name in ("index.json", "passages.npy", "queries.npy"):
+            for name in ("index.json", "passages.npy", "queries.npy") if published.vectors else ("index.json",):
                 need[f"{base}/embeddings/{name}"] = f"{ranker} ranks by the stored vectors"
         if verifier in POSTGRES_VERIFIERS:
             need[f"{base}/postgres.json"] = f"{ranker} ran in PostgreSQL"
@@ -796,7 +896,10 @@ def check_summary(check: Check, bundle: Bundle, corpus: str) -> str:
         "kinds": {k: sum(1 for q in qs if q["kind"] == k and q["answerable"]) for k in kinds},
         "kind_order": kinds,
         "embeddings": (bundle.site / "evidence" / corpus / "embeddings").is_dir(),
+        "publish": publication(bundle, corpus).as_dict(),
     }
+    # A bundle written before the publication was recorded published everything: its absence reads as that.
+    summary = {"publish": {"mode": "full", "vectors": True}, **summary}
     for key, want in expected.items():
         if summary.get(key) != want:
             check.fail(f"{rel}: {key} is {summary.get(key)!r}, the inputs give {want!r}")
@@ -825,9 +928,34 @@ QUESTION_SET_FILES = ("qrels/test.tsv", "queries.jsonl")
 
 
 def input_hashes(bundle: Bundle, corpus: str) -> dict[str, str]:
-    """sha256 of every input copy, by its path in the corpus folder (``inputs/`` left off)."""
+    """sha256 of every input, by its path in the corpus folder (``inputs/`` left off): each copy's, recomputed,
+    and each input a redacted bundle holds by reference, as ``referenced.json`` records it (``--inputs`` and
+    ``--corpora`` hold those to the files)."""
     base = bundle.site / "evidence" / corpus / "inputs"
-    return {p.relative_to(base).as_posix(): _sha256(p) for p in sorted(base.rglob("*")) if p.is_file()}
+    hashes = {p.relative_to(base).as_posix(): _sha256(p) for p in sorted(base.rglob("*")) if p.is_file()}
+    for name, entry in referenced_files(bundle, corpus).items():
+        if name.startswith("inputs/") and name[7:] not in hashes:
+            hashes[name[7:]] = entry["sha256"]
+    return dict(sorted(hashes.items()))
+
+
+def referenced_files(bundle: Bundle, corpus: str) -> dict[str, dict[str, Any]]:
+    """``referenced.json``'s files (none when the bundle copies every input), each entry's shape checked."""
+    rel = f"evidence/{corpus}/referenced.json"
+    if not (bundle.site / rel).is_file():
+        return {}
+    files = bundle.json(rel).get("files")
+    if not isinstance(files, dict) or not all(
+        isinstance(e, dict)
+        and isinstance(e.get("sha256"), str)
+        and re.fullmatch(r"[0-9a-f]{64}", e["sha256"])
+        and type(e.get("bytes")) is int
+        and isinstance(e.get("source"), str)
+        and e["source"]
+        for e in files.values()
+    ):
+        raise AuditError(f'{rel}: expected {{"files": {{name: {{"sha256", "bytes", "source", "records"?}}}}}}')
+    return files
 
 
 def question_set_sha256(hashes: dict[str, str]) -> str:
@@ -932,6 +1060,12 @@ def check_embeddings(check: Check, bundle: Bundle, corpus: str) -> str:
     base = f"evidence/{corpus}/embeddings"
     if not (bundle.site / base).exists():
         return "no embeddings in this bundle"
+    if _vectors_withheld(bundle, corpus):
+        index, inputs = bundle.json(f"{base}/index.json"), bundle.inputs(corpus)
+        for name, want in (("passages", inputs.doc_text), ("queries", inputs.queries)):
+            if sorted(index.get(name) or []) != sorted(want):
+                check.fail(f"{base}/index.json: {name} ids differ from the ids in the inputs")
+        return _needs(check, "the vectors' shapes and norms", "vectors")
     emb, inputs = bundle.embeddings(corpus), bundle.inputs(corpus)
     tol = TOLERANCES["embedding_norm_absolute"]
     for name, matrix, want in (("passages", emb.passages, inputs.doc_text), ("queries", emb.queries, inputs.queries)):
@@ -992,6 +1126,8 @@ def _verify_bm25(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any],
     if not (_is_number(k1) and _is_number(b) and isinstance(stem, bool) and isinstance(stop, list)):
         raise AuditError(f"{rel}: params need numeric k1 and b, boolean stemmed, a stop_words list")
     inputs, stop_set = bundle.inputs(corpus), frozenset(stop)
+    if not inputs.texts:
+        return _needs(check, "the BM25 scores and order")
     queries = {q: tokens(inputs.queries[q]["text"], stop_set, stem) for q in run["queries"] if q in inputs.queries}
     rel_tol = TOLERANCES["bm25_score_relative"]
 
@@ -1011,6 +1147,8 @@ def _verify_bm25(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any],
 
 
 def _verify_dense(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any], rel: str) -> str:
+    if _vectors_withheld(bundle, corpus):
+        return _needs(check, "the cosine scores and order", "vectors")
     emb = bundle.embeddings(corpus)
     for key in ("model", "weights_sha256"):
         if run["params"].get(key) != emb.index.get(key):
@@ -1135,6 +1273,8 @@ def _verify_pgvector(check: Check, bundle: Bundle, corpus: str, run: dict[str, A
     ``ef_search`` at least the number of passages, where the HNSW search visits every passage), each question
     must get min(depth, passages) hits (filtered: min(depth, passages passing its filter)) and every rank
     must hold the exact cosine ranking's score at that rank; below that, neither can be checked."""
+    if _vectors_withheld(bundle, corpus):
+        return _needs(check, "the cosine scores", "vectors")
     emb = bundle.embeddings(corpus)
     rows = {q: i for i, q in enumerate(emb.index["queries"])}
     position = {d: i for i, d in enumerate(emb.index["passages"])}
@@ -1248,10 +1388,15 @@ def _verify_tsvector(check: Check, bundle: Bundle, corpus: str, run: dict[str, A
                 if (-previous["score"], previous["doc_id"]) >= (-hit["score"], hit["doc_id"]):
                     check.fail(f"{rel}: query {qid}: ranks {rank - 1} and {rank} are out of (score, id) order")
     filtered = "every hit passes its question's filter; " if run["params"].get("filtered") else ""
+    empty_rule = (
+        f"no hits for the {empty} questions without letters or digits"
+        if inputs.texts
+        else _needs(check, "which questions have no letters or digits (and so no hits)")
+    )
     return (
         f"checked without PostgreSQL: positive scores, (score, id) order, at most {run['depth']} hits, ids in "
-        f"the corpus; {filtered}no hits for the {empty} questions without letters or digits. Which passages "
-        "match and their ts_rank_cd scores need PostgreSQL: `sitegen audit --postgres` reruns them"
+        f"the corpus; {filtered}{empty_rule}. Which passages match and their ts_rank_cd scores need PostgreSQL: "
+        "`sitegen audit --postgres` reruns them"
     )
 
 
@@ -1370,6 +1515,8 @@ class BuildCommand:
     runs: dict[str, tuple[str, str]]  # --run NAME=CORPUS:PATH, by name
     retrievers: tuple[str, ...]
     depth: int
+    redact: tuple[str, ...] = ()  # --redact NAME: published without its texts
+    publish_vectors: bool = False  # --publish-vectors: a redacted corpus's vectors published all the same
 
 
 _VALUED_OPTIONS = (
@@ -1382,8 +1529,9 @@ _VALUED_OPTIONS = (
     "--baseline",
     "--title",
     "--description",
+    "--redact",
 )
-_FLAG_OPTIONS = ("--allow-edited",)
+_FLAG_OPTIONS = ("--allow-edited", "--publish-vectors")
 
 
 def recorded_command(bundle: Bundle) -> BuildCommand:
@@ -1394,11 +1542,13 @@ def recorded_command(bundle: Bundle) -> BuildCommand:
     if words[:2] != ["sitegen", "build"]:
         raise AuditError(f"evidence/manifest.json: command {text!r} is not a recorded `sitegen build`")
     values: dict[str, list[str]] = defaultdict(list)
+    flags: set[str] = set()
     rest = words[2:]
     while rest:
         word = rest.pop(0)
         option, _, inline = word.partition("=")
         if option in _FLAG_OPTIONS and not inline:
+            flags.add(option)
             continue
         if option not in _VALUED_OPTIONS or (not inline and not rest):
             raise AuditError(f"evidence/manifest.json: command {text!r}: {word!r} is not an option sitegen records")
@@ -1412,7 +1562,37 @@ def recorded_command(bundle: Bundle) -> BuildCommand:
     depth = values["--depth"][-1] if values["--depth"] else str(TREC_DEPTH)
     if not depth.isdigit() or int(depth) < 1:
         raise AuditError(f"evidence/manifest.json: command {text!r}: --depth {depth} is not a positive integer")
-    return BuildCommand(tuple(values["--only"]), tuple(values["--ranker"]), runs, retrievers, int(depth))
+    return BuildCommand(
+        tuple(values["--only"]),
+        tuple(values["--ranker"]),
+        runs,
+        retrievers,
+        int(depth),
+        tuple(values["--redact"]),
+        "--publish-vectors" in flags,
+    )
+
+
+@dataclass(frozen=True)
+class Publication:
+    """What a corpus's bundle publishes, decided by its inputs and the recorded command, never by the bundle's
+    own word: its texts unless its sitegen.json says ``"publish": "redacted"`` or the command names it with
+    ``--redact``, and its vectors unless it is redacted without ``--publish-vectors``."""
+
+    redacted: bool
+    vectors: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        """``corpus.json``'s ``publish``."""
+        return {"mode": "redacted" if self.redacted else "full", "vectors": self.vectors}
+
+
+def publication(bundle: Bundle, corpus: str) -> Publication:
+    rel = f"evidence/{corpus}/inputs/sitegen.json"
+    config = bundle.json(rel) if (bundle.site / rel).is_file() else {}
+    command = recorded_command(bundle)
+    redacted = config.get("publish") == "redacted" or corpus in command.redact
+    return Publication(redacted, not redacted or command.publish_vectors)
 
 
 def expected_rankers(bundle: Bundle, corpus: str) -> dict[str, str]:
@@ -1632,7 +1812,7 @@ def check_run(check: Check, bundle: Bundle, corpus: str, ranker: str) -> str:
                     f"{rel}: fusion {ranker}: {key} is {params.get(key)!r}, inputs/sitegen.json declares {want!r}"
                 )
     if family == "dense" and ranker in PINNED_PARAMS:
-        index = bundle.embeddings(corpus).index
+        index = bundle.json(f"evidence/{corpus}/embeddings/index.json")
         if "supplied" not in index and any(index.get(k) != v for k, v in PACKAGED_MODEL.items()):
             check.fail(
                 f"{rel}: {ranker} ranks by vectors of model {index.get('model')!r}, not the packaged "
@@ -1650,7 +1830,8 @@ def check_run(check: Check, bundle: Bundle, corpus: str, ranker: str) -> str:
         if len(hits) > depth or len(set(ids)) != len(ids) or foreign:
             check.fail(f"{rel}: query {qid}: more than {depth} hits, a repeated doc id or a doc id not in the inputs")
     detail = VERIFIERS[verifier](check, bundle, corpus, run, rel)
-    return f"{sum(map(len, run['queries'].values()))} hits recomputed ({family}: {verifier}): {detail}"
+    done = "checked" if check.needs else "recomputed"
+    return f"{sum(map(len, run['queries'].values()))} hits {done} ({family}: {verifier}): {detail}"
 
 
 def check_trec(check: Check, bundle: Bundle, corpus: str, ranker: str) -> str:
@@ -2291,6 +2472,8 @@ def check_packing(check: Check, bundle: Bundle, corpus: str) -> str:
     settings = [f"top{top_n}"] + [str(b) for b in budgets]
     if stored.get("settings") != settings:
         check.fail(f"{rel}: settings {stored.get('settings')!r}, expected {settings!r}")
+    if not inputs.texts:
+        return _needs(check, "the budgets, packs and citation verdicts")
     text = inputs.doc_text
     derived = stored.get("budgets_from")
     if isinstance(derived, dict):  # not configured: the median passage length (lower median) times each multiple
@@ -2366,7 +2549,7 @@ def check_packing(check: Check, bundle: Bundle, corpus: str) -> str:
 
     fixture_rel = f"evidence/{corpus}/inputs/citations.jsonl"
     fixture = {}
-    if (bundle.site / fixture_rel).is_file():
+    if bundle.has(fixture_rel):
         fixture = {
             json.loads(line)["query_id"]: json.loads(line)["citations"]
             for line in bundle.lines(fixture_rel)
@@ -2394,6 +2577,8 @@ def check_packing(check: Check, bundle: Bundle, corpus: str) -> str:
                         got = stored["citations"][q][n]["verdicts"][r][s]
                     except (KeyError, IndexError, TypeError):
                         got = None
+                    if n < len(stored.get("citations", {}).get(q, [])) and not _same_text(stored["citations"][q][n], c):
+                        check.fail(f"{rel}: citations.{q}[{n}]: its quote is not the fixture's")
                     if got != want:
                         check.fail(
                             f"{rel}: citations.{q}[{n}] ({c['kind']}): ranker {r}, {s}: "
@@ -2405,6 +2590,30 @@ def check_packing(check: Check, bundle: Bundle, corpus: str) -> str:
             if got != counted[r][s]:
                 check.fail(f"{rel}: citation_summary.{r}.{s}: stored {got!r}, recomputed {counted[r][s]!r}")
     return f"{len(rankers) * len(inputs.queries) * len(settings)} packs and {verdicts} citation verdicts recomputed"
+
+
+def _same_text(stored: dict[str, Any], fixture: dict[str, Any]) -> bool:
+    """A citation as packing.json states it is the fixture's: its quote, or in a redacted bundle the quote's
+    sha256."""
+    if "quote_sha256" in stored:
+        return stored["quote_sha256"] == text_sha256(fixture["quote"])
+    return stored.get("quote") == fixture["quote"]
+
+
+def text_sha256(text: str) -> str:
+    """What stands in for a text in a redacted bundle: the sha256 of its exact UTF-8 bytes."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def hashed_record(obj: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
+    """A record with each text field (a string under one of ``fields``) replaced by ``<field>_sha256``, every
+    other field kept: the rule a redacted bundle's records follow, written again here."""
+    return {
+        (f"{k}_sha256" if k in fields and isinstance(v, str) else k): (
+            text_sha256(v) if k in fields and isinstance(v, str) else v
+        )
+        for k, v in obj.items()
+    }
 
 
 def check_postgres(check: Check, bundle: Bundle, corpus: str) -> str:
@@ -2454,14 +2663,32 @@ def check_chunking(check: Check, bundle: Bundle, corpus: str) -> str:
         return "not chunked"
     stored = bundle.json(rel)
     inputs = bundle.inputs(corpus)
-    chunks = {}
-    for line in bundle.lines(f"evidence/{corpus}/chunks.jsonl"):
+    if not inputs.texts:
+        return _needs(check, "the chunks and the chunking sweep")
+    documents = {}
+    for line in bundle.lines(f"evidence/{corpus}/inputs/corpus.jsonl"):
         if line.strip():
             obj = json.loads(line)
-            chunks[obj["_id"]] = f"{obj['title']}\n{obj['text']}" if obj.get("title") else obj["text"]
-    if chunks != inputs.doc_text:
-        missing = sorted(set(inputs.doc_text) ^ set(chunks))[:3]
-        check.fail(f"evidence/{corpus}/chunks.jsonl: passages differ from a fresh chunking (e.g. {missing})")
+            documents[obj["_id"]] = obj
+    chunks_rel = f"evidence/{corpus}/chunks.jsonl"
+    chunks: dict[str, Any] = {}
+    if (bundle.site / chunks_rel).is_file():
+        for line in bundle.lines(chunks_rel):
+            if line.strip():
+                obj = json.loads(line)
+                chunks[obj["_id"]] = f"{obj['title']}\n{obj['text']}" if obj.get("title") else obj["text"]
+        fresh: dict[str, Any] = inputs.doc_text
+    else:  # a redacted bundle: the chunks' records, each text by its sha256
+        chunks_rel = f"evidence/{corpus}/referenced/chunks.jsonl"
+        chunks = {o["_id"]: o for _, o in _jsonl(bundle, chunks_rel, "text_sha256")}
+        fresh = {}
+        for cid, meta in inputs.doc_meta.items():
+            doc = documents[meta["doc_id"]]
+            piece = {"_id": cid, "title": doc.get("title") or "", "text": doc["text"][meta["start"] : meta["end"]]}
+            fresh[cid] = hashed_record({**piece, "metadata": meta}, ("title", "text"))
+    if chunks != fresh:
+        missing = sorted(set(fresh) ^ set(chunks))[:3] or [c for c in fresh if chunks.get(c) != fresh[c]][:3]
+        check.fail(f"{chunks_rel}: passages differ from a fresh chunking (e.g. {missing})")
     if stored.get("qrels") != inputs.qrels:
         check.fail(f"{rel}: qrels differ from the labels derived from the answer spans")
     if stored.get("passages") != len(inputs.doc_text):
@@ -2477,17 +2704,15 @@ def check_chunking(check: Check, bundle: Bundle, corpus: str) -> str:
         check.fail(f"{rel}: the sweep rows' settings (labels included) are not the grid inputs/sitegen.json declares")
     sweep_vectors = query_vectors = None
     index_rel = f"evidence/{corpus}/embeddings/sweep-index.json"
-    if (bundle.site / index_rel).is_file():
+    matrix_rel = f"evidence/{corpus}/embeddings/sweep-passages.npy"
+    withheld = _vectors_withheld(bundle, corpus) or (
+        not bundle.has(matrix_rel) and "embeddings/sweep-passages.npy" in referenced_files(bundle, corpus)
+    )
+    if (bundle.site / index_rel).is_file() and not withheld:
         sweep_ids = bundle.json(index_rel)["passages"]
-        matrix_path = bundle.site / f"evidence/{corpus}/embeddings/sweep-passages.npy"
-        sweep_vectors = dict(zip(sweep_ids, np.load(matrix_path), strict=True))
+        sweep_vectors = dict(zip(sweep_ids, np.load(bundle.file(matrix_rel)), strict=True))
         emb = bundle.embeddings(corpus)
         query_vectors = dict(zip(emb.index["queries"], emb.queries, strict=True))
-    documents = {}
-    for line in bundle.lines(f"evidence/{corpus}/inputs/corpus.jsonl"):
-        if line.strip():
-            obj = json.loads(line)
-            documents[obj["_id"]] = obj
     has_vectors = (bundle.site / f"evidence/{corpus}/embeddings/index.json").is_file()
     sweep_rankers = ["bm25", "dense", "rrf-dense-bm25"] if has_vectors else ["bm25"]
     for n, (row, setting) in enumerate(zip(sweep["rows"], grid, strict=False)):
@@ -2500,7 +2725,7 @@ def check_chunking(check: Check, bundle: Bundle, corpus: str) -> str:
             check.fail(f"{label}: characters_embedded {row.get('characters_embedded')!r}, recomputed {characters}")
         if sorted(row["scores"]) != sorted(sweep_rankers):
             check.fail(f"{label}: scores for {sorted(row['scores'])}, the sweep ranks with {sweep_rankers}")
-        if has_vectors and sweep_vectors is None:
+        if has_vectors and sweep_vectors is None and not withheld:
             check.fail(f"{label}: dense and RRF columns cannot be recomputed: {index_rel} is missing")
         for ranker in row["scores"]:
             if sorted(row["scores"][ranker]) != sorted(CHUNKING_SWEEP_METRICS):
@@ -2541,6 +2766,10 @@ def check_chunking(check: Check, bundle: Bundle, corpus: str) -> str:
         first = next(row for row in sweep["rows"] if row["scores"][ranker]["recall@10"] == max(values))
         if best != {"label": first["setting"]["label"], "recall@10": max(values)}:
             check.fail(f"{rel}: best_recall@10 for {ranker} is {best!r}, the rows give {first['setting']['label']}")
+    if withheld:
+        return f"{len(chunks)} chunks and their labels re-derived, the sweep's BM25 columns recomputed; " + _needs(
+            check, "the sweep's dense and RRF columns", "vectors"
+        )
     return (
         f"{len(chunks)} chunks and their labels re-derived; {len(sweep['rows'])} sweep rows recomputed "
         f"({', '.join(sweep_rankers)}; settings and characters embedded from inputs/sitegen.json)"
@@ -2821,6 +3050,9 @@ def check_hygiene(check: Check, bundle: Bundle, corpus: str) -> str:
     rel = f"evidence/{corpus}/hygiene.json"
     stated = bundle.json(rel)
     base = f"evidence/{corpus}/inputs"
+    _check_hygiene_rules(check, rel, stated.get("rules") or {})
+    if any(_text_file(bundle, corpus, name)[1] != "text" for name in ("corpus.jsonl", "queries.jsonl")):
+        return _needs(check, "the flags")
     try:
         inputs = bundle.inputs(corpus)
         passages, doc_text = inputs.passages, inputs.doc_text
@@ -2835,7 +3067,30 @@ def check_hygiene(check: Check, bundle: Bundle, corpus: str) -> str:
         if line.strip():
             qid, doc_id, grade = (c.strip() for c in line.split("\t"))
             qrels.setdefault(qid, {})[doc_id] = int(grade)
-    rules = stated.get("rules") or {}
+    same = len(doc_text) == len(passages) and all(  # not chunked: the BM25 checks' words are these passages'
+        doc_text.get(doc_id) == _passage_text(title, text) for doc_id, title, text in passages
+    )
+    expected = hygiene_flags(passages, questions, qrels, filters, bundle.words(corpus) if same else None)
+    if publication(bundle, corpus).redacted:  # a duplicate group's words stand as their sha256
+        flags = expected["flags"]
+        flags["duplicate_questions"] = [hashed_record(e, ("text",)) for e in flags["duplicate_questions"]]
+    for key, want in (("questions", len(questions)), ("passages", len(passages)), ("counts", expected["counts"])):
+        if stated.get(key) != want:
+            check.fail(f"{rel}: {key} is {stated.get(key)!r}, the inputs give {want!r}")
+    for kind in HYGIENE_KINDS:
+        got, want = (stated.get("flags") or {}).get(kind), expected["flags"][kind]
+        if got != want:
+            shown = json.dumps(want[:3], sort_keys=True)
+            check.fail(f"{rel}: flags.{kind} differ from the recomputed {len(want)} (first: {shown})")
+    counts = expected["counts"]
+    return (
+        f"{counts['flagged_questions']} of {len(questions)} questions flagged "
+        f"({', '.join(f'{kind} {counts[kind]}' for kind in HYGIENE_KINDS)})"
+    )
+
+
+def _check_hygiene_rules(check: Check, rel: str, rules: dict[str, Any]) -> None:
+    """hygiene.json's rules are sitegen's, fixed here."""
     fixed = {
         "leakage.ngram_words": ((rules.get("leakage") or {}).get("ngram_words"), HYGIENE_LEAK_NGRAM),
         "leakage.min_question_words": ((rules.get("leakage") or {}).get("min_question_words"), HYGIENE_LEAK_MIN),
@@ -2856,23 +3111,6 @@ def check_hygiene(check: Check, bundle: Bundle, corpus: str) -> str:
         check.fail(
             f"{rel}: rules.unlabelled_near_duplicates.measure {shingle!r} names no {HYGIENE_SHINGLE}-word shingle"
         )
-    same = len(doc_text) == len(passages) and all(  # not chunked: the BM25 checks' words are these passages'
-        doc_text.get(doc_id) == _passage_text(title, text) for doc_id, title, text in passages
-    )
-    expected = hygiene_flags(passages, questions, qrels, filters, bundle.words(corpus) if same else None)
-    for key, want in (("questions", len(questions)), ("passages", len(passages)), ("counts", expected["counts"])):
-        if stated.get(key) != want:
-            check.fail(f"{rel}: {key} is {stated.get(key)!r}, the inputs give {want!r}")
-    for kind in HYGIENE_KINDS:
-        got, want = (stated.get("flags") or {}).get(kind), expected["flags"][kind]
-        if got != want:
-            shown = json.dumps(want[:3], sort_keys=True)
-            check.fail(f"{rel}: flags.{kind} differ from the recomputed {len(want)} (first: {shown})")
-    counts = expected["counts"]
-    return (
-        f"{counts['flagged_questions']} of {len(questions)} questions flagged "
-        f"({', '.join(f'{kind} {counts[kind]}' for kind in HYGIENE_KINDS)})"
-    )
 
 
 def check_ties(check: Check, bundle: Bundle, corpus: str) -> str:
@@ -3186,9 +3424,83 @@ def check_changes(check: Check, bundle: Bundle, corpus: str) -> str:
     )
 
 
+# A redacted bundle's records: each text input's text fields, which the records replace by their sha256.
+TEXT_FIELDS = {
+    "inputs/corpus.jsonl": ("title", "text"),
+    "inputs/queries.jsonl": ("text",),
+    "chunks.jsonl": ("title", "text"),
+}
+CITATIONS = "inputs/citations.jsonl"  # its text is each citation's quote
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def _records_of(name: str, obj: dict[str, Any]) -> dict[str, Any]:
+    """One line of a withheld text file as its record stands: text fields by their sha256."""
+    if name == CITATIONS:
+        items = obj.get("citations")
+        if isinstance(items, list):
+            return {**obj, "citations": [hashed_record(c, ("quote",)) if isinstance(c, dict) else c for c in items]}
+        return dict(obj)
+    return hashed_record(obj, TEXT_FIELDS[name])
+
+
+def check_referenced(check: Check, bundle: Bundle, corpus: str) -> str:
+    """A redacted corpus (by its inputs and the recorded command) holds its texts, its chunks and, unless the
+    command publishes them, its vectors by reference, never a copy; each record stands for a text by its sha256
+    and holds no text; a corpus that is not redacted holds nothing by reference."""
+    published, base = publication(bundle, corpus), f"evidence/{corpus}"
+    rel = f"{base}/referenced.json"
+    if not published.redacted:
+        if (bundle.site / rel).exists() or (bundle.site / base / "referenced").exists():
+            check.fail(f"{rel}: the corpus is not published redacted, yet the bundle holds files by reference")
+        return "every input is copied (not redacted)"
+    files = referenced_files(bundle, corpus)
+    if bundle.json(rel).get("schema_version") != 1:
+        check.fail(f"{rel}: schema_version {bundle.json(rel).get('schema_version')!r}, this audit reads 1")
+    config_rel = f"{base}/inputs/sitegen.json"
+    config = bundle.json(config_rel) if (bundle.site / config_rel).is_file() else {}
+    must = ["inputs/corpus.jsonl", "inputs/queries.jsonl"]
+    must += ["chunks.jsonl"] if isinstance(config.get("chunking"), dict) else []
+    if not published.vectors and (bundle.site / base / "embeddings" / "index.json").is_file():
+        must += ["embeddings/passages.npy", "embeddings/queries.npy"]
+    if not published.vectors and (bundle.site / base / "embeddings" / "sweep-index.json").is_file():
+        must.append("embeddings/sweep-passages.npy")
+    for name in must:
+        if name not in files:
+            check.fail(f"{rel}: does not hold {name}, which a redacted corpus withholds")
+    records = 0
+    for name, entry in files.items():
+        if name not in must and name != CITATIONS:
+            check.fail(f"{rel}: holds {name}, which this corpus's publication does not withhold")
+        if (bundle.site / base / name).exists():
+            check.fail(f"{base}/{name}: published, and {rel} says it is withheld")
+        texts = name in TEXT_FIELDS or name == CITATIONS
+        want = f"referenced/{name}" if texts else None
+        if entry.get("records") != want:
+            check.fail(f"{rel}: {name}: records is {entry.get('records')!r}, expected {want!r}")
+        if not texts:
+            continue
+        fields = ("quote",) if name == CITATIONS else TEXT_FIELDS[name]
+        for number, obj in _json_records(bundle, f"{base}/referenced/{name}"):
+            items = obj.get("citations") if name == CITATIONS and isinstance(obj.get("citations"), list) else [obj]
+            for item in items:
+                if not isinstance(item, dict) or any(f in item for f in fields):
+                    check.fail(f"{base}/referenced/{name}: line {number}: holds a text, not its sha256")
+                elif not all(_SHA256.fullmatch(str(item.get(f"{f}_sha256", ""))) for f in fields if f != "title"):
+                    check.fail(f"{base}/referenced/{name}: line {number}: a text's sha256 is missing or malformed")
+            records += 1
+    listed = {f"referenced/{n}" for n, e in files.items() if e.get("records")}
+    for path in sorted((bundle.site / base / "referenced").rglob("*")):
+        if path.is_file() and path.relative_to(bundle.site / base).as_posix() not in listed:
+            check.fail(f"{path.relative_to(bundle.site).as_posix()}: not the records of a file {rel} holds")
+    vectors = "published" if published.vectors else "withheld"
+    return f"{len(files)} files held by reference ({records} records stand for their texts); vectors {vectors}"
+
+
 CORPUS_CHECKS: list[tuple[str, Callable[[Check, Bundle, str], str]]] = [
     ("inputs", check_inputs),
     ("presence", check_presence),
+    ("referenced", check_referenced),
     ("corpus", check_summary),
     ("choices", check_choices),
     ("embeddings", check_embeddings),
@@ -3654,6 +3966,101 @@ def check_trusted_corpora(check: Check, bundle: Bundle, trusted: Path) -> str:
     return f"{compared} input files of {len(held)} corpora equal the trusted checkout {trusted}"
 
 
+_RECORD_KINDS = {"inputs/corpus.jsonl": "passage", "inputs/queries.jsonl": "question", CITATIONS: "citations of"}
+
+
+def _record_differences(bundle: Bundle, corpus: str, name: str, path: Path) -> list[str]:
+    """Each record of a brought text file that differs from the bundle's (by its id, in file order): which
+    passage or question, which of its fields, on which line of the file brought."""
+    records = {}
+    for _, obj in _json_records(bundle, f"evidence/{corpus}/referenced/{name}"):
+        records[str(obj.get("query_id" if name == CITATIONS else "_id"))] = obj
+    brought = Bundle(path.parent, {})
+    found, seen = [], set()
+    kind = _RECORD_KINDS[name]
+    try:
+        lines = list(_json_records(brought, path.name))
+    except AuditError as exc:
+        return [f"{path}: {exc}"]
+    for number, obj in lines:
+        key = str(obj.get("query_id" if name == CITATIONS else "_id"))
+        seen.add(key)
+        want, got = records.get(key), _records_of(name, obj)
+        if want is None:
+            found.append(f"{path}: line {number}: {kind} {key} is not in the bundle's records")
+        elif got != want:
+            fields = sorted(k for k in {*got, *want} if got.get(k) != want.get(k))
+            shown = ", ".join(f"{k} {got.get(k)!r} (recorded {want.get(k)!r})" for k in fields)
+            found.append(f"{path}: line {number}: {kind} {key} differs from its record: {shown}")
+    found += [f"{path}: {kind} {key} is recorded in the bundle but missing here" for key in records if key not in seen]
+    return found
+
+
+def check_held(check: Check, bundle: Bundle, corpus: str, folder: Path) -> str:
+    """``--inputs DIR``: every text file the bundle holds by reference, brought in ``DIR/<corpus>/`` (a corpus
+    folder's layout), has the recorded sha256 and size; when one differs, each passage or question whose text
+    (or any field) differs from its record is named. Vectors brought in ``DIR/<corpus>/embeddings/`` are used
+    for the dense checks whether or not they are the withheld bytes (a re-embedding on another machine is not),
+    and the detail says which. The files that match are then read in place of the missing copies."""
+    files, notes = referenced_files(bundle, corpus), []
+    for name, entry in sorted(files.items()):
+        if name == "chunks.jsonl":
+            continue  # made from the texts: the chunking check recomputes it from them
+        path = folder / name.removeprefix("inputs/")
+        site_rel = f"evidence/{corpus}/{name}"
+        if not path.is_file():
+            if name.startswith("inputs/"):
+                check.fail(f"{path}: missing; the bundle holds {name} by reference (sha256 {entry['sha256']})")
+            else:
+                notes.append(f"{name} not brought")
+            continue
+        digest, size = _sha256(path), path.stat().st_size
+        if digest == entry["sha256"] and size == entry["bytes"]:
+            bundle.held[site_rel] = path
+            notes.append(f"{name} matches")
+        elif not name.startswith("inputs/"):
+            bundle.held[site_rel] = path
+            notes.append(f"{name} brought, not the withheld bytes (sha256 {digest[:16]}...): used as brought")
+        else:
+            for problem in _record_differences(bundle, corpus, name, path):
+                check.fail(problem)
+            recorded = f"{entry['sha256']} ({entry['bytes']} bytes)"
+            check.fail(f"{path}: sha256 {digest} ({size} bytes); the bundle records {recorded}")
+    if check.mismatches:
+        return "the files brought are not the ones the bundle holds by reference"
+    return f"{folder}: " + "; ".join(notes)
+
+
+def held_checks(site: Path, inputs: Path, earlier: list[Check]) -> list[Check]:
+    """``--inputs DIR``: for each corpus holding files by reference, the files brought (:func:`check_held`), then,
+    when they match, every earlier check that needed them, run again on them (``held:<check>``)."""
+    bundle = Bundle(site)
+    needed = {c.name for c in earlier if c.needs}
+    checks = []
+    for corpus in bundle.corpora():
+        if not (site / "evidence" / corpus / "referenced.json").is_file():
+            continue
+        held = _run_check(f"held:{corpus}", check_held, bundle, corpus, inputs / corpus)
+        checks.append(held)
+        if held.mismatches:
+            continue  # recomputed from other files, the checks would prove nothing
+        for prefix, fn in CORPUS_CHECKS:
+            if f"{prefix}:{corpus}" in needed:
+                checks.append(_run_check(f"held:{prefix}:{corpus}", fn, bundle, corpus))
+        for prefix, fn in RANKER_CHECKS:
+            for ranker in bundle.rankers(corpus):
+                if f"{prefix}:{corpus}/{ranker}" in needed:
+                    checks.append(_run_check(f"held:{prefix}:{corpus}/{ranker}", fn, bundle, corpus, ranker))
+    return checks
+
+
+def still_needed(checks: list[Check]) -> list[str]:
+    """The checks that could not recompute what needs withheld texts or vectors, and were not run again on the
+    files --inputs brought (or were, and still lacked some): what this audit did not verify."""
+    rerun = {c.name.removeprefix("held:") for c in checks if c.name.startswith("held:")}
+    return [c.name for c in checks if c.needs and c.name not in rerun]
+
+
 def evidence_checks(bundle: Bundle) -> list[Check]:
     """Every check of the evidence bundle, in report order; the pages check comes after these."""
     checks = [_run_check("manifest", check_manifest, bundle)]
@@ -3694,6 +4101,8 @@ def audit_report(site: Path, checks: list[Check]) -> dict[str, Any]:
         ],
         "counts": {"checks": len(checks), "passed": len(checks) - failed, "failed": failed},
         "tolerances": dict(TOLERANCES),
+        # what needs the withheld texts or vectors of a redacted corpus and was not recomputed (--inputs DIR)
+        **({"needs_inputs": pending} if (pending := still_needed(checks)) else {}),
     }
 
 
@@ -3702,10 +4111,14 @@ def write_report(site: Path, report: dict[str, Any]) -> None:
     (site / "audit.json").write_text(text + "\n", encoding="utf-8")
 
 
-def run_audit(site_dir: Path, echo: Callable[[str], None] = print, corpora: Path | None = None) -> dict[str, Any]:
+def run_audit(
+    site_dir: Path, echo: Callable[[str], None] = print, corpora: Path | None = None, inputs: Path | None = None
+) -> dict[str, Any]:
     """Run every check on a site folder, print one line per check, write ``audit.json``, return the report.
-    With ``corpora`` (a trusted checkout's corpora folder) the inputs are compared with it too, after the
-    pages check, whose badge states the checks every reader of the site can run."""
+    With ``corpora`` (a trusted checkout's corpora folder) the inputs are compared with it too, and with
+    ``inputs`` (a folder of corpus folders holding what a redacted bundle withholds) the withheld files are
+    checked and what needed them recomputed (:func:`held_checks`); both after the pages check, whose badge
+    states the checks every reader of the site can run."""
     site = Path(site_dir)
     echo(f"audit.py sha256 {_sha256(Path(__file__))} ({Path(__file__).name}); compare it with a copy you trust")
     bundle = Bundle(site)
@@ -3713,6 +4126,8 @@ def run_audit(site_dir: Path, echo: Callable[[str], None] = print, corpora: Path
     checks.append(pages_check(bundle, checks))
     if corpora is not None:
         checks.append(_run_check("trusted-inputs", check_trusted_corpora, bundle, Path(corpora)))
+    if inputs is not None:
+        checks += held_checks(site, Path(inputs), checks)
     for check in checks:
         echo(f"{'FAIL' if check.mismatches else 'PASS'} {check.name}: {check.detail}")
         for message in check.mismatches[1:MAX_PRINTED]:
@@ -3726,6 +4141,14 @@ def run_audit(site_dir: Path, echo: Callable[[str], None] = print, corpora: Path
         echo(f"could not write audit.json: {exc}")
     counts = report["counts"]
     echo(f"AUDIT {report['verdict'].upper()}: {counts['passed']} of {counts['checks']} checks passed")
+    if report.get("needs_inputs"):
+        names = report["needs_inputs"]
+        echo(
+            f"NOT RECOMPUTED: {len(names)} checks passed on what the bundle holds, and could not recompute what needs "
+            f"a redacted corpus's withheld texts or vectors ({', '.join(names[:MAX_PRINTED])}"
+            f"{', ...' if len(names) > MAX_PRINTED else ''}); a holder of the collection runs "
+            "audit.py SITE --inputs DIR"
+        )
     return report
 
 
@@ -3749,14 +4172,26 @@ def main(argv: list[str] | None = None) -> int:
         help="a trusted checkout's corpora folder: every input the bundle copied must equal its file there, "
         "FROZEN.json included, and the bundle must hold exactly its corpora",
     )
+    parser.add_argument(
+        "--inputs",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="the files a redacted bundle holds by reference, in DIR/<corpus>/ as a corpus folder has them "
+        "(corpus.jsonl, queries.jsonl, embeddings/passages.npy, ...): each is checked against its sha256, and "
+        "what needs the texts or vectors is recomputed from them",
+    )
     args = parser.parse_args(argv)
+    if args.inputs is not None and not args.inputs.is_dir():
+        print(f"error: --inputs {args.inputs} is not a folder; pass the folder holding <corpus>/", file=sys.stderr)
+        return 2
     if not (args.site / "evidence").is_dir():
         print(f"error: {args.site} has no evidence/ folder; pass the site folder", file=sys.stderr)
         return 2
     if args.corpora is not None and not args.corpora.is_dir():
         print(f"error: --corpora {args.corpora} is not a folder; pass a checkout's corpora folder", file=sys.stderr)
         return 2
-    return 0 if run_audit(args.site, corpora=args.corpora)["verdict"] == "pass" else 1
+    return 0 if run_audit(args.site, corpora=args.corpora, inputs=args.inputs)["verdict"] == "pass" else 1
 
 
 if __name__ == "__main__":

@@ -39,6 +39,8 @@ def a_type(value: object) -> str:
         return "None"
     name = type(value).__name__
     return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
+
+
 def note(code: str, **values: object) -> str:
     """The sentence of a note code, filled in with ``values``; a code :data:`NOTES` lacks is a KeyError."""
     return NOTES[code].format(**values)

@@ -26,6 +26,7 @@ from sitegen.inputs.freeze import frozen_summary
 from sitegen.inputs.vectors import SuppliedVectors, embed_corpus
 from sitegen.publish.bundle import StoredVectors
 from sitegen.publish.evidence import TREC_DEPTH
+from sitegen.publish.redaction import publication
 from sitegen.publish.writer import CorpusResults, DerivedTables, Provenance, write_corpus_evidence
 from sitegen.rankers import RankInputs, Run
 from sitegen.rankers.external import ExternalRunRanker
@@ -153,6 +154,7 @@ def build_corpus(run: BuildRun, job: CorpusJob) -> EmbedStats:
                 source=source.as_dict() if source is not None else None,
             ),
             external_inputs=job.externals,
+            publication=publication(job.corpus, run.options.redact, run.options.publish_vectors),
         )
         write_corpus_evidence(run.staging, results)
     return stats

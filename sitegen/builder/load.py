@@ -21,6 +21,7 @@ from sitegen.inputs.freeze import check_frozen
 from sitegen.inputs.fusion_settings import parse_fusions
 from sitegen.inputs.vectors import SuppliedVectors, read_supplied_vectors
 from sitegen.publish.layout import external_run_input
+from sitegen.publish.redaction import check_redaction
 from sitegen.rankers import make_rankers
 from sitegen.rankers.external import ExternalRunRanker, check_ids, read_trec_run
 from sitegen.rankers.fusion import RRFRanker
@@ -229,6 +230,8 @@ def load_inputs(options: BuildOptions, log: Log) -> LoadedInputs:
     # Refused before anything is loaded or written: a baseline failing its own manifest compares nothing.
     baseline = open_baseline(options.baseline) if options.baseline is not None else None
     corpora = [load_corpus(f) for f in folders]
+    for line in check_redaction(corpora, options.redact, options.publish_vectors, options.baseline is not None):
+        log(line)
     # A frozen corpus whose inputs changed is refused here, before any work, unless allow_edited.
     for name, state in check_frozen(corpora, options.allow_edited).items():
         if state.edited_files:

@@ -53,6 +53,11 @@ class BuildOptions:
     #: The report's title and description on every page (``sitegen.toml``'s ``title``/``description``, ``--title``).
     title: str = DEFAULT_TITLE
     description: str = ""
+    #: ``--redact NAME``: publish these corpora without their texts, as ``"publish": "redacted"`` in a corpus's
+    #: sitegen.json does; ``--publish-vectors``: publish a redacted corpus's vectors all the same
+    #: (sitegen.publish.redaction).
+    redact: tuple[str, ...] = ()
+    publish_vectors: bool = False
     #: The record of the last ``sitegen audit --reembed --postgres --record`` to show on the Reproducibility page;
     #: None: ``verification/last.json`` beside the corpora, when it exists.
     verification_file: Path | None = None
@@ -97,6 +102,10 @@ def build_command(options: BuildOptions) -> str:
         words += ["--retriever", f"{name}={spec}" if isinstance(spec, str) else f"{name}=<a Python object>"]
     if options.allow_edited:
         words.append("--allow-edited")
+    for name in sorted(set(options.redact)):
+        words += ["--redact", name]
+    if options.publish_vectors:
+        words.append("--publish-vectors")
     if options.baseline is not None:
         words += ["--baseline", _shown_path(options.baseline)]
     if options.title != DEFAULT_TITLE:

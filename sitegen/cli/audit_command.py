@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,16 @@ from sitegen.wording import count
     "(FROZEN.json included) and the bundle must hold exactly its corpora; names each file that differs.",
 )
 @click.option(
+    "--inputs",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    metavar="DIR",
+    help="The files a redacted bundle withholds, in DIR/<corpus>/ as a corpus folder holds them (a checkout's "
+    "corpora folder will do): each is checked against its sha256 (naming any passage or question that differs) "
+    "and every ranking recomputed from them; withheld vectors not in DIR/<corpus>/embeddings/ are re-embedded "
+    "from the texts with the packaged model.",
+)
+@click.option(
     "--record",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
@@ -74,6 +85,7 @@ def audit(
     reembed: bool,
     sample: int | None,
     corpora: Path | None,
+    inputs: Path | None,
     record: Path | None,
     pages: bool,
     postgres: bool,
@@ -90,6 +102,7 @@ def audit(
         sitegen audit --reembed site
         sitegen audit --reembed --sample 200 site
         sitegen audit --corpora corpora site
+        sitegen audit --inputs ~/private/corpora site
         sitegen audit --reembed --postgres --record verification/last.json site
         sitegen audit --pages site
         sitegen audit --postgres site
@@ -99,7 +112,20 @@ def audit(
 
     if sample is not None and not reembed:
         raise click.UsageError("--sample N chooses which texts --reembed re-embeds; add --reembed")
-    report = run_audit(site, echo=click.echo, corpora=corpora)
+    with tempfile.TemporaryDirectory(prefix="sitegen-inputs-") as brought:
+        if inputs is not None:
+            from sitegen.verify.held import prepare_inputs
+
+            try:
+                made = prepare_inputs(site, inputs, Path(brought), log=lambda line: click.echo(line, err=True))
+            except SitegenError as exc:
+                raise click.ClickException(f"cannot prepare --inputs {inputs}: {exc}") from exc
+            for corpus in made:
+                click.echo(
+                    f"re-embedded {corpus.corpus}'s withheld vectors from the texts in {inputs}: "
+                    f"{count(corpus.passages, 'passage')}, {count(corpus.queries, 'question')}"
+                )
+        report = run_audit(site, echo=click.echo, corpora=corpora, inputs=Path(brought) if inputs else None)
     reembedded, reran = None, None
     failed = report["verdict"] != "pass"
     manifest_failed = any(c["name"] == "manifest" and c["status"] == "fail" for c in report["checks"])

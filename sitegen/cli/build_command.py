@@ -134,6 +134,19 @@ if TYPE_CHECKING:
     "equal to a title, labelled passage with an unlabelled near-duplicate) [default: a warning].",
 )
 @click.option(
+    "--redact",
+    multiple=True,
+    metavar="NAME",
+    help='Publish corpus NAME without its texts (repeatable), as "publish": "redacted" in its sitegen.json '
+    "does: each passage, question and quote by its id and sha256, its vectors withheld; the audit verifies the "
+    "rest, and audit.py --inputs DIR the texts.",
+)
+@click.option(
+    "--publish-vectors",
+    is_flag=True,
+    help="Publish the vectors of redacted corpora all the same [default: withheld, as an embedding leaks its text].",
+)
+@click.option(
     "--baseline",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
@@ -181,6 +194,8 @@ def build(
     reembed: bool,
     allow_edited: bool,
     strict_questions: bool,
+    redact: tuple[str, ...],
+    publish_vectors: bool,
     baseline: Path | None,
     device: str,
     title: str | None,
@@ -209,6 +224,7 @@ def build(
         sitegen build --run es-bm25=payments-support:runs/es.trec
         sitegen build --retriever mine=my_project.search:retrieve
         sitegen build --reembed --out /tmp/reembedded --vectors-from site
+        sitegen build --redact support-tickets --out /tmp/report
     """
     from sitegen.builder import BuildOptions, build_site
     from sitegen.publish.evidence import DEFAULT_TITLE
@@ -267,6 +283,8 @@ def build(
         description=description or "",
         baseline=baseline,
         device=device,
+        redact=tuple(redact),
+        publish_vectors=publish_vectors,
     )
     try:
         result = build_site(options, log=log, progress=progress)

@@ -113,6 +113,8 @@ def open_baseline(path: Path) -> Baseline:
             if not bundle.has(reader.files.summary):
                 continue
             summary = reader.summary()
+            if summary.redacted:  # its Changes page would compare texts the baseline does not hold
+                raise BundleError(bundle.path(reader.files.summary), f"{name} is published redacted, without texts")
             metrics = reader.json(reader.files.metrics)
             inputs = {input_of(rel): bundle.require(reader.files.at(rel)).read_bytes() for rel in summary.inputs}
             grades = reader.grades()

@@ -41,6 +41,7 @@ __all__ = [
     "CONFIG_FILE",
     "CORPUS_FILE",
     "MAX_GRADE",
+    "PUBLISH_MODES",
     "QRELS_FILE",
     "QUERIES_FILE",
     "README_FILE",
@@ -68,6 +69,8 @@ CONFIG_FILE = "sitegen.json"
 CITATIONS_FILE = "citations.jsonl"
 UNLABELLED_KIND = "unlabelled"
 RUNS_DIR = "runs"
+#: What a corpus's ``sitegen.json`` may say under ``"publish"``: every text (the default), or none of them.
+PUBLISH_MODES = ("full", "redacted")
 # The largest grade accepted: trec_eval, pytrec_eval and numpy readers all hold a grade in a 32-bit int.
 MAX_GRADE = 2**31 - 1
 
@@ -254,19 +257,24 @@ def _load_config(path: Path) -> dict[str, Any]:
     {"ablation": [{"ranker": "bm25", "adds": "what this row adds to the previous one"}, ...],
      "packing": {"budgets": [20, 200, 1000]},
      "significance": {"correction": "holm" | "bh"},
-     "fusions": [{"name": NAME, "components": [NAME, ...], "k": 60, "candidates": 20}]}
+     "fusions": [{"name": NAME, "components": [NAME, ...], "k": 60, "candidates": 20}],
+     "publish": "full" | "redacted"}
+
+    ``"publish": "redacted"`` publishes the report without a passage's or question's text (see
+    :mod:`sitegen.publish.redaction`).
     """
     text = _read_text(path)
     config = _parse_json(path, None, text)
     if not isinstance(config, dict):
         raise CorpusError(path, "expected a JSON object")
-    unknown = sorted(set(config) - {"ablation", "packing", "filters", "chunking", "significance", "fusions"})
+    known = ("ablation", "chunking", "filters", "fusions", "packing", "publish", "significance")
+    unknown = sorted(set(config) - set(known))
     if unknown:
-        raise CorpusError(
-            path,
-            f"unknown setting(s) {', '.join(unknown)}; known: ablation, chunking, filters, fusions, packing, "
-            "significance",
-        )
+        raise CorpusError(path, f"unknown setting(s) {', '.join(unknown)}; known: {', '.join(known)}")
+    if config.get("publish", PUBLISH_MODES[0]) not in PUBLISH_MODES:
+        line = next((n for n, row in enumerate(text.splitlines(), 1) if '"publish"' in row), None)
+        modes = " or ".join(f'"{m}"' for m in PUBLISH_MODES)
+        raise CorpusError(path, f'"publish" must be {modes}, got {config["publish"]!r}', line)
     significance = config.get("significance", {})
     if (
         not isinstance(significance, dict)

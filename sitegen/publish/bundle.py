@@ -148,6 +148,8 @@ def stored_vectors(path: Path, config_sha256: str, dimensions: int) -> StoredVec
             npy_rel = CorpusFiles(place[0]).at(matrix_name)
             npy_name = PurePosixPath(matrix_name).name
             if npy_rel not in bundle.files:
+                if _held_by_reference(bundle, place[0], matrix_name):
+                    continue  # withheld (a redacted corpus): nothing to reuse, the texts are embedded again
                 raise BundleError(bundle.path(rel), f"names rows of {npy_name}, which the manifest does not list")
             matrix = np.load(io.BytesIO(bundle.path(npy_rel).read_bytes()), allow_pickle=False)
             if matrix.dtype != np.dtype("<f4") or matrix.ndim != 2 or matrix.shape[1] != dimensions:
@@ -168,3 +170,12 @@ def stored_vectors(path: Path, config_sha256: str, dimensions: int) -> StoredVec
                 else:
                     skipped += 1
     return StoredVectors(path, vectors, skipped)
+
+
+def _held_by_reference(bundle: Bundle, corpus: str, name: str) -> bool:
+    """Whether the corpus's ``referenced.json`` holds ``name`` (a name inside its folder) instead of a copy."""
+    rel = CorpusFiles(corpus).referenced
+    if not bundle.has(rel):
+        return False
+    files = load_json(bundle.path(rel)).get("files")
+    return isinstance(files, Mapping) and name in files

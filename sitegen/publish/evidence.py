@@ -23,6 +23,7 @@ What each file holds (the paths themselves are :mod:`sitegen.publish.layout`'s):
     evidence/<corpus>/chunks.jsonl               the chunks a chunked corpus was ranked as, corpus.jsonl's format
     evidence/<corpus>/chunking.json, packing.json, ties.json, filtering.json, postgres.json, hygiene.json
                                                  the other derived tables (see :class:`DerivedTables`)
+    evidence/<corpus>/referenced.json, referenced/  files held by reference, not copied (sitegen.publish.redaction)
 
 Same inputs give the same bytes: keys sorted, floats in Python's shortest
 round-trip form, the line layout of :func:`canonical_json` (compact records, two-space

@@ -56,6 +56,7 @@ __all__ = [
     "PERFORMANCE_PAGE",
     "POSTGRES",
     "QUERY_VECTORS",
+    "REFERENCED",
     "REPORT",
     "REPRODUCIBILITY_PAGE",
     "RETRIEVER_TIMINGS",
@@ -77,6 +78,7 @@ __all__ = [
     "input_name",
     "input_of",
     "page_name",
+    "records_name",
     "retriever_timing",
     "run_file",
     "run_ranker",
@@ -138,6 +140,10 @@ TREC_EVAL = "trec_eval.json"
 TREC_QRELS = "qrels.trec"
 #: The chunks a chunked corpus was ranked as, in corpus.jsonl's format.
 CHUNKS = "chunks.jsonl"
+#: The files the bundle holds by reference instead of by copy (sha256, size, source), and the folder of the
+#: records that stand in for a text file's lines (sitegen.publish.redaction).
+REFERENCED = "referenced.json"
+_REFERENCED_DIR = "referenced"
 _RUNS = "runs"
 _INPUTS = "inputs"
 _BASELINE = "baseline"
@@ -161,6 +167,12 @@ def input_name(name: str) -> str:
 def input_of(name: str) -> str:
     """The corpus input file a bundle name stands for: ``qrels/test.tsv`` for ``inputs/qrels/test.tsv``."""
     return name.removeprefix(f"{_INPUTS}/")
+
+
+def records_name(name: str) -> str:
+    """Where the records standing in for a file held by reference lie (``referenced/inputs/corpus.jsonl`` for
+    ``inputs/corpus.jsonl``), relative to the corpus folder, as ``referenced.json`` names them."""
+    return f"{_REFERENCED_DIR}/{name}"
 
 
 def external_run_input(ranker: str) -> str:
@@ -206,6 +218,7 @@ class CorpusFiles:
     trec_eval = property(lambda self: self.at(TREC_EVAL))
     trec_qrels = property(lambda self: self.at(TREC_QRELS))
     chunks = property(lambda self: self.at(CHUNKS))
+    referenced = property(lambda self: self.at(REFERENCED))
     runs = property(lambda self: self.at(_RUNS))
     inputs = property(lambda self: self.at(_INPUTS))
     embeddings = property(lambda self: self.at(SUPPLIED_DIR))
@@ -232,6 +245,11 @@ class CorpusFiles:
     def input(self, name: str) -> str:
         """A copy of one corpus input file (``name`` as the corpus folder has it: ``qrels/test.tsv``)."""
         return self.at(input_name(name))
+
+    def records(self, name: str) -> str:
+        """The records standing in for a file held by reference (``name`` inside the corpus folder, such as
+        ``inputs/corpus.jsonl``)."""
+        return self.at(records_name(name))
 
     def baseline_input(self, name: str) -> str:
         """The baseline's copy of one corpus input file."""

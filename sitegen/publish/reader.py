@@ -93,6 +93,14 @@ class CorpusSummary:
     frozen: Mapping[str, Any] | None
     #: Where the corpus folder comes from in git (``{"commit", "tree", "date", "uncommitted_changes"}``), or None.
     source: Mapping[str, Any] | None
+    #: What the bundle publishes (``{"mode": "full" | "redacted", "vectors": bool}``, sitegen.publish.redaction);
+    #: a bundle written before it was recorded published everything.
+    publish: Mapping[str, Any]
+
+    @property
+    def redacted(self) -> bool:
+        """Whether the corpus is published without its texts: each passage and question by id and sha256."""
+        return self.publish.get("mode") == "redacted"
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> CorpusSummary:
@@ -118,6 +126,7 @@ class CorpusSummary:
             inputs_date=doc.get("inputs_date"),
             frozen=doc.get("frozen"),
             source=doc.get("source"),
+            publish=doc.get("publish") or {"mode": "full", "vectors": True},
         )
 
 
@@ -162,6 +171,9 @@ class CorpusEvidence:
     readme: str
     #: The corpus's own settings, its ``sitegen.json`` copy ({} when it has none): every one a choice made for it.
     config: Mapping[str, Any]
+    #: ``referenced.json``: the files a redacted bundle holds by reference (sitegen.publish.redaction); None when
+    #: the bundle copies them all.
+    referenced: Mapping[str, Any] | None
 
     @property
     def rankers(self) -> tuple[str, ...]:
@@ -260,12 +272,24 @@ class CorpusReader:
         return qrels_grades(text, str(self.source.path(rel)))
 
     def passages(self) -> list[dict[str, Any]]:
-        """The passages the corpus was ranked as: its chunks when chunked, else the input copy of corpus.jsonl."""
-        rel = self.files.chunks if self.source.has(self.files.chunks) else self.files.passages_input
-        return [obj for _, obj in json_lines(self.source.require(rel))]
+        """The passages the corpus was ranked as: its chunks when chunked, else the input copy of corpus.jsonl. In a
+        redacted bundle, their records (:mod:`sitegen.publish.redaction`): ids, ``text_sha256`` and the other
+        fields, no ``text``."""
+        chunks = self.files.chunks
+        return self._records(chunks if self.source.has(chunks) or self._held(chunks) else self.files.passages_input)
 
     def queries(self) -> list[dict[str, Any]]:
-        return [obj for _, obj in json_lines(self.source.require(self.files.queries_input))]
+        """The questions, or in a redacted bundle their records (``text_sha256`` instead of ``text``)."""
+        return self._records(self.files.queries_input)
+
+    def _held(self, rel: str) -> bool:
+        return self.source.has(self.files.records(rel.removeprefix(f"{self.files.folder}/")))
+
+    def _records(self, rel: str) -> list[dict[str, Any]]:
+        """A JSONL file of the bundle, or the records standing in for it when it is held by reference."""
+        if not self.source.has(rel) and self._held(rel):
+            rel = self.files.records(rel.removeprefix(f"{self.files.folder}/"))
+        return [obj for _, obj in json_lines(self.source.require(rel))]
 
     def inputs(self, summary: CorpusSummary) -> dict[str, Path]:
         """Each input copy the summary lists, by its name in the corpus folder (``qrels/test.tsv``)."""
@@ -315,6 +339,7 @@ class CorpusReader:
             supplied_vectors=self.supplied_vectors(),
             readme=self.readme(),
             config=self.optional(files.config_input) or {},
+            referenced=self.optional(files.referenced),
         )
 
 

@@ -7,7 +7,7 @@ import io
 import json
 import shutil
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -17,6 +17,7 @@ from sitegen.embedding.vectors import CorpusEmbeddings, text_sha256
 from sitegen.inputs.binding import file_hashes, question_set_sha256
 from sitegen.inputs.corpus import Corpus, Document, passage_text
 from sitegen.inputs.freeze import FROZEN_FILE
+from sitegen.publish import redaction
 from sitegen.publish.evidence import (
     SCHEMA_VERSION,
     run_document,
@@ -26,6 +27,7 @@ from sitegen.publish.evidence import (
     write_trec_eval_contract,
 )
 from sitegen.publish.layout import CorpusFiles, input_name
+from sitegen.publish.redaction import Publication
 from sitegen.rankers.base import Family, Run
 from sitegen.scoring.chunking_sweep import SweepVectors
 
@@ -119,6 +121,8 @@ class CorpusResults:
     provenance: Provenance = Provenance()
     #: runs from other systems (a TREC file, a retriever's answers), copied among the inputs
     external_inputs: Sequence[InputCopy] = ()
+    #: what the bundle and pages publish: every text, or none (sitegen.publish.redaction)
+    publication: Publication = field(default_factory=Publication)
 
 
 def write_corpus_evidence(site_dir: Path, results: CorpusResults) -> None:
@@ -134,11 +138,11 @@ def write_corpus_evidence(site_dir: Path, results: CorpusResults) -> None:
         target = site_dir / files.at(external.input_copy)
         target.parent.mkdir(parents=True, exist_ok=True)
         external.write_input(target)  # a run file is copied and checked; a retriever's run is written
-    for name in (*corpus.input_files, *([FROZEN_FILE] if (corpus.root / FROZEN_FILE).is_file() else [])):
+    place = redaction.Placement(site_dir, files, corpus, results.publication)
+    for name in place.copied((*corpus.input_files, *([FROZEN_FILE] if (corpus.root / FROZEN_FILE).is_file() else []))):
         target = site_dir / files.input(name)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(corpus.root / name, target)
-    hashes = file_hashes(site_dir / files.inputs)
     query_order = [q.query_id for q in corpus.queries]
     for ranker, run in runs.items():
         write_run(site_dir / files.run(ranker), run_document(run, corpus.name, results.depth))
@@ -146,22 +150,26 @@ def write_corpus_evidence(site_dir: Path, results: CorpusResults) -> None:
     write_json(site_dir / files.metrics, {r: results.metrics[r] for r in runs})
     chunked = results.tables.chunking is not None
     write_trec_eval_contract(base, corpus, list(runs), list(results.metric_list), chunked=chunked)
-    for path, table in results.tables.by_file(files).items():
+    tables = redaction.redact_tables(results.tables) if results.publication.redacted else results.tables
+    for path, table in tables.by_file(files).items():
         write_json(site_dir / path, table)
-    write_json(site_dir / files.summary, _summary(results, hashes))
     if results.embeddings is not None:
-        _write_embeddings(site_dir, files, corpus, results.embeddings)
+        _write_embeddings(place, corpus, results.embeddings)
     if results.sweep_vectors is not None and results.sweep_vectors.ids:
-        _write_sweep_vectors(site_dir, files, results.sweep_vectors)
+        _write_sweep_vectors(place, results.sweep_vectors)
     if chunked:
-        _write_chunks(site_dir / files.chunks, corpus.documents)
+        place.chunks(_chunks_bytes(corpus.documents))
+    place.close()
+    copies = file_hashes(site_dir / files.inputs)
+    write_json(site_dir / files.summary, _summary(results, copies, place.input_sha256()))
 
 
-def _summary(results: CorpusResults, hashes: Mapping[str, str]) -> dict[str, Any]:
-    """``corpus.json`` (read back as :class:`sitegen.publish.reader.CorpusSummary`); ``hashes`` are the input
-    copies' sha256 by their name under ``inputs/``."""
+def _summary(results: CorpusResults, copies: Mapping[str, str], held: Mapping[str, str]) -> dict[str, Any]:
+    """``corpus.json`` (read back as :class:`sitegen.publish.reader.CorpusSummary`); ``copies`` are the input
+    copies' sha256 by their name under ``inputs/``, ``held`` those of the inputs held by reference."""
     corpus, runs = results.corpus, results.runs
     kinds = corpus.kinds
+    hashes = dict(sorted({**copies, **held}.items()))
     return {
         "schema_version": SCHEMA_VERSION,
         "name": corpus.name,
@@ -175,20 +183,22 @@ def _summary(results: CorpusResults, hashes: Mapping[str, str]) -> dict[str, Any
         "external_rankers": [r for r, run in runs.items() if run.contract.family is Family.EXTERNAL],
         "metrics": list(results.metric_list),
         "depth": results.depth,
-        "inputs": [input_name(n) for n in hashes],
-        "input_sha256": dict(hashes),
+        "inputs": [input_name(n) for n in copies],
+        "input_sha256": hashes,
         "question_set_sha256": question_set_sha256(hashes),
         "embeddings": results.embeddings is not None,
+        "publish": results.publication.as_dict(),
         **results.provenance.as_dict(),
     }
 
 
-def _write_embeddings(site_dir: Path, files: CorpusFiles, corpus: Corpus, embeddings: CorpusEmbeddings) -> None:
-    (site_dir / files.embeddings).mkdir(parents=True, exist_ok=True)
-    (site_dir / files.passage_vectors).write_bytes(_npy_bytes(embeddings.doc_vectors))
-    (site_dir / files.query_vectors).write_bytes(_npy_bytes(embeddings.query_vectors))
+def _write_embeddings(place: redaction.Placement, corpus: Corpus, embeddings: CorpusEmbeddings) -> None:
+    """The vectors (or, withheld, their sha256) and their index: ids and text hashes, always published."""
+    files = place.files
+    place.vectors(files.passage_vectors, _npy_bytes(embeddings.doc_vectors))
+    place.vectors(files.query_vectors, _npy_bytes(embeddings.query_vectors))
     write_json(
-        site_dir / files.vector_index,
+        place.site_dir / files.vector_index,
         {
             "model": embeddings.model,
             "weights_sha256": embeddings.weights_sha256,
@@ -216,14 +226,13 @@ def _write_embeddings(site_dir: Path, files: CorpusFiles, corpus: Corpus, embedd
     )
 
 
-def _write_sweep_vectors(site_dir: Path, files: CorpusFiles, vectors: SweepVectors) -> None:
+def _write_sweep_vectors(place: redaction.Placement, vectors: SweepVectors) -> None:
     """The vectors of every chunk the chunking sweep ranked, so the sweep can be checked and rebuilt
     without the model: ``embeddings/sweep-passages.npy`` rows in ``sweep-index.json`` order, with
     each chunk text's sha256 so a later build can reuse them as frozen inputs."""
-    (site_dir / files.embeddings).mkdir(parents=True, exist_ok=True)
-    (site_dir / files.sweep_vectors).write_bytes(_npy_bytes(vectors.matrix))
+    place.vectors(place.files.sweep_vectors, _npy_bytes(vectors.matrix))
     write_json(
-        site_dir / files.sweep_index,
+        place.site_dir / place.files.sweep_index,
         {
             "config_sha256": vectors.config_sha256,
             "dtype": "float32",
@@ -233,17 +242,7 @@ def _write_sweep_vectors(site_dir: Path, files: CorpusFiles, vectors: SweepVecto
     )
 
 
-def _write_chunks(path: Path, documents: tuple[Document, ...]) -> None:
+def _chunks_bytes(documents: tuple[Document, ...]) -> bytes:
     """``chunks.jsonl``: the chunks a chunked corpus was ranked as, one corpus.jsonl record a line."""
-    path.write_text(
-        "".join(
-            json.dumps(
-                {"_id": d.doc_id, "title": d.title, "text": d.text, "metadata": dict(d.metadata)},
-                sort_keys=True,
-                ensure_ascii=False,
-            )
-            + "\n"
-            for d in documents
-        ),
-        encoding="utf-8",
-    )
+    records = ({"_id": d.doc_id, "title": d.title, "text": d.text, "metadata": dict(d.metadata)} for d in documents)
+    return "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in records).encode("utf-8")

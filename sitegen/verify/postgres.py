@@ -154,6 +154,12 @@ def rerun_postgres(
         stored = _stored_runs(bundle, corpus)
         registered = [name for name in stored if name in RANKERS]
         checked = needs_postgres(make_rankers(registered))
+        if checked and CorpusReader(bundle, corpus).summary().redacted:
+            raise BundleError(
+                bundle.path(CorpusReader(bundle, corpus).files.summary),
+                f"{corpus} is published redacted: its texts are not in the bundle, so its PostgreSQL runs cannot "
+                "be rerun from it (audit.py --inputs DIR checks them as far as the standalone audit can)",
+            )
         if checked:
             rankers = make_rankers([name for name in registered if name in checked])
             plans.append((corpus, stored, rankers, checked))

@@ -61,6 +61,16 @@ def _not_rederivable(index: dict, model: EmbeddingModel) -> str | None:
     )
 
 
+def _withheld(reader: CorpusReader) -> str | None:
+    """Why a redacted corpus's vectors cannot be re-embedded from the bundle, or None for any other corpus."""
+    if not reader.summary().redacted:
+        return None
+    return (
+        "the corpus is published redacted: its texts (and, unless published, its vectors) are withheld; "
+        "sitegen audit --inputs DIR re-embeds the texts brought and recomputes its dense rankings"
+    )
+
+
 def _texts(reader: CorpusReader) -> dict[str, dict[str, str]]:
     passages, queries = {}, {}
     for doc in reader.passages():
@@ -116,7 +126,7 @@ def reembed_bundle(
         index = _vector_index(site_dir, corpus)
         if index is None:
             continue
-        reason = _not_rederivable(index, model)
+        reason = _not_rederivable(index, model) or _withheld(reader)
         if reason is not None:
             rows = len(index.get("passages", [])) + len(index.get("queries", []))
             results.append(ReembedResult(corpus, rows, 0.0, "", False, not_checked=reason))

@@ -1,7 +1,7 @@
 """A real collection end to end: graded Cranfield imported, built, and scored like trec_eval.
 
-The parity tests run on ``tests/fixtures/cranfield-graded`` (a committed subset, see its README), so a
-plain clone runs them; the tests that need the whole collection read ../shared and skip without it.
+The parity tests run on ``tests/fixtures/cranfield-graded`` (a committed subset, see its README); the tests that
+need the whole collection read ``corpora/cranfield``, imported from ../shared/collections/cranfield byte for byte.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from sitegen.publish.pages.corpus import QUESTIONS_PER_PAGE
 from sitegen.scoring.metrics import metric_names, score_query
 from tests.helpers import (
     REPO,
-    SHARED,
     assert_metrics_match_trec_eval,
     build,
     read_qrels,
@@ -31,7 +30,7 @@ from tests.helpers import (
 # Slow: an import and build of 238 Cranfield passages
 pytestmark = pytest.mark.slow
 
-CRANFIELD = SHARED / "collections" / "cranfield"
+CRANFIELD = REPO / "corpora" / "cranfield"  # ../shared/collections/cranfield imported: the same bytes
 FIXTURE = REPO / "tests" / "fixtures" / "cranfield-graded"
 RANKERS = ("bm25", "bm25-stem", "dense", "rrf-dense-bm25", "rrf-dense-bm25-stem")
 FUSED = ("rrf-dense-bm25", "rrf-dense-bm25-stem")
@@ -82,8 +81,6 @@ def fixture_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def full_cranfield_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if not CRANFIELD.is_dir():
-        pytest.skip("../shared/collections/cranfield is not present")
     return _import_and_build(
         CRANFIELD, tmp_path_factory.mktemp("cranfield"), "1400 documents, 225 queries, 1612 judged pairs"
     )
@@ -170,8 +167,6 @@ def test_graded_cranfield_audit_passes(fixture_site: Path) -> None:
 
 
 def test_fixture_is_the_stated_subset_of_the_shared_collection() -> None:
-    if not CRANFIELD.is_dir():
-        pytest.skip("../shared/collections/cranfield is not present")
     selected = select_cranfield_fixture(CRANFIELD)
     for name in FIXTURE_FILES:
         assert (FIXTURE / name).read_bytes() == selected[name], name

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from sitegen.errors import CorpusError
+from sitegen.inputs.corpus import README_FILE
 from sitegen.inputs.importers.plan import (
     DEFAULT_TO,
     QRELS_HEADER,
@@ -42,8 +43,10 @@ def import_beir(
 ) -> ImportResult:
     """Import a BEIR folder (``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv`` with a header line).
 
-    Documents keep ``title``, ``text`` and ``metadata`` (when it is a non-empty object). Only queries the split's
-    qrels judge relevant to some document are kept, so the other splits' queries are dropped and counted.
+    The folder's ``README.md``, when it has one (the distributor's provenance and license note), is listed among
+    the source files and quoted in the corpus README. Documents keep ``title``, ``text`` and ``metadata`` (when it
+    is a non-empty object). Only queries the split's qrels judge relevant to some document are kept, so the other
+    splits' queries are dropped and counted.
     """
     src = Path(src_dir)
     if not src.is_dir():
@@ -52,6 +55,10 @@ def import_beir(
     for path in (corpus_path, queries_path, qrels_path):
         if not path.is_file():
             raise CorpusError(path, "required file is missing")
+    readme_path = src / README_FILE
+    sources = [("corpus.jsonl", corpus_path), ("queries.jsonl", queries_path), (f"qrels/{split}.tsv", qrels_path)]
+    if readme_path.is_file():
+        sources.append((README_FILE, readme_path))
     if command is None:
         command = command_line(
             "beir",
@@ -70,7 +77,8 @@ def import_beir(
         kind="BEIR",
         name=name,
         to=Path(to),
-        sources=[("corpus.jsonl", corpus_path), ("queries.jsonl", queries_path), (f"qrels/{split}.tsv", qrels_path)],
+        sources=sources,
+        origin=[src],
         documents=lambda problems: jsonl_documents(corpus_path, ("_id",), ("text",), problems),
         documents_path=corpus_path,
         queries=lambda problems: _jsonl_queries(queries_path, problems),
@@ -83,8 +91,14 @@ def import_beir(
         skip_unknown=skip_unknown,
         keep_unanswerable=keep_unanswerable,
         notes=[f"Split: `{split}` (judgements from `qrels/{split}.tsv`)."],
+        source_readme=_source_readme(readme_path) if readme_path.is_file() else None,
     )
     return run(plan)
+
+
+def _source_readme(path: Path) -> str:
+    """The BEIR folder's README, read with the rules every input follows (UTF-8, a byte-order mark dropped)."""
+    return "\n".join(line for _, line in read_lines(path))
 
 
 def _jsonl_queries(path: Path, problems: Problems) -> Iterator[Query]:

@@ -120,6 +120,11 @@ class Plan:
     invert_grades: bool = False
     notes: list[str] = field(default_factory=list)
     unknown_query_hint: str = ""
+    #: What the command line named as the source (a BEIR folder, or a format's files): the README's first
+    #: sentence names them.
+    origin: list[Path] = field(default_factory=list)
+    #: The source's own README (a BEIR folder's README.md), quoted in the corpus README; None when it has none.
+    source_readme: str | None = None
 
 
 def _open_binary(path: Path) -> IO[bytes]:

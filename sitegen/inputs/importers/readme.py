@@ -1,8 +1,11 @@
-"""The corpus README an import writes: provenance (license, source files with sizes and hashes, the command), counts
-and conversion notes.
+"""The corpus README an import writes: provenance (where it came from, license, source files with sizes and hashes,
+the command, the source's own README), counts and conversion notes.
 
-The command is shown with each path relative to the current folder, or as its file name alone when it lies outside,
-so an import never publishes a home or workspace path.
+Its first paragraph names the source and its license paragraph follows, so the corpus page, which shows both above
+the collapsed README, states where the collection came from. The command is the one that reruns the import from the
+folder it ran in: a path given relative (``../shared/collections/cranfield``) is kept as given, an absolute one
+inside the current folder is made relative to it, and an absolute one outside is shown by its last component
+alone, so an import never publishes a home or workspace path (the sha256 values name the files instead).
 """
 
 from __future__ import annotations
@@ -30,12 +33,13 @@ def readme(
     grade_note: str,
 ) -> str:
     license_line = plan.license_text.strip() or "license: not stated"
+    shown = ", ".join(f"`{_shown_path(path)}`" for path in plan.origin or [path for _, path in plan.sources])
     lines = [
         f"# {plan.name}",
         "",
-        f"Imported from a {plan.kind} collection by sitegen's {plan.kind} importer. The text, queries and "
-        "judgements are the source's, not this project's; the license below is the one stated by whoever ran the "
-        "import.",
+        f"Imported from {shown} ({plan.kind}) by `sitegen import {plan.kind.lower()}`: the text, queries and "
+        "judgements are the source's, not this project's. The sha256 of every source file, the command that reruns "
+        "the import and the conversion are below; the license is the one stated by whoever ran the import.",
         "",
         "## License",
         "",
@@ -48,6 +52,9 @@ def readme(
         *(f"| `{s.label}` | {s.size} | `{s.sha256}` |" for s in sources),
         "",
         "## Command",
+        "",
+        "Run from the folder the import ran in (a path given as absolute outside it is shown by its last component "
+        "alone: pass the files with the sha256 values above):",
         "",
         "```sh",
         plan.command,
@@ -74,7 +81,24 @@ def readme(
         "- A query is kept only if some document is judged relevant to it (grade > 0).",
         "",
     ]
+    if plan.source_readme is not None:
+        lines += [
+            "## The source's README",
+            "",
+            "Quoted as the source ships it (its headings two levels down): what the collection is, where it comes "
+            "from and how it was converted before this import.",
+            "",
+            *(_quoted(line) for line in plan.source_readme.strip().splitlines()),
+            "",
+        ]
     return "\n".join(lines)
+
+
+def _quoted(line: str) -> str:
+    """One line of the source's README as a Markdown quote, a heading moved two levels down."""
+    if line.startswith("#"):
+        line = "##" + line
+    return f"> {line}".rstrip()
 
 
 def command_line(kind: str, positional: Sequence[Path | str], options: Mapping[str, Any]) -> str:
@@ -94,8 +118,9 @@ def command_line(kind: str, positional: Sequence[Path | str], options: Mapping[s
 
 
 def _shown_path(path: Path) -> str:
-    """``path`` relative to the current folder when it lies inside it, else its last component."""
-    if not path.is_absolute() and ".." not in path.parts:
+    """``path`` as given when relative (the command reruns from the same folder), relative to the current folder
+    when it is absolute and lies inside it, else its last component."""
+    if not path.is_absolute():
         return path.as_posix()
     here = Path.cwd().resolve()
     resolved = path.resolve()

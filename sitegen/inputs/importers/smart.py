@@ -95,6 +95,7 @@ def import_smart(
         " / --query-ids ordinal)"
     )
     plan = Plan(
+        origin=[docs_path, queries_path, qrels_path],
         kind="SMART",
         name=name,
         to=Path(to),

@@ -95,6 +95,7 @@ def import_trec(
         "Topic numbers made only of digits lose their leading zeros (in the topics and in the qrels).",
     ]
     plan = Plan(
+        origin=[docs_path, topics_path, qrels_path],
         kind="TREC",
         name=name,
         to=Path(to),

@@ -212,6 +212,8 @@ def _forest(c: CorpusView, site: Site) -> dict[str, Any] | None:
         f"{row['ranker']} {row['plot'].label}" for row in rows
     )
     return {"metric": metric, "best": best, "rows": rows, "plot": path, "alt": alt, "significance": significance}
+
+
 def _pair_note(pair: Mapping[str, Any], significance: Mapping[str, Any], questions: int) -> str | None:
     """A paired test's note code (``experiments.json``) in words (:data:`sitegen.wording.NOTES`); a bundle
     written before notes were codes holds the sentence itself."""
@@ -346,10 +348,7 @@ def corpus_pages(c: CorpusView, site: Site) -> list[Page]:
                 "rankers": [{"name": r, "hits": hits(c, r, qid, 3)} for r in c.rankers],
             }
         )
-    disagreements = [
-        {**d, "text": query_by_id[d["query_id"]]["text"], "href": c.pages.question(d["query_id"])}
-        for d in report["rank1_disagreements"]
-    ]
+    disagreements = [{**d, "href": c.pages.question(d["query_id"])} for d in report["rank1_disagreements"]]
     context = {
         "corpus": c,
         "kinds": kinds,

@@ -41,6 +41,8 @@ def _passage_shards(c: CorpusView, linked: set[str]) -> tuple[dict[str, str], li
     to read one. Shards of 50 bound both: the frame is paid once per 50 texts, a link fetches at most 50
     texts, and a passage that no question page or label names is not published twice (its
     text stays in ``evidence/<corpus>/inputs``)."""
+    if c.summary.redacted:
+        return {}, []  # no text to show: the question pages give each passage's id, grade and sha256
     anchors = _anchors(c)
     ordered = [doc_id for doc_id in c.passages if doc_id in linked]
     hrefs: dict[str, str] = {}

@@ -23,6 +23,7 @@ __all__ = [
     "hits",
     "metric_table",
     "read_view",
+    "withheld",
 ]
 
 HEADLINE_METRICS = ("hit@1", "hit@5", "mrr@10", "ndcg@10")
@@ -74,11 +75,21 @@ def basis_badge(c: CorpusEvidence, ranker: str) -> str | None:
     return "postgres" if "postgres" in basis else None
 
 
+def withheld(record: Mapping[str, Any]) -> str | None:
+    """What a page shows for a text a redacted bundle withholds: its sha256, cut to 16 hex digits (the
+    evidence has all 64); None for a passage or question whose text is published."""
+    if "text" in record or "text_sha256" not in record:
+        return None
+    return f"text withheld, sha256 {record['text_sha256'][:16]}…"
+
+
 def passage_title(doc: Mapping[str, Any]) -> str:
-    return doc.get("title") or doc["text"][:80]
+    return withheld(doc) or doc.get("title") or doc["text"][:80]
 
 
 def passage_snippet(doc: Mapping[str, Any]) -> str:
+    if (hidden := withheld(doc)) is not None:
+        return hidden
     title = doc.get("title") or ""
     return snippet(f"{title}: {doc['text']}" if title else doc["text"])
 

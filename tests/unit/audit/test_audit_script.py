@@ -51,6 +51,7 @@ def test_check_registries_name_every_check_family() -> None:
     assert [p for p, _ in audit.CORPUS_CHECKS] == [
         "inputs",
         "presence",
+        "referenced",
         "corpus",
         "choices",
         "embeddings",

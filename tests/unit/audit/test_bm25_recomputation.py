@@ -100,7 +100,7 @@ def bm25_case(depth: int = 5) -> tuple[Any, dict[str, Any]]:
     rng = np.random.default_rng(7)
     text = {f"d{i:02d}": " ".join(rng.choice(WORDS, size=int(rng.integers(3, 9)))) for i in range(30)}
     questions = {"q1": {"text": "alpha boxes gamma"}, "q2": {"text": "beta delta x"}}
-    inputs = SimpleNamespace(doc_text=text, queries=questions)
+    inputs = SimpleNamespace(doc_text=text, queries=questions, texts=True)
     bundle = SimpleNamespace(inputs=lambda corpus: inputs, words=lambda corpus: audit.words_of(text.values()))
     docs = {d: audit.tokens(t) for d, t in text.items()}
     queries = {q: audit.tokens(v["text"]) for q, v in questions.items()}

@@ -158,12 +158,10 @@ def test_validate_command_reports_a_good_corpus(tiny_corpus: Path) -> None:
     assert "ok (4 passages, 4 questions" in result.output
 
 
-def test_shared_cranfield_collection_loads_with_its_empty_texts() -> None:
-    from tests.helpers import SHARED
+def test_the_cranfield_collection_loads_with_its_empty_texts() -> None:
+    from tests.helpers import REPO
 
-    folder = SHARED / "collections" / "cranfield"
-    if not folder.is_dir():
-        pytest.skip("../shared/collections/cranfield is not present")
+    folder = REPO / "corpora" / "cranfield"
     corpus = load_corpus(folder)
     assert (len(corpus.documents), len(corpus.queries)) == (1400, 225)
     assert sum(1 for d in corpus.documents if not d.text) == 2

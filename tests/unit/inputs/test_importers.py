@@ -12,9 +12,9 @@ import pytest
 from sitegen.errors import CorpusError, CorpusProblems
 from sitegen.inputs.corpus import load_corpus
 from sitegen.inputs.importers import ImportResult, import_beir, import_smart, import_trec
-from tests.helpers import SHARED
+from tests.helpers import REPO
 
-CRANFIELD = SHARED / "collections" / "cranfield"
+CRANFIELD = REPO / "corpora" / "cranfield"  # the BEIR files of ../shared/collections/cranfield, byte for byte
 LICENSE = "CC-BY-4.0 (stated by the test)"
 
 
@@ -181,7 +181,6 @@ def test_beir_duplicate_document_id(tmp_path: Path) -> None:
     assert 'duplicate document id "d1" (first seen on line 1)' in error.problem
 
 
-@pytest.mark.skipif(not CRANFIELD.is_dir(), reason="../shared/collections/cranfield is not present")
 def test_real_cranfield_beir_folder(tmp_path: Path) -> None:
     result = import_beir(CRANFIELD, "cranfield", license_text="research use", to=tmp_path)
     assert (result.documents, result.queries, result.judged_pairs) == (1400, 225, 1612)
@@ -734,6 +733,36 @@ def test_readme_shows_paths_inside_the_current_folder_relative_to_it(tmp_path: P
     readme = (result.folder / "README.md").read_text()
     assert "sitegen import beir data/beir --name tiny --split test --to corpora " in readme
     assert str(tmp_path) not in readme
+
+
+def test_readme_keeps_a_relative_source_path_as_given_so_the_command_reruns(tmp_path: Path, monkeypatch) -> None:
+    _beir(tmp_path / "shared" / "collections" / "tiny")
+    (tmp_path / "repo").mkdir()
+    monkeypatch.chdir(tmp_path / "repo")
+    result = import_beir(Path("../shared/collections/tiny"), "tiny", license_text=LICENSE, to=Path("corpora"))
+    readme = (result.folder / "README.md").read_text()
+    assert "sitegen import beir ../shared/collections/tiny --name tiny --split test --to corpora " in readme
+    # the first paragraph, which the corpus page shows above the collapsed README, names the source
+    first = readme.split("\n\n")[1]
+    assert first.startswith("Imported from `../shared/collections/tiny` (BEIR) by `sitegen import beir`")
+    assert str(tmp_path) not in readme
+
+
+def test_beir_quotes_and_hashes_the_source_readme(tmp_path: Path) -> None:
+    src = _beir(tmp_path / "src")
+    _write(src / "README.md", "# Tiny\n\nCollected by hand.\n\n## Licence\nFree for research.\n")
+    result = import_beir(src, "tiny", license_text=LICENSE, to=tmp_path / "c")
+    readme = (result.folder / "README.md").read_text()
+    assert f"| `README.md` | {(src / 'README.md').stat().st_size} | `{_sha(src / 'README.md')}` |" in readme
+    quoted = readme.split("## The source's README\n")[1]
+    assert "> ### Tiny\n>\n> Collected by hand.\n>\n> #### Licence\n> Free for research.\n" in quoted
+    assert load_corpus(result.folder).readme == readme
+
+
+def test_beir_without_a_readme_lists_only_its_data_files(tmp_path: Path) -> None:
+    result = import_beir(_beir(tmp_path / "src"), "tiny", license_text=LICENSE, to=tmp_path / "c")
+    readme = (result.folder / "README.md").read_text()
+    assert "`README.md`" not in readme and "## The source's README" not in readme
 
 
 def test_importers_read_jsonl_with_the_corpus_reader(tmp_path: Path) -> None:
