@@ -1346,6 +1346,8 @@ SIGNIFICANCE_SETTINGS: dict[str, Any] = {
     "alpha": 0.05,
     "min_differing": 10,
     "metrics": ["hit@1", "hit@5", "mrr@10", "ndcg@10"],
+    "power": 0.8,
+    "min_interval_questions": 20,
 }
 
 
@@ -1837,20 +1839,82 @@ def _close(got: Any, want: Any, tol: float) -> bool:
     return got == want
 
 
-def _sign_test_p(d: np.ndarray, seed: int, rounds: int) -> tuple[float, int, str]:
-    """The randomisation test as documented in experiments.py, written independently.
+# The fixed rules of the paired tests (sitegen.scoring.statistics), pinned here: which exact method a test uses,
+# how many Monte Carlo rounds a family needs, the power and the smallest sample given an interval.
+LATTICE = 2520  # lcm(1..10): hit, precision and mrr@k<=10 differences are whole multiples of 1/2520
+LATTICE_BUDGET = 1 << 26  # n * sum(|units|) up to which the lattice distribution is computed
+SPLIT_HALF_MAX = 44  # differing questions up to which all 2^n sign patterns are counted
+MC_FACTOR = 20  # Monte Carlo rounds >= 20 m / alpha
+MIN_INTERVAL_QUESTIONS = 20
+POWER = 0.8
+HEADLINE_METRIC = "ndcg@10"
+DETECTABLE_EXAMPLES = (0.02, 0.05)
 
-    Zero differences are dropped; with n left, 2**n <= rounds enumerates every sign pattern (itertools.product)
-    for the exact p = extreme / 2**n, else PCG64 seeded ``seed`` draws 0/1 signs in blocks of 1,000 rounds and
-    p = (extreme + 1) / (rounds + 1). A pattern is extreme when |sum(s d)| >= |sum(d)| - 1e-12.
-    """
+
+def _lattice_sign_p(units: list[int]) -> float:
+    """The exact sign-flip p of integer differences: the differences of one magnitude v, c of them, add
+    v * (c - 2j) with probability C(c, j) / 2^c; those distributions are convolved magnitude by magnitude."""
+    magnitudes = Counter(abs(u) for u in units if u)
+    total = sum(v * c for v, c in magnitudes.items())
+    observed = abs(sum(units))
+    if observed == 0:
+        return 1.0
+    dist = np.zeros(2 * total + 1)
+    dist[total] = 1.0
+    for v, c in sorted(magnitudes.items()):
+        mixed = np.zeros_like(dist)
+        for j in range(c + 1):
+            shift = v * (c - 2 * j)
+            weight = math.comb(c, j) / 2.0**c
+            if shift >= 0:
+                mixed[shift:] += weight * dist[: dist.size - shift]
+            else:
+                mixed[:shift] += weight * dist[-shift:]
+        dist = mixed
+    outside = [dist[i] for i in range(dist.size) if abs(i - total) >= observed]
+    return math.fsum(outside)
+
+
+def _pattern_sums(d: np.ndarray) -> np.ndarray:
+    """sum(s * d) for every sign pattern s, pattern t flipping difference i when bit i of t is set."""
+    out = np.empty(2 ** len(d))
+    bits = np.arange(len(d), dtype=np.int64)
+    for start in range(0, out.size, 1 << 16):
+        t = np.arange(start, min(start + (1 << 16), out.size), dtype=np.int64)
+        out[start : start + t.size] = (1.0 - 2.0 * ((t[:, None] >> bits) & 1)) @ d
+    return out
+
+
+def _sign_test_p(d: np.ndarray, seed: int, rounds: int) -> tuple[float, int, str, str]:
+    """The randomisation test as documented in sitegen/scoring/statistics.py, written independently.
+
+    Zero differences are dropped; with n left: differences that are whole multiples of 1/2520 (within 1e-6)
+    with n * sum(|d| * 2520) <= 2^26 get the exact lattice distribution; else n <= 44 counts all 2^n patterns
+    (the two halves' sums met in sorted order); else PCG64 seeded ``seed`` draws 0/1 signs in blocks of 1,000
+    rounds and p = (extreme + 1) / (rounds + 1). A pattern is extreme when |sum(s d)| >= |sum(d)| - 1e-12.
+    Returns (p, n, method, kind)."""
     d = np.array([x for x in d.tolist() if x != 0], dtype=np.float64)
     n = len(d)
+    if n == 0:
+        return 1.0, 0, "no question differs", "lattice"
+    scaled = d * LATTICE
+    units = [round(x) for x in scaled.tolist()]
+    on_lattice = all(abs(x - u) <= 1e-6 for x, u in zip(scaled.tolist(), units, strict=True))
+    if on_lattice and n * sum(abs(u) for u in units) <= LATTICE_BUDGET:
+        p = _lattice_sign_p(units)
+        return p, n, f"exact: the sign-flip distribution over {n} questions (lattice)", "lattice"
     observed = abs(math.fsum(d.tolist()))
-    if 2**n <= rounds:
-        patterns = np.array(list(itertools.product((1.0, -1.0), repeat=n)), dtype=np.float64).reshape(2**n, n)
-        extreme = int(np.count_nonzero(np.abs(patterns @ d) >= observed - 1e-12))
-        return extreme / 2**n, n, f"exact enumeration of 2^{n} = {2**n} sign patterns"
+    if n <= SPLIT_HALF_MAX:
+        if observed - 1e-12 <= 0:
+            return 1.0, n, f"exact: all 2^{n} sign patterns (split-half)", "split-half"
+        first = _pattern_sums(d[: n // 2])
+        second = np.sort(_pattern_sums(d[n // 2 :]))
+        extreme = 0
+        for start in range(0, first.size, 1 << 15):
+            x = first[start : start + (1 << 15)]
+            extreme += int(second.size * x.size - np.searchsorted(second, observed - 1e-12 - x, side="left").sum())
+            extreme += int(np.searchsorted(second, 1e-12 - observed - x, side="right").sum())
+        return extreme / 2**n, n, f"exact: all 2^{n} sign patterns (split-half)", "split-half"
     rng, extreme, done = np.random.default_rng(seed), 0, 0
     while done < rounds:
         block = min(1000, rounds - done)
@@ -1859,7 +1923,7 @@ def _sign_test_p(d: np.ndarray, seed: int, rounds: int) -> tuple[float, int, str
         flips -= 1.0
         extreme += int(np.count_nonzero(np.abs(flips @ d) >= observed - 1e-12))
         done += block
-    return (extreme + 1) / (rounds + 1), n, f"Monte Carlo, {rounds} rounds, seed {seed} (2^{n} patterns)"
+    return (extreme + 1) / (rounds + 1), n, f"Monte Carlo, {rounds} rounds, seed {seed} (2^{n} patterns)", "monte-carlo"
 
 
 _DRAWS_KEPT = 1 << 24  # bootstrap indices kept for reuse across pairs: 32 MB at most
@@ -1972,41 +2036,207 @@ def _wins_ties_losses(d: np.ndarray) -> dict[str, Any]:
     return out
 
 
-def _check_tukey(
-    compare: Callable[[str, Any, Any], None],
-    sig: dict[str, Any],
-    pairs: dict[tuple[str, str, str], dict[str, Any]],
-    rankers: list[str],
+def _maximal_cliques(items: list[str], apart: set[frozenset[str]]) -> list[list[str]]:
+    """Every maximal set of items no two of which are apart (Bron-Kerbosch, no pivot): the rank groups."""
+    found: list[list[str]] = []
+
+    def extend(clique: list[str], candidates: list[str], excluded: list[str]) -> None:
+        if not candidates and not excluded:
+            found.append(clique)
+            return
+        for item in list(candidates):
+            near = [c for c in candidates if c != item and frozenset((c, item)) not in apart]
+            far = [x for x in excluded if frozenset((x, item)) not in apart]
+            extend([*clique, item], near, far)
+            candidates = [c for c in candidates if c != item]
+            excluded = [*excluded, item]
+
+    if items:
+        extend([], list(items), [])
+    place = {item: i for i, item in enumerate(items)}
+    return sorted((sorted(c, key=place.__getitem__) for c in found), key=lambda c: [place[x] for x in c])
+
+
+def _letters(n: int) -> str:
+    alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    return alphabet[n] if n < len(alphabet) else f"g{n + 1}"
+
+
+def _z_sum(alpha: float, power: float) -> float:
+    from statistics import NormalDist
+
+    return NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
+
+
+def _expected_significance(
+    rows_of: dict[str, list[list[str]]],
     scores_of: Callable[[str, str], list[float]],
-    scored: list[str],
-) -> None:
-    """Adds the recomputed Tukey HSD p-values to ``pairs`` and compares the stored ``significance.tukey``."""
-    tukey = sig.get("tukey")
-    if not isinstance(tukey, dict):
-        compare("significance.tukey", tukey, "an object")
-        return
-    seed, rounds, alpha = (SIGNIFICANCE_SETTINGS[k] for k in ("seed", "rounds", "alpha"))
-    by_metric = {}
-    for metric in SIGNIFICANCE_SETTINGS["metrics"] if scored and len(rankers) > 1 else []:
-        x = np.array([scores_of(r, metric) for r in rankers], dtype=np.float64).T
-        p, method, exact = _tukey_p(x, seed, rounds)
-        mine = [w for (_, _, m), w in pairs.items() if m == metric]
+    questions: int,
+    correction: str,
+    unverified: set[str],
+) -> dict[str, Any]:
+    """significance as sitegen.scoring.significance documents it, recomputed: the distinct rows, the family and
+    its tests, the notes, Tukey over the rows, the detectable effects, the rank groups and the headline."""
+    seed, rounds, alpha, minimum = (SIGNIFICANCE_SETTINGS[k] for k in ("seed", "rounds", "alpha", "min_differing"))
+    metrics = SIGNIFICANCE_SETTINGS["metrics"]
+    shown = questions >= MIN_INTERVAL_QUESTIONS
+    pairs: list[dict[str, Any]] = []
+    for m in metrics:
+        reps = [r[0] for r in rows_of[m]]
+        for i, a in enumerate(reps):
+            for b in reps[i + 1 :]:
+                x, y = np.array(scores_of(a, m)), np.array(scores_of(b, m))
+                d = x - y
+                interval = _bootstrap_interval(d, seed, rounds) if shown else (None, None)
+                differing = int(np.count_nonzero(d))
+                pairs.append(
+                    {
+                        "a": a,
+                        "b": b,
+                        "metric": m,
+                        "mean_a": math.fsum(x.tolist()) / questions,
+                        "mean_b": math.fsum(y.tolist()) / questions,
+                        "difference": math.fsum(d.tolist()) / questions,
+                        "differing": differing,
+                        "tested": differing >= minimum,
+                        "method": None,
+                        "p_method": None,
+                        "p_value": None,
+                        "p_adjusted": None,
+                        "ci_low": interval[0],
+                        "ci_high": interval[1],
+                        "significant": None,
+                        "note": None,
+                        **_wins_ties_losses(d),
+                        "tukey_p": None,
+                        "tukey_significant": None,
+                    }
+                )
+    family = [w for w in pairs if w["tested"]]
+    size = len(family)
+    mc_rounds = max(rounds, math.ceil(MC_FACTOR * size / alpha))
+    for w in family:
+        d = np.array(scores_of(w["a"], w["metric"])) - np.array(scores_of(w["b"], w["metric"]))
+        w["p_value"], _, w["method"], w["p_method"] = _sign_test_p(d, seed, mc_rounds)
+    for w, adj in zip(family, _adjusted([w["p_value"] for w in family], correction), strict=True):
+        w["p_adjusted"], w["significant"] = adj, adj < alpha
+    name = _CORRECTION_NAMES[correction]
+    for w in pairs:
+        if not w["tested"]:
+            w["note"] = (
+                f"too few questions to test: {w['differing']} of {questions} questions differ (minimum {minimum})"
+            )
+        elif w["ci_low"] is not None:
+            outside = w["ci_low"] > 0 or w["ci_high"] < 0
+            if outside and not w["significant"]:
+                w["note"] = (
+                    f"the 95% interval excludes 0 but the test, corrected for {size} comparisons ({name}), does "
+                    f"not reject at {alpha}: the interval is not corrected for the family"
+                )
+            elif w["significant"] and not outside:
+                w["note"] = (
+                    f"the test, corrected for {size} comparisons ({name}), rejects at {alpha} but the 95% "
+                    "interval includes 0: the interval resamples questions, the test flips signs"
+                )
+    tukey = {}
+    for m in metrics:
+        reps = [r[0] for r in rows_of[m]]
+        if len(reps) < 2:
+            continue
+        p, method, exact = _tukey_p(np.array([scores_of(r, m) for r in reps], dtype=np.float64).T, seed, rounds)
+        mine = [w for w in pairs if w["metric"] == m]
         for w in mine:
-            w["tukey_p"] = float(p[rankers.index(w["a"]), rankers.index(w["b"])])
+            w["tukey_p"] = float(p[reps.index(w["a"]), reps.index(w["b"])])
             w["tukey_significant"] = w["tukey_p"] < alpha
-        by_metric[metric] = {
+        tukey[m] = {
             "method": method,
             "exact": exact,
             "pairs": len(mine),
             "significant": sum(bool(w["tukey_significant"]) for w in mine),
             "adjusted_significant": sum(bool(w["significant"]) for w in mine),
         }
-    compare("significance.tukey.by_metric", tukey.get("by_metric"), by_metric)
-    compare(
-        "significance.tukey.rounds/seed/alpha",
-        [tukey.get("rounds"), tukey.get("seed"), tukey.get("alpha")],
-        [rounds, seed, alpha],
-    )
+    per_test = alpha / max(1, size)
+    detectable: dict[str, Any] = {}
+    groups: dict[str, Any] = {}
+    for m in metrics:
+        reps = [r[0] for r in rows_of[m]]
+        detectable[m] = None
+        if len(reps) >= 2 and questions >= 2:
+            spread = []
+            for i, a in enumerate(reps):
+                for b in reps[i + 1 :]:
+                    d = (np.array(scores_of(a, m)) - np.array(scores_of(b, m))).tolist()
+                    mu = math.fsum(d) / len(d)
+                    spread.append(math.fsum((v - mu) ** 2 for v in d) / (len(d) - 1))
+            sd = math.sqrt(math.fsum(spread) / len(spread))
+            z = _z_sum(per_test, POWER)
+            detectable[m] = {
+                "sd": sd,
+                "alpha_per_test": per_test,
+                "mde": z * sd / math.sqrt(questions),
+                "questions_for": {f"{e:g}": max(1, math.ceil((z * sd / e) ** 2 - 1e-9)) for e in DETECTABLE_EXAMPLES},
+            }
+        if not reps:
+            continue
+        mean = {r: math.fsum(scores_of(r, m)) / questions for r in reps}
+        members = {r[0]: r for r in rows_of[m]}
+        checked = {r: any(x not in unverified for x in members[r]) for r in reps}
+        order = sorted(reps, key=lambda r: (not checked[r], -mean[r], reps.index(r)))
+        apart = {frozenset((w["a"], w["b"])) for w in pairs if w["metric"] == m and w["significant"]}
+        cliques = _maximal_cliques(order, apart)
+        table = []
+        for r in order:
+            ci = _bootstrap_interval(np.array(scores_of(r, m)), seed, rounds) if shown else (None, None)
+            table.append(
+                {
+                    "rankers": members[r],
+                    "mean": mean[r],
+                    "ci_low": ci[0],
+                    "ci_high": ci[1],
+                    "verified": checked[r],
+                    "letters": "".join(_letters(i) for i, c in enumerate(cliques) if r in c),
+                }
+            )
+        as_rows = [[order.index(r) for r in c] for c in cliques]
+        groups[m] = {
+            "rows": table,
+            "groups": as_rows,
+            "best_alone": len(order) > 1 and all(len(c) == 1 for c in as_rows if 0 in c),
+        }
+    headline = None
+    top = groups.get(HEADLINE_METRIC)
+    if top is not None and len(top["rows"]) >= 2:
+        first, second = top["rows"][0]["rankers"][0], top["rows"][1]["rankers"][0]
+        d = np.array(scores_of(first, HEADLINE_METRIC)) - np.array(scores_of(second, HEADLINE_METRIC))
+        ci = _bootstrap_interval(d, seed, rounds) if shown else (None, None)
+        test = next(w for w in pairs if w["metric"] == HEADLINE_METRIC and {w["a"], w["b"]} == {first, second})
+        headline = {
+            "metric": HEADLINE_METRIC,
+            "leader": 0,
+            "runner_up": 1,
+            "difference": math.fsum(d.tolist()) / questions,
+            "ci_low": ci[0],
+            "ci_high": ci[1],
+            "tested": test["tested"],
+            "p_adjusted": test["p_adjusted"],
+            "significant": test["significant"],
+            "same_group": any(0 in c and 1 in c for c in top["groups"]),
+            "mde": detectable[HEADLINE_METRIC]["mde"] if detectable.get(HEADLINE_METRIC) else None,
+        }
+    return {
+        "pairs": pairs,
+        "family": {"tests": len(pairs), "excluded": len(pairs) - size, "size": size},
+        "monte_carlo_rounds": mc_rounds,
+        "intervals": shown,
+        "methods": {k: sum(1 for w in family if w["p_method"] == k) for k in ("lattice", "split-half", "monte-carlo")},
+        "identical": {m: [r for r in rows_of[m] if len(r) > 1] for m in metrics},
+        "significant_uncorrected": sum(w["p_value"] < alpha for w in family),
+        "significant_adjusted": sum(bool(w["significant"]) for w in family),
+        "tukey": tukey,
+        "detectable": detectable,
+        "groups": groups,
+        "headline": headline,
+    }
 
 
 def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
@@ -2093,7 +2323,7 @@ def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
                 compare(f"sweeps.{fusion}.{sweep}.rows[{n}].overall", row["overall"], want)
             result = heldout["results"][fusion][sweep]
             default = next(n for n, r in enumerate(data["rows"]) if r["value"] == result["folds"][0]["default"])
-            wins = 0
+            wins = significant_folds = 0
             for n, fold in enumerate(result["folds"]):
                 tune, test = folds[fold["tune_on"]], folds[fold["test_on"]]
                 sel = [mean([f[selection][q] for q in tune]) for f in per_setting]
@@ -2111,6 +2341,15 @@ def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
                 compare(f"{label}.dense_ranker", fold.get("dense_ranker"), alone)
                 compare(f"{label}.scores", fold["scores"], want_scores)
                 compare(f"{label}.tuned_beats_default", fold["tuned_beats_default"], beats)
+                held = {"test_size": len(test), "p_value": None, "p_method": None, "significant": None}
+                if test:  # the tuned setting against the default on the held-out questions, one test per fold
+                    d = np.array([per_setting[chosen][selection][q] - per_setting[default][selection][q] for q in test])
+                    alpha = SIGNIFICANCE_SETTINGS["alpha"]
+                    mc = max(SIGNIFICANCE_SETTINGS["rounds"], math.ceil(MC_FACTOR / alpha))
+                    p, _, _, kind = _sign_test_p(d, seed, mc)
+                    held.update(p_value=p, p_method=kind, significant=p < alpha)
+                significant_folds += bool(held["significant"])
+                compare(f"{label} held-out test", {k: fold.get(k) for k in held}, held)
                 size, count = len(tune), len(data["rows"])
                 small = size < count
                 compare(f"{label}.tune_size", fold.get("tune_size"), size)
@@ -2123,85 +2362,58 @@ def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
                     f"{note} it chooses among: the choice is not evidence" if small else None,
                 )
             compare(f"heldout.{fusion}.{sweep}.tuned_beats_default_in", result["tuned_beats_default_in"], wins)
+            compare(f"heldout.{fusion}.{sweep}.significant_in", result.get("significant_in"), significant_folds)
 
     sig = stored.get("significance", {})
     for key, want in SIGNIFICANCE_SETTINGS.items():  # the settings are this file's, whatever the bundle says
         compare(f"significance.{key}", sig.get(key), want)
-    rounds, alpha, minimum = (SIGNIFICANCE_SETTINGS[k] for k in ("rounds", "alpha", "min_differing"))
     sig_metrics = SIGNIFICANCE_SETTINGS["metrics"]
     config_rel = f"evidence/{corpus}/inputs/sitegen.json"
     config = bundle.json(config_rel) if (bundle.site / config_rel).is_file() else {}
     correction = config.get("significance", {}).get("correction", "holm")
-    names = {"holm": "Holm-Bonferroni", "bh": "Benjamini-Hochberg"}
-    pairs = {}
-    for pair in sig.get("pairs", []):
-        a = np.array(scores_of(pair["a"], pair["metric"]))
-        b = np.array(scores_of(pair["b"], pair["metric"]))
-        d = a - b
-        p, differing, method = _sign_test_p(d, seed, rounds)
-        low, high = _bootstrap_interval(d, seed, rounds)
-        tested = differing >= minimum
-        pairs[(pair["a"], pair["b"], pair["metric"])] = {
-            "a": pair["a"],
-            "b": pair["b"],
-            "metric": pair["metric"],
-            "mean_a": mean(list(a)),
-            "mean_b": mean(list(b)),
-            "difference": mean(list(d)),
-            "differing": differing,
-            "tested": tested,
-            "method": method if tested else None,
-            "p_value": p if tested else None,
-            "p_adjusted": None,
-            "ci_low": low,
-            "ci_high": high,
-            "significant": None,
-            "note": None,
-            **_wins_ties_losses(d),
-            "tukey_p": None,
-            "tukey_significant": None,
-        }
-    family = [w for w in pairs.values() if w["tested"]]
-    for w, adj in zip(family, _adjusted([w["p_value"] for w in family], correction), strict=True):
-        w["p_adjusted"], w["significant"] = adj, adj < alpha
-    for w in pairs.values():
-        outside = w["ci_low"] > 0 or w["ci_high"] < 0
-        if not w["tested"]:
-            w["note"] = (
-                f"too few questions to test: {w['differing']} of {len(scored)} questions differ (minimum {minimum})"
-            )
-        elif outside and not w["significant"]:
-            w["note"] = (
-                f"the 95% interval excludes 0 but the test, corrected for {len(family)} comparisons "
-                f"({names[correction]}), does not reject at {alpha}: the interval is not corrected for the family"
-            )
-        elif w["significant"] and not outside:
-            w["note"] = (
-                f"the test, corrected for {len(family)} comparisons ({names[correction]}), rejects at {alpha} but "
-                "the 95% interval includes 0: the interval resamples questions, the test flips signs"
-            )
-    _check_tukey(compare, sig, pairs, rankers, scores_of, scored)
-    for n, pair in enumerate(sig.get("pairs", [])):
-        want = pairs[(pair["a"], pair["b"], pair["metric"])]
-        compare(f"significance.pairs[{n}] ({pair['a']} vs {pair['b']}, {pair['metric']})", pair, want)
+    rows_of: dict[str, list[list[str]]] = {}
+    for m in sig_metrics:  # rankers with equal per-question values are one row, the first named standing for it
+        found: dict[tuple[float, ...], list[str]] = {}
+        for r in rankers if scored else []:
+            found.setdefault(tuple(scores_of(r, m)), []).append(r)
+        rows_of[m] = list(found.values())
+    unverified = set(unverified_rankers(bundle, corpus, rankers))
+    want_sig = _expected_significance(rows_of, scores_of, len(scored), correction, unverified)
+    stored_pairs = sig.get("pairs", [])
+    keys = [(w["a"], w["b"], w["metric"]) for w in want_sig["pairs"]]
+    if [(p.get("a"), p.get("b"), p.get("metric")) for p in stored_pairs] != keys:
+        check.fail(
+            f"{rel}: significance.pairs cover {len(stored_pairs)} comparisons, expected {len(keys)}: every pair "
+            "of distinct rows (identical rankers merged) x metric, in order"
+        )
+    else:
+        for n, (pair, want) in enumerate(zip(stored_pairs, want_sig["pairs"], strict=True)):
+            compare(f"significance.pairs[{n}] ({pair['a']} vs {pair['b']}, {pair['metric']})", pair, want)
     compare("significance.correction", sig.get("correction"), correction)
-    compare("significance.correction_name", sig.get("correction_name"), names.get(correction))
-    tests = len(pairs)
+    compare("significance.correction_name", sig.get("correction_name"), _CORRECTION_NAMES.get(correction))
     compare(
         "significance.family counts",
         {k: sig.get("family", {}).get(k) for k in ("tests", "excluded", "size")},
-        {"tests": tests, "excluded": tests - len(family), "size": len(family)},
+        want_sig["family"],
     )
     compare(
         "significance counts",
         [sig.get("significant_uncorrected"), sig.get("significant_adjusted")],
-        [sum(w["p_value"] < alpha for w in family), sum(bool(w["significant"]) for w in family)],
+        [want_sig["significant_uncorrected"], want_sig["significant_adjusted"]],
     )
-    expected_pairs = {(a, b, m) for i, a in enumerate(rankers) for b in rankers[i + 1 :] for m in sig_metrics}
-    if not scored:
-        expected_pairs = set()
-    if set(pairs) != expected_pairs:
-        check.fail(f"{rel}: significance.pairs cover {len(pairs)} comparisons, expected every pair x metric")
+    for key in ("monte_carlo_rounds", "intervals", "methods", "identical", "detectable", "groups", "headline"):
+        compare(f"significance.{key}", sig.get(key), want_sig[key])
+    tukey = sig.get("tukey") if isinstance(sig.get("tukey"), dict) else {}
+    compare("significance.tukey.by_metric", tukey.get("by_metric"), want_sig["tukey"])
+    compare(
+        "significance.tukey.rounds/seed/alpha",
+        [tukey.get("rounds"), tukey.get("seed"), tukey.get("alpha")],
+        [SIGNIFICANCE_SETTINGS[k] for k in ("rounds", "seed", "alpha")],
+    )
+    pairs = {(w["a"], w["b"], w["metric"]): w for w in want_sig["pairs"]}
+
+    def row_of(ranker: str, m: str) -> str:
+        return next((r[0] for r in rows_of[m] if ranker in r), ranker)
 
     config_rel = f"evidence/{corpus}/inputs/sitegen.json"
     configured = config.get("ablation")
@@ -2229,16 +2441,18 @@ def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
             "delta": None,
             "p_adjusted": None,
             "significant": None,
+            "identical": None,
             "overall": {m: mean(scores_of(r, m)) for m in sig_metrics},
         }
         if prev is not None:
             row["delta"] = {
                 m: mean([x - y for x, y in zip(scores_of(r, m), scores_of(prev, m), strict=True)]) for m in sig_metrics
             }
-            found = {m: pairs.get((r, prev, m)) or pairs.get((prev, r, m)) for m in sig_metrics}
-            if all(found.values()):
-                row["p_adjusted"] = {m: f["p_adjusted"] for m, f in found.items()}
-                row["significant"] = {m: f["significant"] for m, f in found.items()}
+            ends = {m: (row_of(r, m), row_of(prev, m)) for m in sig_metrics}
+            found = {m: pairs.get((a, b, m)) or pairs.get((b, a, m)) for m, (a, b) in ends.items()}
+            row["identical"] = {m: a == b for m, (a, b) in ends.items()}
+            row["p_adjusted"] = {m: f["p_adjusted"] if f else None for m, f in found.items()}
+            row["significant"] = {m: f["significant"] if f else None for m, f in found.items()}
         rows.append(row)
     compare("ablation.rows", stored.get("ablation", {}).get("rows"), rows)
 
@@ -3083,7 +3297,7 @@ def check_changes(check: Check, bundle: Bundle, corpus: str) -> str:
             before = [float(before_q[q][name]) for q in questions]
             after = [float(now_q[q][name]) for q in questions]
             d = np.array(after, dtype=np.float64) - np.array(before, dtype=np.float64)
-            p, differing, _ = _sign_test_p(d, seed, rounds)
+            p, differing, *_ = _sign_test_p(d, seed, rounds)
             tested = differing >= minimum
             rows.append(
                 {

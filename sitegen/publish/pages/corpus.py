@@ -7,7 +7,7 @@ from typing import Any
 
 from sitegen import wording
 from sitegen.publish.pages.base import Page, Site, format_score, setting_label
-from sitegen.publish.pages.view import TABLE_METRICS, CorpusView, hits, metric_table
+from sitegen.publish.pages.view import TABLE_METRICS, CorpusView, hits, metric_table, row_label
 from sitegen.publish.plots import grouped_bar_svg, line_svg
 
 __all__ = ["PROMPT_FENCE", "PROMPT_PREAMBLE", "corpus_pages"]
@@ -120,9 +120,13 @@ def _experiments_context(c: CorpusView, site: Site) -> dict[str, Any] | None:
     matrices = []
     for metric in significance["metrics"]:
         cells = {(p["a"], p["b"]): p for p in significance["pairs"] if p["metric"] == metric}
-        rows = [{"ranker": a, "cells": [cells.get((a, b)) for b in c.rankers]} for a in c.rankers]
+        merged = {c_[0]: c_ for c_ in significance["identical"][metric]}
+        inside = {r for c_ in merged.values() for r in c_[1:]}
+        heads = [r for r in c.rankers if r not in inside]
+        labels = {r: row_label(merged.get(r, [r])) for r in heads}
+        rows = [{"ranker": labels[a], "cells": [cells.get((a, b)) for b in heads]} for a in heads]
         tukey = significance.get("tukey", {}).get("by_metric", {}).get(metric)
-        matrices.append({"metric": metric, "rows": rows, "tukey": tukey})
+        matrices.append({"metric": metric, "rows": rows, "columns": [labels[r] for r in heads], "tukey": tukey})
     significant = [p for p in significance["pairs"] if p.get("tested") and p.get("significant")]
     return {
         "data": experiments,

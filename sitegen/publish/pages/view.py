@@ -3,7 +3,7 @@ with where its pages lie and its README as HTML, and the tables more than one pa
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,9 @@ __all__ = [
     "basis_badge",
     "hits",
     "metric_table",
+    "rank_letters",
     "read_view",
+    "row_label",
 ]
 
 HEADLINE_METRICS = ("hit@1", "hit@5", "mrr@10", "ndcg@10")
@@ -103,32 +105,50 @@ def hits(c: CorpusView, ranker: str, query_id: str, top: int) -> list[dict[str, 
     return rows
 
 
+def rank_letters(c: CorpusEvidence) -> dict[str, dict[str, Any]]:
+    """Per tested metric: each ranker's group letters, and the rankers of the leading row when its group holds
+    no other row (the only cells a table puts in bold). From experiments.json's ``significance.groups``."""
+    groups = (c.experiments or {}).get("significance", {}).get("groups") or {}
+    found: dict[str, dict[str, Any]] = {}
+    for metric, table in groups.items():
+        letters = {r: row["letters"] for row in table["rows"] for r in row["rankers"]}
+        best = set(table["rows"][0]["rankers"]) if table["best_alone"] else set()
+        found[metric] = {"letters": letters, "best": best}
+    return found
+
+
+def row_label(rankers: Sequence[str]) -> str:
+    """Rankers merged as identical, named once: ``dense ≡ pg-vector``."""
+    return " \u2261 ".join(rankers)
+
+
 def metric_table(c: CorpusView, kind: str | None, metrics: tuple[str, ...]) -> dict[str, Any]:
-    """A ranker x metric table (overall, or for one question kind) with counts for hit@k and the best values
-    marked."""
+    """A ranker x metric table (overall, or for one question kind) with counts for hit@k. Overall, each tested
+    metric's cell carries the ranker's rank-group letters, and the leading value is bold only when its group
+    holds no other row; every other column (and every per-kind table, which has no tests) marks its highest
+    verified value with a dagger only: highest, not shown to be better."""
     report = c.report
     if kind is None:
         n, counts, best = report["questions"]["overall"], report["hit_counts"]["overall"], report["best"]["overall"]
-        clear = report["best_clear"]["overall"]
     else:
         n = report["questions"]["by_kind"][kind]
         counts, best = report["hit_counts"]["by_kind"][kind], report["best"]["by_kind"][kind]
-        clear = report["best_clear"]["by_kind"][kind]
+    groups = rank_letters(c) if kind is None else {}
     rows = []
     for ranker in c.rankers:
         values = c.metrics[ranker]["overall"] if kind is None else c.metrics[ranker]["by_kind"][kind]
         cells = []
         for m in metrics:
             count = counts[ranker].get(m)
+            tested = groups.get(m)
             cells.append(
                 {
                     "value": values[m],
                     "count": Markup("{}/{}").format(count, n) if count is not None else None,
-                    # bold only for a lead of more than one question; a narrower lead is marked with a caution,
-                    # and a column where every ranker ties is not marked at all
-                    "best": ranker in best[m] and clear[m],
-                    "close": ranker in best[m] and not clear[m] and len(best[m]) < len(c.rankers),
+                    "letters": tested["letters"].get(ranker) if tested else None,
+                    "best": bool(tested) and ranker in tested["best"],
+                    "close": not tested and ranker in best[m] and len(best[m]) < len(c.rankers),
                 }
             )
         rows.append({"ranker": ranker, "cells": cells, "badge": basis_badge(c, ranker)})
-    return {"metrics": metrics, "rows": rows, "n": n, "kind": kind}
+    return {"metrics": metrics, "rows": rows, "n": n, "kind": kind, "grouped": bool(groups)}

@@ -12,21 +12,20 @@ import numpy as np
 import pytest
 
 import sitegen.scoring.experiments as experiments_module
+import sitegen.scoring.statistics as statistics_module
 from sitegen.build import BuildOptions, build_site
 from sitegen.errors import CorpusError
 from sitegen.inputs.corpus import load_corpus
 from sitegen.publish.evidence import read_run
 from sitegen.rankers import RANKERS
-from sitegen.scoring.experiments import (
-    ExperimentSettings,
+from sitegen.scoring.experiments import ExperimentSettings, run_experiments, stratified_two_fold_split
+from sitegen.scoring.statistics import (
     adjust_p_values,
     paired_bootstrap_ci,
     paired_effect,
     paired_permutation_test,
     paired_randomisation_test,
     randomised_tukey_hsd,
-    run_experiments,
-    stratified_two_fold_split,
 )
 from tests.helpers import FakeEmbeddingModel, write_corpus
 
@@ -39,7 +38,7 @@ def test_identical_rankers_have_p_one_and_a_zero_width_interval() -> None:
 
 def test_one_ranker_right_everywhere_and_the_other_nowhere_has_p_near_zero() -> None:
     p = paired_permutation_test([1.0] * 60, [0.0] * 60, seed=1, rounds=10_000)
-    assert p == pytest.approx(1 / 10_001)
+    assert p == 2 / 2**60  # exact: only the observed pattern and its mirror image are as extreme
     assert paired_bootstrap_ci([1.0] * 60, [0.0] * 60, seed=1, rounds=1000) == (1.0, 1.0)
 
 
@@ -198,7 +197,7 @@ def test_small_samples_get_the_exact_p_value_of_full_enumeration(seed: int) -> N
     d = (a - b).tolist()
     assert result.exact and result.differing == sum(1 for x in d if x != 0)
     assert result.p_value == float(_brute_force_p(d))
-    assert result.method.startswith("exact enumeration of 2^")
+    assert result.kind == "lattice"  # quarters: whole multiples of 1/2520
 
 
 def test_exact_p_counts_sign_patterns_not_random_rounds() -> None:
@@ -208,8 +207,9 @@ def test_exact_p_counts_sign_patterns_not_random_rounds() -> None:
 
 
 def test_monte_carlo_p_is_b_plus_one_over_r_plus_one_and_never_zero() -> None:
-    result = paired_randomisation_test([1.0] * 60, [0.0] * 60, seed=1, rounds=999)
-    assert not result.exact and result.p_value == 1 / 1000
+    a = [1.0 + q * 2**0.5 / 1000 for q in range(60)]  # off the lattice and more than 44 differing: Monte Carlo
+    result = paired_randomisation_test(a, [0.0] * 60, seed=1, rounds=999)
+    assert not result.exact and result.kind == "monte-carlo" and result.p_value == 1 / 1000
     assert result.method == "Monte Carlo, 999 rounds, seed 1 (2^60 patterns)"
 
 
@@ -260,8 +260,6 @@ def test_a_corpus_whose_questions_are_all_unanswerable_is_a_result_not_a_crash(t
     ("case", "rankings"),
     [
         ("single question", {"x": {"q1": ["d1"]}, "y": {"q1": ["d2"]}}),
-        ("identical runs", {"x": {"q1": ["d1"], "q2": ["d3"]}, "y": {"q1": ["d1"], "q2": ["d3"]}}),
-        ("all-equal scores", {"x": {"q1": ["d4"], "q2": ["d4"]}, "y": {"q1": [], "q2": ["d1"]}}),
     ],
 )
 def test_too_few_differing_questions_say_so_instead_of_a_p_value(tmp_path: Path, case: str, rankings: dict) -> None:
@@ -280,6 +278,17 @@ def test_too_few_differing_questions_say_so_instead_of_a_p_value(tmp_path: Path,
             assert all(f["too_small"] and "fewer than the 5 settings" in f["note"] for f in sweep["folds"])
 
 
+def test_identical_rankers_are_one_row_and_no_test(tmp_path: Path) -> None:
+    queries = [{"_id": "q1", "text": "refund", "kind": "p"}, {"_id": "q2", "text": "E4012", "kind": "c"}]
+    rankings = {"x": {"q1": ["d1"], "q2": ["d3"]}, "y": {"q1": ["d1"], "q2": ["d3"]}, "z": {"q1": ["d2"]}}
+    folder = write_corpus(tmp_path / "c", queries=queries, qrels=[("q1", "d1", 1), ("q2", "d3", 1)])
+    sig = _rankings_run(folder, rankings)["significance"]
+    assert sig["identical"] == {m: [["x", "y"]] for m in sig["metrics"]}
+    assert {(p["a"], p["b"]) for p in sig["pairs"]} == {("x", "z")}  # y is x's row: no x-y or y-z test
+    assert sig["family"]["tests"] == 4 and "merged as identical" in sig["family"]["description"]
+    assert [r["rankers"] for r in sig["groups"]["ndcg@10"]["rows"]] == [["x", "y"], ["z"]]
+
+
 def _differing_runs(n: int, wins: int) -> tuple[list[dict], list[tuple[str, str, int]], dict]:
     queries = [{"_id": f"q{i}", "text": f"question {i}", "kind": "k"} for i in range(n)]
     qrels = [(f"q{i}", "d1", 1) for i in range(n)]
@@ -294,29 +303,36 @@ def test_significance_is_decided_on_adjusted_p_values_and_names_its_family(tmp_p
     result = _rankings_run(folder, rankings, ExperimentSettings(rounds=10_000))
     sig = result["significance"]
     assert sig["correction"] == "holm" and sig["family"]["size"] == 4
-    assert sig["family"]["description"] == "c, all pairs of 2 rankers x 4 metrics = 4 tests"
+    assert sig["family"]["description"] == "c: every pair of distinct rows on each of 4 metrics, 4 tests, so m = 4"
     tested = [p for p in sig["pairs"] if p["tested"]]
     assert [p["p_adjusted"] for p in tested] == adjust_p_values([p["p_value"] for p in tested], "holm")
     for pair in tested:
         assert pair["significant"] == (pair["p_adjusted"] < sig["alpha"])
-        assert pair["method"] == "exact enumeration of 2^12 = 4096 sign patterns"
+        assert pair["method"] == "exact: the sign-flip distribution over 12 questions (lattice)"
+        assert pair["p_value"] == 2 / 2**12
 
 
 def test_interval_excluding_zero_without_a_corrected_rejection_is_explained(tmp_path: Path) -> None:
-    # 10 of 10 differing questions won: raw p = 2/1024, but the interval is (1, 1); with enough comparisons the
-    # corrected test does not reject, and the page must say why beside the interval.
-    queries, qrels, rankings = _differing_runs(10, 10)
-    for extra in ("z1", "z2", "z3", "z4", "z5", "z6"):
-        rankings[extra] = rankings["y"]
+    # 24 questions, x wins 9 and loses 1: exact p = 22/1024 per metric, Holm over 4 tests 0.086, while the
+    # bootstrap interval of the mean difference (8/24) excludes 0; the page must say why beside the interval.
+    queries, qrels, rankings = _differing_runs(24, 9)
+    rankings["x"]["q9"], rankings["y"]["q9"] = ["d2"], ["d1"]
     folder = write_corpus(tmp_path / "c", queries=queries, qrels=qrels)
     result = _rankings_run(folder, rankings, ExperimentSettings(rounds=10_000))
-    explained = [
-        p
-        for p in result["significance"]["pairs"]
-        if p["tested"] and (p["ci_low"] > 0 or p["ci_high"] < 0) and not p["significant"]
-    ]
-    assert explained
+    pairs = result["significance"]["pairs"]
+    assert [p["p_value"] for p in pairs] == [22 / 1024] * 4
+    explained = [p for p in pairs if p["tested"] and (p["ci_low"] > 0 or p["ci_high"] < 0) and not p["significant"]]
+    assert len(explained) == 4
     assert all("interval excludes 0 but the test, corrected for" in p["note"] for p in explained)
+
+
+def test_fewer_than_twenty_questions_get_no_bootstrap_interval(tmp_path: Path) -> None:
+    queries, qrels, rankings = _differing_runs(19, 12)
+    result = _rankings_run(write_corpus(tmp_path / "c", queries=queries, qrels=qrels), rankings)
+    sig = result["significance"]
+    assert not sig["intervals"] and all(p["ci_low"] is None and p["ci_high"] is None for p in sig["pairs"])
+    assert all(row["ci_low"] is None for g in sig["groups"].values() for row in g["rows"])
+    assert sig["headline"]["ci_low"] is None and sig["headline"]["significant"]
 
 
 def test_benjamini_hochberg_is_chosen_in_sitegen_json(tmp_path: Path) -> None:
@@ -407,7 +423,7 @@ def test_tukey_monte_carlo_is_reproducible_from_the_seed_and_independent_of_the_
     first = randomised_tukey_hsd(x, seed=9, rounds=700)
     assert not first.exact and "seed 9" in first.method
     assert (first.p_values == randomised_tukey_hsd(x, seed=9, rounds=700).p_values).all()
-    monkeypatch.setattr(experiments_module, "TUKEY_BLOCK_VALUES", 7 * 40 * 5 + 3)  # 7-round blocks, a short last
+    monkeypatch.setattr(statistics_module, "TUKEY_BLOCK_VALUES", 7 * 40 * 5 + 3)  # 7-round blocks, a short last
     assert (first.p_values == randomised_tukey_hsd(x, seed=9, rounds=700).p_values).all()
     assert (first.p_values != randomised_tukey_hsd(x, seed=10, rounds=700).p_values).any()
     assert first.p_values.min() >= 1 / 701  # (b + 1) / (R + 1), never 0
@@ -437,13 +453,14 @@ def test_experiments_json_records_tukey_beside_the_corrected_tests_and_the_page_
     significance = json.loads((built / "evidence" / "tiny" / "experiments.json").read_text())["significance"]
     tukey = significance["tukey"]
     assert (tukey["rounds"], tukey["seed"]) == (significance["rounds"], significance["seed"])
-    assert set(tukey["by_metric"]) == set(significance["metrics"])
+    # one Tukey family per metric with at least two distinct rows (identical rankers are one row)
+    assert set(tukey["by_metric"]) == {m for m in significance["metrics"] if len(significance["groups"][m]["rows"]) > 1}
     for pair in significance["pairs"]:
         assert 0 < pair["tukey_p"] <= 1 and pair["tukey_significant"] == (pair["tukey_p"] < 0.05)
         assert pair["wins"] + pair["ties"] + pair["losses"] == significance_questions(built)
     page = (built / "corpora" / "tiny" / "index.html").read_text()
     assert "randomised Tukey HSD" in page and "W/T/L" in page and "d_z" in page
-    assert "family-wise error over all pairs of rankers on one metric" in page
+    assert "in the weak sense only" in page
 
 
 def significance_questions(built: Path) -> int:
