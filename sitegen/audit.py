@@ -1811,6 +1811,10 @@ def check_report(check: Check, bundle: Bundle, corpus: str) -> str:
             {"kind": k, "query_id": next((q for q in qids if q in disputed), qids[0])} for k, qids in kinds.items()
         ],
     }
+    want["failures"] = _expected_failures(bundle, corpus, rankers, scored, inputs)
+    judged = _expected_judged(bundle, corpus, rankers, scored, inputs)
+    if not _close(stored.get("judged"), judged, TOLERANCES["metric_absolute"]):
+        check.fail(f"{rel}: judged: stored {stored.get('judged')!r}, recomputed {judged!r}")
     for key, value in want.items():
         got = stored.get(key)
         if got == value:
@@ -1822,6 +1826,106 @@ def check_report(check: Check, bundle: Bundle, corpus: str) -> str:
         else:
             check.fail(f"{rel}: {key}: stored {got!r}, recomputed {value!r}")
     return f"{len(want)} tables recomputed for {len(scored)} questions and {len(rankers)} rankers"
+
+
+# What each verifier's lists are made of, for the failure taxonomy (sitegen.scoring.diagnostics.signal).
+SIGNAL_OF_VERIFIER = {
+    "okapi-bm25": "lexical",
+    "postgres-tsvector": "lexical",
+    "exact cosine": "dense",
+    "pgvector-hnsw": "dense",
+    "reciprocal rank fusion": "fusion",
+    "postgres-hybrid-sql": "fusion",
+    "external trec run": "other",
+}
+FAILURE_DEPTH = 10
+FAILURE_CLASSES = ("all-miss", "only-lexical", "only-dense", "every-family", "only-fusion", "other")
+JUDGED_DEPTH = 10
+JUDGED_GAP = 0.1
+
+
+def _expected_failures(bundle: Bundle, corpus: str, rankers: list[str], scored: list[str], inputs: Inputs) -> dict:
+    """report.json's failures: each scored question's class at k = 10 and what each fusion lost or rescued,
+    from the runs and this file's own table of what each verifier's lists are made of."""
+    signal = {}
+    for r in rankers:
+        try:
+            signal[r] = SIGNAL_OF_VERIFIER.get(expected_contract(bundle, corpus, r, bundle.run(corpus, r))[1], "other")
+        except AuditError:
+            signal[r] = "other"
+    top = {r: bundle.run(corpus, r)["queries"] for r in rankers}
+    questions, lost, rescued = {}, {}, {}
+    fusions = [r for r in rankers if signal[r] == "fusion"]
+    lost = {f: [] for f in fusions}
+    rescued = {f: [] for f in fusions}
+    for q in scored:
+        relevant = {d for d, g in inputs.qrels[q].items() if g > 0}
+        found = {r for r in rankers if any(h["doc_id"] in relevant for h in top[r].get(q, [])[:FAILURE_DEPTH])}
+        made_of = {signal[r] for r in found}
+        if not found:
+            questions[q] = "all-miss"
+        elif "lexical" in made_of and "dense" in made_of:
+            questions[q] = "every-family"
+        elif "lexical" in made_of or "dense" in made_of:
+            questions[q] = "only-lexical" if "lexical" in made_of else "only-dense"
+        else:
+            questions[q] = "only-fusion" if "fusion" in made_of else "other"
+        for f in fusions:
+            parts = [c for c in _components(bundle, corpus, f) if c in rankers]
+            if any(c in found for c in parts) and f not in found:
+                lost[f].append(q)
+            if not any(c in found for c in parts) and f in found:
+                rescued[f].append(q)
+    by_kind: dict[str, dict[str, int]] = {}
+    for q in scored:
+        counts = by_kind.setdefault(inputs.queries[q]["kind"], dict.fromkeys(FAILURE_CLASSES, 0))
+        counts[questions[q]] += 1
+    return {
+        "k": FAILURE_DEPTH,
+        "classes": list(FAILURE_CLASSES),
+        "signals": {s: [r for r in rankers if signal[r] == s] for s in ("lexical", "dense", "fusion", "other")},
+        "questions": questions,
+        "counts": {"overall": {c: list(questions.values()).count(c) for c in FAILURE_CLASSES}, "by_kind": by_kind},
+        "fusion_lost": lost,
+        "fusion_rescued": rescued,
+    }
+
+
+def _expected_judged(bundle: Bundle, corpus: str, rankers: list[str], scored: list[str], inputs: Inputs) -> dict:
+    """report.json's judged: judged@10 (judged passages in the top 10 over 10, grade 0 counted as judged), nDCG@10
+    and the condensed nDCG@10 (unjudged passages dropped before the cut), per ranker over the scored questions."""
+    rows = {}
+    for r in rankers:
+        queries = bundle.run(corpus, r)["queries"]
+        share, plain, condensed = [], [], []
+        for q in scored:
+            ids = [h["doc_id"] for h in sorted(queries.get(q, []), key=lambda h: h["rank"])]
+            grades = inputs.qrels[q]
+            share.append(len([d for d in ids[:JUDGED_DEPTH] if d in grades]) / JUDGED_DEPTH)
+            plain.append(metric(f"ndcg@{JUDGED_DEPTH}", ids, grades))
+            condensed.append(metric(f"ndcg@{JUDGED_DEPTH}", [d for d in ids if d in grades], grades))
+        n = len(scored)
+        rows[r] = {
+            "judged": math.fsum(share) / n if n else 0.0,
+            "ndcg": math.fsum(plain) / n if n else 0.0,
+            "ndcg_condensed": math.fsum(condensed) / n if n else 0.0,
+        }
+    highest = max((row["judged"] for row in rows.values()), default=0.0)
+    for row in rows.values():
+        row["low"] = highest - row["judged"] > JUDGED_GAP + 1e-12
+    sizes = [len(inputs.qrels[q]) for q in scored]
+    return {
+        "k": JUDGED_DEPTH,
+        "gap": JUDGED_GAP,
+        "questions": len(scored),
+        "per_question": {
+            "mean": math.fsum(sizes) / len(sizes) if sizes else 0.0,
+            "min": min(sizes, default=0),
+            "max": max(sizes, default=0),
+        },
+        "relevant": {q: sum(1 for g in inputs.qrels[q].values() if g > 0) for q in scored},
+        "rankers": rows,
+    }
 
 
 def _close(got: Any, want: Any, tol: float) -> bool:

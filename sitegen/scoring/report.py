@@ -15,7 +15,8 @@ Shape::
      "first_relevant_rank": {query_id: {ranker: rank or null}},
      "rank1_disagreements": [{"query_id", "kind", "right_at_1": [...], "wrong_at_1": [...]}],
      "wins_losses": {ranker: {"right_at_1", "only_right_at_1", "only_wrong_at_1"}},
-     "samples": [{"kind", "query_id"}], "sample_rule": str, "best_rule": str}
+     "samples": [{"kind", "query_id"}], "sample_rule": str, "best_rule": str,
+     "failures": {...}, "judged": {...}} (sitegen.scoring.diagnostics)
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 
 from sitegen.inputs.corpus import Corpus
 from sitegen.rankers.base import Basis, Contract, Family
+from sitegen.scoring.diagnostics import failure_taxonomy, judged_depth
 
 __all__ = [
     "BEST_RULE",
@@ -194,6 +196,8 @@ def derive_report(
         "rank1_disagreements": disagreements,
         "wins_losses": wins_losses,
         "samples": samples,
+        "failures": failure_taxonomy(corpus, rankings, {r: contracts[r] for r in rankers}),
+        "judged": judged_depth(corpus, rankings),
         "sample_rule": SAMPLE_RULE,
         "best_rule": BEST_RULE,
     }

@@ -351,6 +351,27 @@ def test_a_changed_rank_of_the_right_passage_is_caught(site: Path) -> None:
 
 
 @pytest.mark.parametrize(
+    ("where", "value", "label"),
+    [
+        (("failures", "counts", "overall", "all-miss"), 7, "failures.counts"),
+        (("failures", "questions", "q1"), "only-dense", "failures.questions"),
+        (("judged", "rankers", "bm25", "judged"), 0.75, "judged: stored"),
+        (("judged", "rankers", "dense", "ndcg_condensed"), 0.5, "judged: stored"),
+    ],
+)
+def test_a_changed_failure_class_count_or_judged_depth_is_caught(site: Path, where: tuple, value, label: str) -> None:
+    rel = "evidence/tiny/report.json"
+    report = load(site, rel)
+    node = report
+    for key in where[:-1]:
+        node = node[key]
+    node[where[-1]] = value
+    save(site, rel, report)
+    messages = failures(site)["report:tiny"]
+    assert any(m.startswith(f"{rel}: {label}") for m in messages), messages
+
+
+@pytest.mark.parametrize(
     ("where", "label"),
     [
         (("sweeps", "rrf-dense-bm25", "k", "rows", 0, "overall", "mrr@10"), "sweeps.rrf-dense-bm25.k.rows[0].overall"),

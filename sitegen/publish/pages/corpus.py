@@ -214,6 +214,25 @@ def _ranks_pages(c: CorpusView) -> list[Page]:
     ]
 
 
+def _failure_links(c: CorpusView) -> dict[str, Any]:
+    """The questions of each failure class, and each fusion's lost and rescued ones, as links to their pages."""
+    failures = c.report.get("failures")
+    if not failures:
+        return {"failure_members": {}, "fusion_links": {}}
+
+    def links(qids: Any) -> list[dict[str, str]]:
+        return [{"query_id": q, "href": c.pages.question(q)} for q in qids]
+
+    members = {
+        code: links(q for q, found in failures["questions"].items() if found == code) for code in failures["classes"]
+    }
+    fusions = {
+        f: {"lost": links(failures["fusion_lost"][f]), "rescued": links(failures["fusion_rescued"][f])}
+        for f in failures["fusion_lost"]
+    }
+    return {"failure_members": members, "fusion_links": fusions}
+
+
 def corpus_pages(c: CorpusView, site: Site) -> list[Page]:
     """The corpus page and its first-relevant-rank pages; plots are written to ``site`` as they are drawn."""
     report = c.report
@@ -259,6 +278,7 @@ def corpus_pages(c: CorpusView, site: Site) -> list[Page]:
         "chunk_plot": _chunk_plot(c, site),
         "setting_titles": c.setting_titles,
         "sample_rule": report["sample_rule"],
+        **_failure_links(c),
         "best_rule": report["best_rule"],
     }
     return [Page(c.pages.index, "corpus.html", context), *_ranks_pages(c)]

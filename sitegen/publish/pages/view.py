@@ -99,6 +99,7 @@ def hits(c: CorpusView, ranker: str, query_id: str, top: int) -> list[dict[str, 
                 "snippet": passage_snippet(doc) if doc else None,
                 "score": hit["score"],
                 "grade": grades.get(hit["doc_id"], 0),
+                "judged": hit["doc_id"] in grades,
                 "components": hit.get("components"),
             }
         )

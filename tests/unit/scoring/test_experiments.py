@@ -493,3 +493,20 @@ def test_default_ablation_rows_measure_each_ranker_against_its_baseline(tmp_path
     assert set(against_dense["delta"].values()) == {0.0}
     assert against_dense["overall"] == against_bm25["overall"] and any(against_bm25["delta"].values())
     assert ablation["source"].startswith("default: ")
+
+
+def test_pages_show_the_failure_classes_judged_depth_headline_and_detectable_effects(built: Path) -> None:
+    report = json.loads((built / "evidence" / "tiny" / "report.json").read_text())
+    page = (built / "corpora" / "tiny" / "index.html").read_text()
+    assert page.index('class="headline"') < page.index('id="overall"')  # the page opens with the headline
+    assert 'id="failures"' in page and 'id="judged"' in page and "Smallest true difference" in page
+    assert "report.json#/failures/counts/overall/all-miss" in page
+    assert "report.json#/judged/rankers/bm25/judged" in page
+    for qid, found in report["failures"]["questions"].items():
+        question = (built / "corpora" / "tiny" / "questions" / f"{qid}.html").read_text()
+        assert f"<strong>{found}</strong>" in question
+        assert 'class="unjudged"' in question  # d4 is in every top 10 and has no qrels line
+    index = (built / "index.html").read_text()
+    assert 'class="headline"' in index and "Smallest true difference" in index
+    assert "not a finding of no difference" in page or "cannot separate them" in page or "significant" in page
+    assert "cannot be told apart" not in page and "within what a few questions' luck" not in page
