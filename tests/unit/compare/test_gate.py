@@ -25,6 +25,8 @@ from sitegen.compare.gate import (
     expectations_from_metrics,
     format_result,
     judge,
+    load_gate,
+    one_question_tolerance,
     parse_gate,
     record_gate,
     summary_line,
@@ -160,9 +162,10 @@ def _regressed_copy(site: Path, tmp_path: Path, metric: str, drop: float) -> Pat
 def test_cli_check_of_an_injected_regression_exits_1_with_the_fail_line(site: Path, tmp_path: Path) -> None:
     gate = tmp_path / "gate.json"
     runner = CliRunner()
-    recorded = runner.invoke(cli, ["gate", "record", str(site), "--out", str(gate)])
+    recorded = runner.invoke(cli, ["gate", "record", str(site), "--out", str(gate), "--tolerance", "0.001"])
     assert recorded.exit_code == 0, recorded.output
     assert recorded.output.startswith(f"wrote {gate}: 25 checks (tiny), precision 4, tolerance 0.001")
+    assert json.loads(gate.read_text())["tolerance"] == {"rule": "fixed", "value": 0.001}
     expected = json.loads((site / "evidence" / "tiny" / "metrics.json").read_text())["bm25"]["overall"]["ndcg@10"]
     regressed = _regressed_copy(site, tmp_path, "ndcg@10", 0.05)
 
@@ -190,7 +193,7 @@ def test_cli_check_of_an_injected_regression_exits_1_with_the_fail_line(site: Pa
 
 def test_check_reports_ok_star_and_a_missing_ranker(site: Path, tmp_path: Path) -> None:
     gate = tmp_path / "gate.json"
-    record_gate(site, gate)
+    record_gate(site, gate, tolerance=0.001)
     data = json.loads(gate.read_text())
     data["checks"].append({**data["checks"][0], "ranker": "dense"})
     gate.write_text(json.dumps(data))
@@ -221,7 +224,9 @@ def test_committed_gate_file_is_well_formed_and_covers_the_committed_corpora() -
     gate = parse_gate((REPO / "corpora" / "gate.json").read_text(encoding="utf-8"), "corpora/gate.json")
     corpora = sorted(p.name for p in (REPO / "corpora").iterdir() if (p / "corpus.jsonl").is_file())
     assert sorted({e.corpus for e in gate.expectations}) == corpora
-    assert {(e.precision, e.tolerance) for e in gate.expectations} == {(4, 0.001)}
+    assert gate.tolerance is not None and gate.tolerance["rule"] == "one-question"
+    questions = gate.tolerance["questions"]
+    assert all(e.tolerance == one_question_tolerance(questions[e.corpus], e.precision) for e in gate.expectations)
     assert gate.inputs is not None and sorted(gate.inputs) == corpora
     for corpus, files in gate.inputs.items():  # the question sets the committed site was built from
         summary = json.loads((REPO / "site" / "evidence" / corpus / "corpus.json").read_text(encoding="utf-8"))
@@ -269,3 +274,26 @@ def test_a_gate_file_of_the_first_format_still_checks_metrics_and_says_it_record
     outcome = check_gate(gate, _site_from_other_questions(site, tmp_path))
     assert not outcome.failed and outcome.inputs_unrecorded
     assert "records no question set" in summary_line(outcome, "x")
+
+
+def test_default_tolerance_is_one_questions_effect_so_one_question_is_ok_and_two_are_not() -> None:
+    assert one_question_tolerance(76, 4) == 0.0133  # 1/76 = 0.01316 plus one unit for rounding, rounded up
+    assert one_question_tolerance(3, 4) == 0.3335 and one_question_tolerance(0, 4) == 0.0
+    expected = 0.5
+    for moved in (1, 2):
+        actual = expected - moved / 76
+        status = judge(expected, actual, precision=4, tolerance=one_question_tolerance(76, 4)).status
+        assert status == (OK if moved == 1 else FAIL), moved
+    # the old fixed default called the same one-question change OK* or worse
+    assert judge(expected, expected - 1 / 76, precision=4, tolerance=0.001).status == FAIL
+
+
+def test_a_recorded_gate_says_its_tolerance_follows_the_question_set(site: Path, tmp_path: Path) -> None:
+    gate = tmp_path / "gate.json"
+    recorded = record_gate(site, gate)
+    data = json.loads(gate.read_text())
+    assert data["tolerance"] == {"rule": "one-question", "questions": {"tiny": 3}}
+    assert {e.tolerance for e in recorded.expectations} == {one_question_tolerance(3, 4)}
+    assert load_gate(gate).tolerance == data["tolerance"]
+    one = _regressed_copy(site, tmp_path, "hit@1", 1 / 3)  # one of the three questions lost
+    assert {r.status for r in check_gate(gate, one).results} == {OK}
