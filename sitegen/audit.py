@@ -624,15 +624,27 @@ def rrf(lists: dict[str, list[str]], k: float, candidates: int | None, weights: 
     return fused, ranks
 
 
+MEASURES = ("hit", "recall", "precision", "mrr", "ndcg", "map", "rprec")
+DEFAULT_CUTOFFS = (1, 3, 5, 10, 20, 100)
+TIE_MEASURES = ("hit", "recall", "precision", "mrr", "ndcg")  # ties.json leaves MAP and R-precision out
+# Reported whatever a corpus's "metrics" setting says: the pages' tables, plots and experiments read them.
+REQUIRED_METRICS = ("hit@1", "hit@3", "hit@5", "hit@10", "recall@10", "precision@5", "mrr@10", "ndcg@10")
+
+
 def metric(name: str, ranking: list[str], grades: dict[str, int]) -> float:
-    """hit/recall/precision/mrr/ndcg@k with trec_eval's definitions; relevant means grade > 0."""
+    """hit/recall/precision/mrr/ndcg/map/rprec@k with trec_eval's definitions (map and Rprec with -M k);
+    relevant means grade > 0."""
     family, _, cut = name.partition("@")
-    if not cut.isdigit() or int(cut) < 1 or family not in ("hit", "recall", "precision", "mrr", "ndcg"):
+    if not cut.isdigit() or int(cut) < 1 or family not in MEASURES:
         raise AuditError(f"cannot verify metric {name!r}: unknown name")
     k = int(cut)
     relevant = {d for d, g in grades.items() if g > 0}
     top = ranking[:k]
     found = [r for r, d in enumerate(top, start=1) if d in relevant]
+    if family == "map":
+        return math.fsum((n + 1) / r for n, r in enumerate(found)) / len(relevant)
+    if family == "rprec":
+        return len([r for r in found if r <= len(relevant)]) / len(relevant)
     if family == "hit":
         return 1.0 if found else 0.0
     if family == "recall":
@@ -769,6 +781,23 @@ def check_inputs(check: Check, bundle: Bundle, corpus: str) -> str:
     return f"{len(inputs.doc_text)} passages, {len(inputs.queries)} questions, {inputs.judged_pairs} judged pairs"
 
 
+def configured_metrics(bundle: Bundle, corpus: str) -> list[str]:
+    """The metrics the corpus's inputs/sitegen.json asks for ("metrics": {"cutoffs", "measures"}), else every
+    measure at every default cut-off: what corpus.json and metrics.json must hold, whatever they say."""
+    config_rel = f"evidence/{corpus}/inputs/sitegen.json"
+    config = bundle.json(config_rel) if (bundle.site / config_rel).is_file() else {}
+    raw = config.get("metrics") or {}
+    cutoffs = raw.get("cutoffs", DEFAULT_CUTOFFS)
+    measures = raw.get("measures", MEASURES)
+    wanted = {f"{m}@{k}" for m in measures for k in cutoffs} | set(REQUIRED_METRICS)
+    return [
+        f"{m}@{k}"
+        for m in MEASURES
+        for k in range(1, max(int(n.split("@")[1]) for n in wanted) + 1)
+        if f"{m}@{k}" in wanted
+    ]
+
+
 def check_summary(check: Check, bundle: Bundle, corpus: str) -> str:
     rel = f"evidence/{corpus}/corpus.json"
     summary, inputs = bundle.json(rel), bundle.inputs(corpus)
@@ -784,6 +813,7 @@ def check_summary(check: Check, bundle: Bundle, corpus: str) -> str:
         "kinds": {k: sum(1 for q in qs if q["kind"] == k and q["answerable"]) for k in kinds},
         "kind_order": kinds,
         "embeddings": (bundle.site / "evidence" / corpus / "embeddings").is_dir(),
+        "metrics": configured_metrics(bundle, corpus),
     }
     for key, want in expected.items():
         if summary.get(key) != want:
@@ -852,7 +882,16 @@ def frozen_summary(bundle: Bundle, corpus: str) -> dict[str, Any] | None:
     return {"date": record["date"], "edited_files": edited}
 
 
-_TREC_EVAL_MEASURES = {"hit": "success", "recall": "recall", "precision": "P", "mrr": "recip_rank", "ndcg": "ndcg_cut"}
+_TREC_EVAL_MEASURES = {
+    "hit": "success",
+    "recall": "recall",
+    "precision": "P",
+    "mrr": "recip_rank",
+    "ndcg": "ndcg_cut",
+    "map": "map",
+    "rprec": "Rprec",
+}
+_UNCUT = ("mrr", "map", "rprec")  # trec_eval measures without a cut-off of their own: -M k cuts them
 
 
 def _trec_column(identifier: str) -> str:
@@ -884,7 +923,7 @@ def _check_trec_contract(check: Check, bundle: Bundle, corpus: str, summary: dic
         if family not in _TREC_EVAL_MEASURES or not cut.isdigit():
             raise AuditError(f"{base}/corpus.json: cannot map metric {name!r} to a trec_eval measure")
         measure, k = _TREC_EVAL_MEASURES[family], int(cut)
-        flag, line = (measure, measure) if family == "mrr" else (f"{measure}.{k}", f"{measure}_{k}")
+        flag, line = (measure, measure) if family in _UNCUT else (f"{measure}.{k}", f"{measure}_{k}")
         by_cutoff.setdefault(k, []).append((name, flag, line))
     rankers = [r for r in summary.get("rankers", []) if isinstance(r, str)]
 
@@ -3192,7 +3231,7 @@ def check_ties(check: Check, bundle: Bundle, corpus: str) -> str:
     stored = bundle.json(rel)
     inputs = bundle.inputs(corpus)
     summary = bundle.json(f"evidence/{corpus}/corpus.json")
-    names = [n for n in summary.get("metrics", []) if isinstance(n, str)]
+    names = [n for n in summary.get("metrics", []) if isinstance(n, str) and n.partition("@")[0] in TIE_MEASURES]
     rankers = [r for r in summary.get("rankers", []) if isinstance(r, str)]
     scored = [q for q in inputs.queries if any(g > 0 for g in inputs.qrels.get(q, {}).values())]
     tol = TOLERANCES["metric_absolute"]

@@ -71,7 +71,7 @@ from sitegen.rankers.retriever import RetrieverRanker, load_retriever, retriever
 from sitegen.scoring.chunking_sweep import ChunkingSweep, chunking_sweep
 from sitegen.scoring.experiments import experiment_inputs, run_experiments
 from sitegen.scoring.hygiene import flag_lines, hygiene_report
-from sitegen.scoring.metrics import evaluate, metric_names
+from sitegen.scoring.metrics import configured_metric_names, evaluate
 from sitegen.scoring.packing import packing_report
 from sitegen.scoring.report import derive_report, filtering_report
 from sitegen.scoring.ties import ties_report
@@ -758,7 +758,7 @@ def _rank_corpus(
     metrics: dict[str, Any] = {}
     not_run: dict[str, str] = {}
     kinds = {q.query_id: q.kind for q in corpus.queries}
-    metric_list = metric_names()
+    metric_list = configured_metric_names(corpus.config)
     skipped: set[str] = set()
     for ranker in rankers:
         contract = ranker.contract
@@ -881,7 +881,7 @@ def _build_corpus(
         corpus=corpus,
         runs=runs,
         metrics=metrics,
-        metric_list=tuple(metric_names()),
+        metric_list=tuple(configured_metric_names(corpus.config)),
         depth=options.depth,
         tables=tables,
         embeddings=embeddings,

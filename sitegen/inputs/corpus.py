@@ -34,6 +34,7 @@ from typing import IO, Any
 from sitegen.errors import CorpusError
 from sitegen.inputs.chunk_settings import ChunkingError, parse_chunking
 from sitegen.inputs.fusion_settings import FusionSettingsError, parse_fusions
+from sitegen.inputs.metric_settings import MetricSettingsError, parse_metric_settings
 
 __all__ = [
     "CITATIONS_FILE",
@@ -266,19 +267,23 @@ def _load_config(path: Path) -> dict[str, Any]:
     {"ablation": [{"ranker": "bm25", "adds": "what this row adds to the previous one"}, ...],
      "packing": {"budgets": [20, 200, 1000]},
      "significance": {"correction": "holm" | "bh"},
+     "metrics": {"cutoffs": [1, 3, 5, 10, 20, 100], "measures": ["hit", ..., "map", "rprec"]},
      "fusions": [{"name": NAME, "components": [NAME, ...], "k": 60, "candidates": 20}]}
     """
     text = _read_text(path)
     config = _parse_json(path, None, text)
     if not isinstance(config, dict):
         raise CorpusError(path, "expected a JSON object")
-    unknown = sorted(set(config) - {"ablation", "packing", "filters", "chunking", "significance", "fusions"})
+    known = {"ablation", "packing", "filters", "chunking", "significance", "fusions", "metrics"}
+    unknown = sorted(set(config) - known)
     if unknown:
-        raise CorpusError(
-            path,
-            f"unknown setting(s) {', '.join(unknown)}; known: ablation, chunking, filters, fusions, packing, "
-            "significance",
-        )
+        raise CorpusError(path, f"unknown setting(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    if "metrics" in config:
+        try:
+            parse_metric_settings(config["metrics"])
+        except MetricSettingsError as exc:
+            line = next((n for n, row in enumerate(text.splitlines(), 1) if '"metrics"' in row), None)
+            raise CorpusError(path, str(exc), line) from None
     significance = config.get("significance", {})
     if (
         not isinstance(significance, dict)
