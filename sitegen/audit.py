@@ -22,9 +22,14 @@ What a pass proves:
 - every derived table the pages show (``report.json``: hit counts, best values, rank of
   the first relevant passage, rank-1 disagreements, wins and losses, sample questions)
   follows from the runs, the metrics and the qrels;
-- every experiment (``experiments.json``: RRF sweeps, the held-out split and choices,
-  paired randomisation tests and bootstrap intervals re-run from their recorded seed,
-  the ablation table, the unanswerable-question view) follows from the runs;
+- every experiment (``experiments.json``: RRF sweeps, the held-out split, choices and their paired tests,
+  paired randomisation tests by the fixed rule of method (exact lattice convolution, exact split-half
+  enumeration, or Monte Carlo with at least 20 m / alpha rounds) and bootstrap intervals re-run from the pinned
+  seed, identical rankers merged into one row, the minimum detectable effects, the rank groups and the
+  headline, the ablation table, the unanswerable-question view) follows from the runs;
+- the failure taxonomy (each question's class at k = 10, what each fusion lost and rescued) and the judged
+  depth (judged@10, nDCG@10 and the condensed nDCG@10 per ranker) in ``report.json`` follow from the runs, the
+  qrels and this file's own table of what each verifier's lists are made of;
 - every pack (``packing.json``: whole passages in rank order within a character budget,
   skipped when too long, later ones still tried), every "answer reached the prompt"
   count and every citation verdict follows from the runs, the inputs and the fixture.

@@ -39,12 +39,13 @@ from sitegen.rankers.base import Contract, Family
 from sitegen.rankers.fusion import reciprocal_rank_fusion
 from sitegen.scoring.metrics import evaluate
 from sitegen.scoring.report import unverified_rankers
-from sitegen.scoring.significance import significance
+from sitegen.scoring.significance import SIGNIFICANCE_METRICS, significance
 from sitegen.scoring.statistics import monte_carlo_rounds, paired_randomisation_test
 from sitegen.wording import count
 
 __all__ = [
     "DEFAULT_SEED",
+    "SIGNIFICANCE_METRICS",
     "ExperimentSettings",
     "experiment_inputs",
     "run_experiments",
@@ -53,7 +54,6 @@ __all__ = [
 
 DEFAULT_SEED = 20261129
 RRF_SWEEP_METRICS = ("hit@1", "hit@5", "mrr@10")
-SIGNIFICANCE_METRICS = ("hit@1", "hit@5", "mrr@10", "ndcg@10")
 SELECTION_METRIC = "mrr@10"
 _TIE = 1e-12
 
@@ -251,7 +251,7 @@ def run_experiments(
     correction = str(corpus.config.get("significance", {}).get("correction", "holm"))
     scores = {r: {m: [base_per_query[r][q][m] for q in scored] for m in SIGNIFICANCE_METRICS} for r in rankers}
     unverified = list(unverified_rankers({r: contracts[r] for r in rankers if r in contracts}))
-    family = significance(corpus.name, rankers, scores, SIGNIFICANCE_METRICS, settings, correction, unverified)
+    family = significance(corpus.name, rankers, scores, settings, correction, unverified)
     return {
         "schema_version": 3,
         "metrics": list(RRF_SWEEP_METRICS),

@@ -53,8 +53,17 @@ from sitegen.scoring.statistics import (
     randomised_tukey_hsd,
 )
 
-__all__ = ["DETECTABLE_EXAMPLES", "EFFECT_SIZE", "HEADLINE_METRIC", "TUKEY_CONTROLS", "significance"]
+__all__ = [
+    "DETECTABLE_EXAMPLES",
+    "EFFECT_SIZE",
+    "HEADLINE_METRIC",
+    "SIGNIFICANCE_METRICS",
+    "TUKEY_CONTROLS",
+    "significance",
+]
 
+#: The metrics every pair of rows is tested on, one family per corpus.
+SIGNIFICANCE_METRICS = ("hit@1", "hit@5", "mrr@10", "ndcg@10")
 #: The metric of the headline sentence: graded, so it sees every relevant passage's grade and rank.
 HEADLINE_METRIC = "ndcg@10"
 #: The true differences for which the page says how many questions a test would need.
@@ -264,7 +273,6 @@ def significance(
     corpus_name: str,
     rankers: Sequence[str],
     scores: Scores,
-    metrics: Sequence[str],
     settings: Any,
     correction: str,
     unverified: Sequence[str] = (),
@@ -274,7 +282,8 @@ def significance(
     Rankers with equal per-question values on a metric are one row of that metric (the first in build order
     stands for it). A pair with fewer than ``settings.min_differing`` differing questions is "too few questions
     to test" and left out of the family (not in m). Monte Carlo tests draw :func:`monte_carlo_rounds` rounds.
-    "significant" is decided on the adjusted p-value alone."""
+    "significant" is decided on the adjusted p-value alone. ``scores`` holds every :data:`SIGNIFICANCE_METRICS`."""
+    metrics = SIGNIFICANCE_METRICS
     questions = len(scores[rankers[0]][metrics[0]]) if rankers and metrics else 0
     classes = {m: identical_classes({r: scores[r][m] for r in rankers}) if questions else [] for m in metrics}
     pairs = [
