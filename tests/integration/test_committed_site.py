@@ -38,3 +38,38 @@ def test_committed_site_equals_a_fresh_build_from_its_frozen_vectors(tmp_path: P
     assert committed == rebuilt
     stale = [rel for rel in committed if (SITE / rel).read_bytes() != (fresh / rel).read_bytes()]
     assert stale == [], f"site/ is stale, rebuild and commit it: {stale[:10]}"
+
+
+def _committed_corpora() -> list[str]:
+    if not (SITE / "evidence" / "manifest.json").is_file():
+        pytest.skip("no committed site")
+    return sorted(p.name for p in (SITE / "evidence").iterdir() if (p / "experiments.json").is_file())
+
+
+def test_no_committed_verdict_depends_on_monte_carlo_noise() -> None:
+    """Every tested p is exact, or its Monte Carlo rounds put the smallest attainable p 20 times below Holm's first
+    threshold; identical rankers are one row, so m counts distinct comparisons."""
+    import json
+
+    for corpus in _committed_corpora():
+        sig = json.loads((SITE / "evidence" / corpus / "experiments.json").read_text())["significance"]
+        m, alpha = sig["family"]["size"], sig["alpha"]
+        for pair in sig["pairs"]:
+            if pair["tested"]:
+                assert pair["p_method"] in ("lattice", "split-half") or 1 / (sig["monte_carlo_rounds"] + 1) <= (
+                    alpha / m / 20
+                ), (corpus, pair)
+            merged = [row for row in sig["identical"][pair["metric"]] if pair["b"] in row[1:] or pair["a"] in row[1:]]
+            assert not merged, (corpus, pair)  # a merged ranker never appears in a test of its own
+
+
+def test_committed_pages_open_with_the_headline_and_show_what_the_questions_can_detect() -> None:
+    for corpus in _committed_corpora():
+        page = (SITE / "corpora" / corpus / "index.html").read_text()
+        assert page.index('class="headline"') < page.index('id="overall"'), corpus
+        assert "Smallest true difference this question set detects" in page, corpus
+        assert 'id="failures"' in page and 'id="judged"' in page, corpus
+    home = (SITE / "index.html").read_text()
+    assert home.count('class="headline"') == len(_committed_corpora())
+    small = (SITE / "corpora" / "llm-reliability" / "index.html").read_text()
+    assert 'class="best"' not in small and "no interval: fewer than 20 questions" in small

@@ -136,7 +136,7 @@ def metric_table(c: CorpusView, kind: str | None, metrics: tuple[str, ...]) -> d
         counts, best = report["hit_counts"]["by_kind"][kind], report["best"]["by_kind"][kind]
     groups = rank_letters(c) if kind is None else {}
     rows = []
-    for ranker in c.rankers:
+    for ranker, members in _table_rows(c, metrics):
         values = c.metrics[ranker]["overall"] if kind is None else c.metrics[ranker]["by_kind"][kind]
         cells = []
         for m in metrics:
@@ -151,5 +151,31 @@ def metric_table(c: CorpusView, kind: str | None, metrics: tuple[str, ...]) -> d
                     "close": not tested and ranker in best[m] and len(best[m]) < len(c.rankers),
                 }
             )
-        rows.append({"ranker": ranker, "cells": cells, "badge": basis_badge(c, ranker)})
-    return {"metrics": metrics, "rows": rows, "n": n, "kind": kind, "grouped": bool(groups)}
+        named = [{"name": r, "badge": basis_badge(c, r)} for r in members]
+        rows.append({"ranker": row_label(members), "names": named, "cells": cells, "badge": basis_badge(c, ranker)})
+    merged = any(len(row["names"]) > 1 for row in rows)
+    return {"metrics": metrics, "rows": rows, "n": n, "kind": kind, "grouped": bool(groups), "merged": merged}
+
+
+def _table_rows(c: CorpusView, metrics: tuple[str, ...]) -> list[tuple[str, list[str]]]:
+    """Each table row's ranker and the rankers it stands for: a ranker identical to an earlier one on every tested
+    metric (one row of the significance family for each) and equal on every value the table shows, overall and in
+    every kind, is shown once, named with it ("dense ≡ pg-vector")."""
+    identical = (c.experiments or {}).get("significance", {}).get("identical") or {}
+    if not identical:
+        return [(r, [r]) for r in c.rankers]
+
+    def same(a: str, b: str) -> bool:
+        together = all(any(a in cls and b in cls for cls in classes) for classes in identical.values())
+        scopes = [c.metrics[a]["overall"], *c.metrics[a]["by_kind"].values()]
+        others = [c.metrics[b]["overall"], *c.metrics[b]["by_kind"].values()]
+        return together and all(x[m] == y[m] for x, y in zip(scopes, others, strict=True) for m in metrics)
+
+    rows: list[tuple[str, list[str]]] = []
+    for ranker in c.rankers:
+        home = next((members for first, members in rows if same(first, ranker)), None)
+        if home is None:
+            rows.append((ranker, [ranker]))
+        else:
+            home.append(ranker)
+    return rows
