@@ -160,11 +160,11 @@ def test_map_and_r_precision_by_hand_on_46_relevant_documents() -> None:
 
 def test_metric_settings_choose_the_cutoffs_and_measures() -> None:
     from sitegen.inputs.metric_settings import MetricSettingsError
-    from sitegen.scoring.metrics import configured_metric_names
+    from sitegen.scoring.metrics import REQUIRED_METRICS, configured_metric_names
 
     assert configured_metric_names({}) == metric_names()
     assert "recall@100" in metric_names() and "map@100" in metric_names() and "rprec@100" in metric_names()
     chosen = configured_metric_names({"metrics": {"cutoffs": [100, 10], "measures": ["rprec", "map"]}})
-    assert chosen == ["map@10", "map@100", "rprec@10", "rprec@100"]
+    assert chosen == [*REQUIRED_METRICS[:6], "mrr@10", "ndcg@10", "map@10", "map@100", "rprec@10", "rprec@100"]
     with pytest.raises(MetricSettingsError, match="measures"):
         configured_metric_names({"metrics": {"measures": ["bpref"]}})
