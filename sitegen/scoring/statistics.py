@@ -130,7 +130,8 @@ def _split_half_p(d: np.ndarray, observed: float) -> float:
     if threshold <= 0:
         return 1.0
     half = d.size // 2
-    left, right = _all_sums(d[:half]), np.sort(_all_sums(d[half:]))
+    # both halves sorted: the searches then walk the right half in order, which keeps them in the cache
+    left, right = np.sort(_all_sums(d[:half])), np.sort(_all_sums(d[half:]))
     extreme = 0
     for start in range(0, left.size, _SPLIT_BLOCK):
         block = left[start : start + _SPLIT_BLOCK]
