@@ -262,12 +262,11 @@ def _check_runs(folder: Path) -> None:
 
 
 def _load_config(path: Path) -> dict[str, Any]:
-    """``sitegen.json``: per-corpus experiment settings::
+    """``sitegen.json``: per-corpus experiment settings (``"metrics"``: :mod:`sitegen.inputs.metric_settings`)::
 
     {"ablation": [{"ranker": "bm25", "adds": "what this row adds to the previous one"}, ...],
      "packing": {"budgets": [20, 200, 1000]},
      "significance": {"correction": "holm" | "bh"},
-     "metrics": {"cutoffs": [1, 3, 5, 10, 20, 100], "measures": ["hit", ..., "map", "rprec"]},
      "fusions": [{"name": NAME, "components": [NAME, ...], "k": 60, "candidates": 20}]}
     """
     text = _read_text(path)
@@ -275,15 +274,13 @@ def _load_config(path: Path) -> dict[str, Any]:
     if not isinstance(config, dict):
         raise CorpusError(path, "expected a JSON object")
     known = {"ablation", "packing", "filters", "chunking", "significance", "fusions", "metrics"}
-    unknown = sorted(set(config) - known)
-    if unknown:
+    if unknown := sorted(set(config) - known):
         raise CorpusError(path, f"unknown setting(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
-    if "metrics" in config:
-        try:
-            parse_metric_settings(config["metrics"])
-        except MetricSettingsError as exc:
-            line = next((n for n, row in enumerate(text.splitlines(), 1) if '"metrics"' in row), None)
-            raise CorpusError(path, str(exc), line) from None
+    try:
+        parse_metric_settings(config.get("metrics", {}))
+    except MetricSettingsError as exc:
+        line = next((n for n, r in enumerate(text.splitlines(), 1) if '"metrics"' in r), None)
+        raise CorpusError(path, str(exc), line) from None
     significance = config.get("significance", {})
     if (
         not isinstance(significance, dict)

@@ -168,3 +168,14 @@ def test_metric_settings_choose_the_cutoffs_and_measures() -> None:
     assert chosen == [*REQUIRED_METRICS[:6], "mrr@10", "ndcg@10", "map@10", "map@100", "rprec@10", "rprec@100"]
     with pytest.raises(MetricSettingsError, match="measures"):
         configured_metric_names({"metrics": {"measures": ["bpref"]}})
+
+
+def test_a_bad_metrics_setting_is_a_located_error(tmp_path) -> None:
+    from sitegen.errors import CorpusError
+    from sitegen.inputs.corpus import load_corpus
+    from tests.helpers import write_corpus
+
+    folder = write_corpus(tmp_path / "c")
+    (folder / "sitegen.json").write_text('{\n  "metrics": {"cutoffs": [0, 10]}\n}\n')
+    with pytest.raises(CorpusError, match=r"sitegen.json:2: .*cutoffs"):
+        load_corpus(folder)
