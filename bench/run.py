@@ -929,14 +929,13 @@ def section_postgres(args: argparse.Namespace) -> dict[str, Any]:
 # --------------------------------------------------------------------------- significance memory
 
 STATS_QUESTIONS, STATS_RANKERS = 7_000, 10
-STATS_MEMORY_BOUND_BYTES = 200 * 2**20  # the bound stated in sitegen/scoring/experiments.py and docs/statistics.md
+STATS_MEMORY_BOUND_BYTES = 200 * 2**20  # the bound stated in sitegen/scoring/statistics.py and docs/statistics.md
 
 
 def stats_child(questions: int, rankers: int) -> dict[str, Any]:
     """Run in a fresh interpreter: peak RSS growth of the significance machinery on synthetic scores."""
-    from sitegen.scoring.experiments import (
-        SIGNIFICANCE_METRICS,
-        ExperimentSettings,
+    from sitegen.scoring.experiments import SIGNIFICANCE_METRICS, ExperimentSettings
+    from sitegen.scoring.statistics import (
         paired_bootstrap_ci,
         paired_effect,
         paired_randomisation_test,

@@ -22,9 +22,14 @@ What a pass proves:
 - every derived table the pages show (``report.json``: hit counts, best values, rank of
   the first relevant passage, rank-1 disagreements, wins and losses, sample questions)
   follows from the runs, the metrics and the qrels;
-- every experiment (``experiments.json``: RRF sweeps, the held-out split and choices,
-  paired randomisation tests and bootstrap intervals re-run from their recorded seed,
-  the ablation table, the unanswerable-question view) follows from the runs;
+- every experiment (``experiments.json``: RRF sweeps, the held-out split, choices and their paired tests,
+  paired randomisation tests by the fixed rule of method (exact lattice convolution, exact split-half
+  enumeration, or Monte Carlo with at least 20 m / alpha rounds) and bootstrap intervals re-run from the pinned
+  seed, identical rankers merged into one row, the minimum detectable effects, the rank groups and the
+  headline, the ablation table, the unanswerable-question view) follows from the runs;
+- the failure taxonomy (each question's class at k = 10, what each fusion lost and rescued) and the judged
+  depth (judged@10, nDCG@10 and the condensed nDCG@10 per ranker) in ``report.json`` follow from the runs, the
+  qrels and this file's own table of what each verifier's lists are made of;
 - every pack (``packing.json``: whole passages in rank order within a character budget,
   skipped when too long, later ones still tried), every "answer reached the prompt"
   count and every citation verdict follows from the runs, the inputs and the fixture.
@@ -706,15 +711,27 @@ def rrf(lists: dict[str, list[str]], k: float, candidates: int | None, weights: 
     return fused, ranks
 
 
+MEASURES = ("hit", "recall", "precision", "mrr", "ndcg", "map", "rprec")
+DEFAULT_CUTOFFS = (1, 3, 5, 10, 20, 100)
+TIE_MEASURES = ("hit", "recall", "precision", "mrr", "ndcg")  # ties.json leaves MAP and R-precision out
+# Reported whatever a corpus's "metrics" setting says: the pages' tables, plots and experiments read them.
+REQUIRED_METRICS = ("hit@1", "hit@3", "hit@5", "hit@10", "recall@10", "precision@5", "mrr@10", "ndcg@10")
+
+
 def metric(name: str, ranking: list[str], grades: dict[str, int]) -> float:
-    """hit/recall/precision/mrr/ndcg@k with trec_eval's definitions; relevant means grade > 0."""
+    """hit/recall/precision/mrr/ndcg/map/rprec@k with trec_eval's definitions (map and Rprec with -M k);
+    relevant means grade > 0."""
     family, _, cut = name.partition("@")
-    if not cut.isdigit() or int(cut) < 1 or family not in ("hit", "recall", "precision", "mrr", "ndcg"):
+    if not cut.isdigit() or int(cut) < 1 or family not in MEASURES:
         raise AuditError(f"cannot verify metric {name!r}: unknown name")
     k = int(cut)
     relevant = {d for d, g in grades.items() if g > 0}
     top = ranking[:k]
     found = [r for r, d in enumerate(top, start=1) if d in relevant]
+    if family == "map":
+        return math.fsum((n + 1) / r for n, r in enumerate(found)) / len(relevant)
+    if family == "rprec":
+        return len([r for r in found if r <= len(relevant)]) / len(relevant)
     if family == "hit":
         return 1.0 if found else 0.0
     if family == "recall":
@@ -881,6 +898,23 @@ def check_inputs(check: Check, bundle: Bundle, corpus: str) -> str:
     return f"{len(inputs.doc_text)} passages, {len(inputs.queries)} questions, {inputs.judged_pairs} judged pairs"
 
 
+def configured_metrics(bundle: Bundle, corpus: str) -> list[str]:
+    """The metrics the corpus's inputs/sitegen.json asks for ("metrics": {"cutoffs", "measures"}), else every
+    measure at every default cut-off: what corpus.json and metrics.json must hold, whatever they say."""
+    config_rel = f"evidence/{corpus}/inputs/sitegen.json"
+    config = bundle.json(config_rel) if (bundle.site / config_rel).is_file() else {}
+    raw = config.get("metrics") or {}
+    cutoffs = raw.get("cutoffs", DEFAULT_CUTOFFS)
+    measures = raw.get("measures", MEASURES)
+    wanted = {f"{m}@{k}" for m in measures for k in cutoffs} | set(REQUIRED_METRICS)
+    return [
+        f"{m}@{k}"
+        for m in MEASURES
+        for k in range(1, max(int(n.split("@")[1]) for n in wanted) + 1)
+        if f"{m}@{k}" in wanted
+    ]
+
+
 def check_summary(check: Check, bundle: Bundle, corpus: str) -> str:
     rel = f"evidence/{corpus}/corpus.json"
     summary, inputs = bundle.json(rel), bundle.inputs(corpus)
@@ -897,6 +931,7 @@ def check_summary(check: Check, bundle: Bundle, corpus: str) -> str:
         "kind_order": kinds,
         "embeddings": (bundle.site / "evidence" / corpus / "embeddings").is_dir(),
         "publish": publication(bundle, corpus).as_dict(),
+        "metrics": configured_metrics(bundle, corpus),
     }
     # A bundle written before the publication was recorded published everything: its absence reads as that.
     summary = {"publish": {"mode": "full", "vectors": True}, **summary}
@@ -992,7 +1027,16 @@ def frozen_summary(bundle: Bundle, corpus: str) -> dict[str, Any] | None:
     return {"date": record["date"], "edited_files": edited}
 
 
-_TREC_EVAL_MEASURES = {"hit": "success", "recall": "recall", "precision": "P", "mrr": "recip_rank", "ndcg": "ndcg_cut"}
+_TREC_EVAL_MEASURES = {
+    "hit": "success",
+    "recall": "recall",
+    "precision": "P",
+    "mrr": "recip_rank",
+    "ndcg": "ndcg_cut",
+    "map": "map",
+    "rprec": "Rprec",
+}
+_UNCUT = ("mrr", "map", "rprec")  # trec_eval measures without a cut-off of their own: -M k cuts them
 
 
 def _trec_column(identifier: str) -> str:
@@ -1024,7 +1068,7 @@ def _check_trec_contract(check: Check, bundle: Bundle, corpus: str, summary: dic
         if family not in _TREC_EVAL_MEASURES or not cut.isdigit():
             raise AuditError(f"{base}/corpus.json: cannot map metric {name!r} to a trec_eval measure")
         measure, k = _TREC_EVAL_MEASURES[family], int(cut)
-        flag, line = (measure, measure) if family == "mrr" else (f"{measure}.{k}", f"{measure}_{k}")
+        flag, line = (measure, measure) if family in _UNCUT else (f"{measure}.{k}", f"{measure}_{k}")
         by_cutoff.setdefault(k, []).append((name, flag, line))
     rankers = [r for r in summary.get("rankers", []) if isinstance(r, str)]
 
@@ -1503,6 +1547,8 @@ SIGNIFICANCE_SETTINGS: dict[str, Any] = {
     "alpha": 0.05,
     "min_differing": 10,
     "metrics": ["hit@1", "hit@5", "mrr@10", "ndcg@10"],
+    "power": 0.8,
+    "min_interval_questions": 20,
 }
 
 
@@ -2011,6 +2057,10 @@ def check_report(check: Check, bundle: Bundle, corpus: str) -> str:
             {"kind": k, "query_id": next((q for q in qids if q in disputed), qids[0])} for k, qids in kinds.items()
         ],
     }
+    want["failures"] = _expected_failures(bundle, corpus, rankers, scored, inputs)
+    judged = _expected_judged(bundle, corpus, rankers, scored, inputs)
+    if not _close(stored.get("judged"), judged, TOLERANCES["metric_absolute"]):
+        check.fail(f"{rel}: judged: stored {stored.get('judged')!r}, recomputed {judged!r}")
     for key, value in want.items():
         got = stored.get(key)
         if got == value:
@@ -2022,6 +2072,106 @@ def check_report(check: Check, bundle: Bundle, corpus: str) -> str:
         else:
             check.fail(f"{rel}: {key}: stored {got!r}, recomputed {value!r}")
     return f"{len(want)} tables recomputed for {len(scored)} questions and {len(rankers)} rankers"
+
+
+# What each verifier's lists are made of, for the failure taxonomy (sitegen.scoring.diagnostics.signal).
+SIGNAL_OF_VERIFIER = {
+    "okapi-bm25": "lexical",
+    "postgres-tsvector": "lexical",
+    "exact cosine": "dense",
+    "pgvector-hnsw": "dense",
+    "reciprocal rank fusion": "fusion",
+    "postgres-hybrid-sql": "fusion",
+    "external trec run": "other",
+}
+FAILURE_DEPTH = 10
+FAILURE_CLASSES = ("all-miss", "only-lexical", "only-dense", "every-family", "only-fusion", "other")
+JUDGED_DEPTH = 10
+JUDGED_GAP = 0.1
+
+
+def _expected_failures(bundle: Bundle, corpus: str, rankers: list[str], scored: list[str], inputs: Inputs) -> dict:
+    """report.json's failures: each scored question's class at k = 10 and what each fusion lost or rescued,
+    from the runs and this file's own table of what each verifier's lists are made of."""
+    signal = {}
+    for r in rankers:
+        try:
+            signal[r] = SIGNAL_OF_VERIFIER.get(expected_contract(bundle, corpus, r, bundle.run(corpus, r))[1], "other")
+        except AuditError:
+            signal[r] = "other"
+    top = {r: bundle.run(corpus, r)["queries"] for r in rankers}
+    questions, lost, rescued = {}, {}, {}
+    fusions = [r for r in rankers if signal[r] == "fusion"]
+    lost = {f: [] for f in fusions}
+    rescued = {f: [] for f in fusions}
+    for q in scored:
+        relevant = {d for d, g in inputs.qrels[q].items() if g > 0}
+        found = {r for r in rankers if any(h["doc_id"] in relevant for h in top[r].get(q, [])[:FAILURE_DEPTH])}
+        made_of = {signal[r] for r in found}
+        if not found:
+            questions[q] = "all-miss"
+        elif "lexical" in made_of and "dense" in made_of:
+            questions[q] = "every-family"
+        elif "lexical" in made_of or "dense" in made_of:
+            questions[q] = "only-lexical" if "lexical" in made_of else "only-dense"
+        else:
+            questions[q] = "only-fusion" if "fusion" in made_of else "other"
+        for f in fusions:
+            parts = [c for c in _components(bundle, corpus, f) if c in rankers]
+            if any(c in found for c in parts) and f not in found:
+                lost[f].append(q)
+            if not any(c in found for c in parts) and f in found:
+                rescued[f].append(q)
+    by_kind: dict[str, dict[str, int]] = {}
+    for q in scored:
+        counts = by_kind.setdefault(inputs.queries[q]["kind"], dict.fromkeys(FAILURE_CLASSES, 0))
+        counts[questions[q]] += 1
+    return {
+        "k": FAILURE_DEPTH,
+        "classes": list(FAILURE_CLASSES),
+        "signals": {s: [r for r in rankers if signal[r] == s] for s in ("lexical", "dense", "fusion", "other")},
+        "questions": questions,
+        "counts": {"overall": {c: list(questions.values()).count(c) for c in FAILURE_CLASSES}, "by_kind": by_kind},
+        "fusion_lost": lost,
+        "fusion_rescued": rescued,
+    }
+
+
+def _expected_judged(bundle: Bundle, corpus: str, rankers: list[str], scored: list[str], inputs: Inputs) -> dict:
+    """report.json's judged: judged@10 (judged passages in the top 10 over 10, grade 0 counted as judged), nDCG@10
+    and the condensed nDCG@10 (unjudged passages dropped before the cut), per ranker over the scored questions."""
+    rows = {}
+    for r in rankers:
+        queries = bundle.run(corpus, r)["queries"]
+        share, plain, condensed = [], [], []
+        for q in scored:
+            ids = [h["doc_id"] for h in sorted(queries.get(q, []), key=lambda h: h["rank"])]
+            grades = inputs.qrels[q]
+            share.append(len([d for d in ids[:JUDGED_DEPTH] if d in grades]) / JUDGED_DEPTH)
+            plain.append(metric(f"ndcg@{JUDGED_DEPTH}", ids, grades))
+            condensed.append(metric(f"ndcg@{JUDGED_DEPTH}", [d for d in ids if d in grades], grades))
+        n = len(scored)
+        rows[r] = {
+            "judged": math.fsum(share) / n if n else 0.0,
+            "ndcg": math.fsum(plain) / n if n else 0.0,
+            "ndcg_condensed": math.fsum(condensed) / n if n else 0.0,
+        }
+    highest = max((row["judged"] for row in rows.values()), default=0.0)
+    for row in rows.values():
+        row["low"] = highest - row["judged"] > JUDGED_GAP + 1e-12
+    sizes = [len(inputs.qrels[q]) for q in scored]
+    return {
+        "k": JUDGED_DEPTH,
+        "gap": JUDGED_GAP,
+        "questions": len(scored),
+        "per_question": {
+            "mean": math.fsum(sizes) / len(sizes) if sizes else 0.0,
+            "min": min(sizes, default=0),
+            "max": max(sizes, default=0),
+        },
+        "relevant": {q: sum(1 for g in inputs.qrels[q].values() if g > 0) for q in scored},
+        "rankers": rows,
+    }
 
 
 def _close(got: Any, want: Any, tol: float) -> bool:
@@ -2039,20 +2189,82 @@ def _close(got: Any, want: Any, tol: float) -> bool:
     return got == want
 
 
-def _sign_test_p(d: np.ndarray, seed: int, rounds: int) -> tuple[float, int, str]:
-    """The randomisation test as documented in experiments.py, written independently.
+# The fixed rules of the paired tests (sitegen.scoring.statistics), pinned here: which exact method a test uses,
+# how many Monte Carlo rounds a family needs, the power and the smallest sample given an interval.
+LATTICE = 2520  # lcm(1..10): hit, precision and mrr@k<=10 differences are whole multiples of 1/2520
+LATTICE_BUDGET = 1 << 26  # n * sum(|units|) up to which the lattice distribution is computed
+SPLIT_HALF_MAX = 44  # differing questions up to which all 2^n sign patterns are counted
+MC_FACTOR = 20  # Monte Carlo rounds >= 20 m / alpha
+MIN_INTERVAL_QUESTIONS = 20
+POWER = 0.8
+HEADLINE_METRIC = "ndcg@10"
+DETECTABLE_EXAMPLES = (0.02, 0.05)
 
-    Zero differences are dropped; with n left, 2**n <= rounds enumerates every sign pattern (itertools.product)
-    for the exact p = extreme / 2**n, else PCG64 seeded ``seed`` draws 0/1 signs in blocks of 1,000 rounds and
-    p = (extreme + 1) / (rounds + 1). A pattern is extreme when |sum(s d)| >= |sum(d)| - 1e-12.
-    """
+
+def _lattice_sign_p(units: list[int]) -> float:
+    """The exact sign-flip p of integer differences: the differences of one magnitude v, c of them, add
+    v * (c - 2j) with probability C(c, j) / 2^c; those distributions are convolved magnitude by magnitude."""
+    magnitudes = Counter(abs(u) for u in units if u)
+    total = sum(v * c for v, c in magnitudes.items())
+    observed = abs(sum(units))
+    if observed == 0:
+        return 1.0
+    dist = np.zeros(2 * total + 1)
+    dist[total] = 1.0
+    for v, c in sorted(magnitudes.items()):
+        mixed = np.zeros_like(dist)
+        for j in range(c + 1):
+            shift = v * (c - 2 * j)
+            weight = math.comb(c, j) / 2.0**c
+            if shift >= 0:
+                mixed[shift:] += weight * dist[: dist.size - shift]
+            else:
+                mixed[:shift] += weight * dist[-shift:]
+        dist = mixed
+    outside = [dist[i] for i in range(dist.size) if abs(i - total) >= observed]
+    return math.fsum(outside)
+
+
+def _pattern_sums(d: np.ndarray) -> np.ndarray:
+    """sum(s * d) for every sign pattern s, pattern t flipping difference i when bit i of t is set."""
+    out = np.empty(2 ** len(d))
+    bits = np.arange(len(d), dtype=np.int64)
+    for start in range(0, out.size, 1 << 16):
+        t = np.arange(start, min(start + (1 << 16), out.size), dtype=np.int64)
+        out[start : start + t.size] = (1.0 - 2.0 * ((t[:, None] >> bits) & 1)) @ d
+    return out
+
+
+def _sign_test_p(d: np.ndarray, seed: int, rounds: int) -> tuple[float, int, str, str]:
+    """The randomisation test as documented in sitegen/scoring/statistics.py, written independently.
+
+    Zero differences are dropped; with n left: differences that are whole multiples of 1/2520 (within 1e-6)
+    with n * sum(|d| * 2520) <= 2^26 get the exact lattice distribution; else n <= 44 counts all 2^n patterns
+    (the two halves' sums met in sorted order); else PCG64 seeded ``seed`` draws 0/1 signs in blocks of 1,000
+    rounds and p = (extreme + 1) / (rounds + 1). A pattern is extreme when |sum(s d)| >= |sum(d)| - 1e-12.
+    Returns (p, n, method, kind)."""
     d = np.array([x for x in d.tolist() if x != 0], dtype=np.float64)
     n = len(d)
+    if n == 0:
+        return 1.0, 0, "no question differs", "lattice"
+    scaled = d * LATTICE
+    units = [round(x) for x in scaled.tolist()]
+    on_lattice = all(abs(x - u) <= 1e-6 for x, u in zip(scaled.tolist(), units, strict=True))
+    if on_lattice and n * sum(abs(u) for u in units) <= LATTICE_BUDGET:
+        p = _lattice_sign_p(units)
+        return p, n, f"exact: the sign-flip distribution over {n} questions (lattice)", "lattice"
     observed = abs(math.fsum(d.tolist()))
-    if 2**n <= rounds:
-        patterns = np.array(list(itertools.product((1.0, -1.0), repeat=n)), dtype=np.float64).reshape(2**n, n)
-        extreme = int(np.count_nonzero(np.abs(patterns @ d) >= observed - 1e-12))
-        return extreme / 2**n, n, f"exact enumeration of 2^{n} = {2**n} sign patterns"
+    if n <= SPLIT_HALF_MAX:
+        if observed - 1e-12 <= 0:
+            return 1.0, n, f"exact: all 2^{n} sign patterns (split-half)", "split-half"
+        first = np.sort(_pattern_sums(d[: n // 2]))  # sorted, so the searches below stay in the cache
+        second = np.sort(_pattern_sums(d[n // 2 :]))
+        extreme = 0
+        for start in range(0, first.size, 1 << 15):
+            x = first[start : start + (1 << 15)]
+            extreme += int(second.size * x.size - np.searchsorted(second, observed - 1e-12 - x, side="left").sum())
+            extreme += int(np.searchsorted(second, 1e-12 - observed - x, side="right").sum())
+        return extreme / 2**n, n, f"exact: all 2^{n} sign patterns (split-half)", "split-half"
     rng, extreme, done = np.random.default_rng(seed), 0, 0
     while done < rounds:
         block = min(1000, rounds - done)
@@ -2061,7 +2273,7 @@ def _sign_test_p(d: np.ndarray, seed: int, rounds: int) -> tuple[float, int, str
         flips -= 1.0
         extreme += int(np.count_nonzero(np.abs(flips @ d) >= observed - 1e-12))
         done += block
-    return (extreme + 1) / (rounds + 1), n, f"Monte Carlo, {rounds} rounds, seed {seed} (2^{n} patterns)"
+    return (extreme + 1) / (rounds + 1), n, f"Monte Carlo, {rounds} rounds, seed {seed} (2^{n} patterns)", "monte-carlo"
 
 
 _DRAWS_KEPT = 1 << 24  # bootstrap indices kept for reuse across pairs: 32 MB at most
@@ -2174,41 +2386,198 @@ def _wins_ties_losses(d: np.ndarray) -> dict[str, Any]:
     return out
 
 
-def _check_tukey(
-    compare: Callable[[str, Any, Any], None],
-    sig: dict[str, Any],
-    pairs: dict[tuple[str, str, str], dict[str, Any]],
-    rankers: list[str],
+def _maximal_cliques(items: list[str], apart: set[frozenset[str]]) -> list[list[str]]:
+    """Every maximal set of items no two of which are apart (Bron-Kerbosch, no pivot): the rank groups."""
+    found: list[list[str]] = []
+
+    def extend(clique: list[str], candidates: list[str], excluded: list[str]) -> None:
+        if not candidates and not excluded:
+            found.append(clique)
+            return
+        for item in list(candidates):
+            near = [c for c in candidates if c != item and frozenset((c, item)) not in apart]
+            far = [x for x in excluded if frozenset((x, item)) not in apart]
+            extend([*clique, item], near, far)
+            candidates = [c for c in candidates if c != item]
+            excluded = [*excluded, item]
+
+    if items:
+        extend([], list(items), [])
+    place = {item: i for i, item in enumerate(items)}
+    return sorted((sorted(c, key=place.__getitem__) for c in found), key=lambda c: [place[x] for x in c])
+
+
+def _letters(n: int) -> str:
+    alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    return alphabet[n] if n < len(alphabet) else f"g{n + 1}"
+
+
+def _z_sum(alpha: float, power: float) -> float:
+    from statistics import NormalDist
+
+    return NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
+
+
+def _expected_significance(
+    rows_of: dict[str, list[list[str]]],
     scores_of: Callable[[str, str], list[float]],
-    scored: list[str],
-) -> None:
-    """Adds the recomputed Tukey HSD p-values to ``pairs`` and compares the stored ``significance.tukey``."""
-    tukey = sig.get("tukey")
-    if not isinstance(tukey, dict):
-        compare("significance.tukey", tukey, "an object")
-        return
-    seed, rounds, alpha = (SIGNIFICANCE_SETTINGS[k] for k in ("seed", "rounds", "alpha"))
-    by_metric = {}
-    for metric in SIGNIFICANCE_SETTINGS["metrics"] if scored and len(rankers) > 1 else []:
-        x = np.array([scores_of(r, metric) for r in rankers], dtype=np.float64).T
-        p, method, exact = _tukey_p(x, seed, rounds)
-        mine = [w for (_, _, m), w in pairs.items() if m == metric]
+    questions: int,
+    correction: str,
+    unverified: set[str],
+) -> dict[str, Any]:
+    """significance as sitegen.scoring.significance documents it, recomputed: the distinct rows, the family and
+    its tests, the notes, Tukey over the rows, the detectable effects, the rank groups and the headline."""
+    seed, rounds, alpha, minimum = (SIGNIFICANCE_SETTINGS[k] for k in ("seed", "rounds", "alpha", "min_differing"))
+    metrics = SIGNIFICANCE_SETTINGS["metrics"]
+    shown = questions >= MIN_INTERVAL_QUESTIONS
+    pairs: list[dict[str, Any]] = []
+    for m in metrics:
+        reps = [r[0] for r in rows_of[m]]
+        for i, a in enumerate(reps):
+            for b in reps[i + 1 :]:
+                x, y = np.array(scores_of(a, m)), np.array(scores_of(b, m))
+                d = x - y
+                interval = _bootstrap_interval(d, seed, rounds) if shown else (None, None)
+                differing = int(np.count_nonzero(d))
+                pairs.append(
+                    {
+                        "a": a,
+                        "b": b,
+                        "metric": m,
+                        "mean_a": math.fsum(x.tolist()) / questions,
+                        "mean_b": math.fsum(y.tolist()) / questions,
+                        "difference": math.fsum(d.tolist()) / questions,
+                        "differing": differing,
+                        "tested": differing >= minimum,
+                        "method": None,
+                        "p_method": None,
+                        "p_value": None,
+                        "p_adjusted": None,
+                        "ci_low": interval[0],
+                        "ci_high": interval[1],
+                        "significant": None,
+                        "note": None,
+                        **_wins_ties_losses(d),
+                        "tukey_p": None,
+                        "tukey_significant": None,
+                    }
+                )
+    family = [w for w in pairs if w["tested"]]
+    size = len(family)
+    mc_rounds = max(rounds, math.ceil(MC_FACTOR * size / alpha))
+    for w in family:
+        d = np.array(scores_of(w["a"], w["metric"])) - np.array(scores_of(w["b"], w["metric"]))
+        w["p_value"], _, w["method"], w["p_method"] = _sign_test_p(d, seed, mc_rounds)
+    for w, adj in zip(family, _adjusted([w["p_value"] for w in family], correction), strict=True):
+        w["p_adjusted"], w["significant"] = adj, adj < alpha
+    for w in pairs:  # note codes: the pages say them in words, sitegen's wording table
+        if not w["tested"]:
+            w["note"] = "too_few_differing"
+        elif w["ci_low"] is not None:
+            outside = w["ci_low"] > 0 or w["ci_high"] < 0
+            if outside and not w["significant"]:
+                w["note"] = "interval_not_corrected"
+            elif w["significant"] and not outside:
+                w["note"] = "interval_includes_zero"
+    tukey = {}
+    for m in metrics:
+        reps = [r[0] for r in rows_of[m]]
+        if len(reps) < 2:
+            continue
+        p, method, exact = _tukey_p(np.array([scores_of(r, m) for r in reps], dtype=np.float64).T, seed, rounds)
+        mine = [w for w in pairs if w["metric"] == m]
         for w in mine:
-            w["tukey_p"] = float(p[rankers.index(w["a"]), rankers.index(w["b"])])
+            w["tukey_p"] = float(p[reps.index(w["a"]), reps.index(w["b"])])
             w["tukey_significant"] = w["tukey_p"] < alpha
-        by_metric[metric] = {
+        tukey[m] = {
             "method": method,
             "exact": exact,
             "pairs": len(mine),
             "significant": sum(bool(w["tukey_significant"]) for w in mine),
             "adjusted_significant": sum(bool(w["significant"]) for w in mine),
         }
-    compare("significance.tukey.by_metric", tukey.get("by_metric"), by_metric)
-    compare(
-        "significance.tukey.rounds/seed/alpha",
-        [tukey.get("rounds"), tukey.get("seed"), tukey.get("alpha")],
-        [rounds, seed, alpha],
-    )
+    per_test = alpha / max(1, size)
+    detectable: dict[str, Any] = {}
+    groups: dict[str, Any] = {}
+    for m in metrics:
+        reps = [r[0] for r in rows_of[m]]
+        detectable[m] = None
+        if len(reps) >= 2 and questions >= 2:
+            spread = []
+            for i, a in enumerate(reps):
+                for b in reps[i + 1 :]:
+                    d = (np.array(scores_of(a, m)) - np.array(scores_of(b, m))).tolist()
+                    mu = math.fsum(d) / len(d)
+                    spread.append(math.fsum((v - mu) ** 2 for v in d) / (len(d) - 1))
+            sd = math.sqrt(math.fsum(spread) / len(spread))
+            z = _z_sum(per_test, POWER)
+            detectable[m] = {
+                "sd": sd,
+                "alpha_per_test": per_test,
+                "mde": z * sd / math.sqrt(questions),
+                "questions_for": {f"{e:g}": max(1, math.ceil((z * sd / e) ** 2 - 1e-9)) for e in DETECTABLE_EXAMPLES},
+            }
+        if not reps:
+            continue
+        mean = {r: math.fsum(scores_of(r, m)) / questions for r in reps}
+        members = {r[0]: r for r in rows_of[m]}
+        checked = {r: any(x not in unverified for x in members[r]) for r in reps}
+        order = sorted(reps, key=lambda r: (not checked[r], -mean[r], reps.index(r)))
+        apart = {frozenset((w["a"], w["b"])) for w in pairs if w["metric"] == m and w["significant"]}
+        cliques = _maximal_cliques(order, apart)
+        table = []
+        for r in order:
+            ci = _bootstrap_interval(np.array(scores_of(r, m)), seed, rounds) if shown else (None, None)
+            table.append(
+                {
+                    "rankers": members[r],
+                    "mean": mean[r],
+                    "ci_low": ci[0],
+                    "ci_high": ci[1],
+                    "verified": checked[r],
+                    "letters": "".join(_letters(i) for i, c in enumerate(cliques) if r in c),
+                }
+            )
+        as_rows = [[order.index(r) for r in c] for c in cliques]
+        groups[m] = {
+            "rows": table,
+            "groups": as_rows,
+            "best_alone": len(order) > 1 and all(len(c) == 1 for c in as_rows if 0 in c),
+        }
+    headline = None
+    top = groups.get(HEADLINE_METRIC)
+    if top is not None and len(top["rows"]) >= 2:
+        first, second = top["rows"][0]["rankers"][0], top["rows"][1]["rankers"][0]
+        d = np.array(scores_of(first, HEADLINE_METRIC)) - np.array(scores_of(second, HEADLINE_METRIC))
+        ci = _bootstrap_interval(d, seed, rounds) if shown else (None, None)
+        test = next(w for w in pairs if w["metric"] == HEADLINE_METRIC and {w["a"], w["b"]} == {first, second})
+        headline = {
+            "metric": HEADLINE_METRIC,
+            "leader": 0,
+            "runner_up": 1,
+            "difference": math.fsum(d.tolist()) / questions,
+            "ci_low": ci[0],
+            "ci_high": ci[1],
+            "tested": test["tested"],
+            "p_adjusted": test["p_adjusted"],
+            "significant": test["significant"],
+            "same_group": any(0 in c and 1 in c for c in top["groups"]),
+            "mde": detectable[HEADLINE_METRIC]["mde"] if detectable.get(HEADLINE_METRIC) else None,
+        }
+    return {
+        "pairs": pairs,
+        "family": {"tests": len(pairs), "excluded": len(pairs) - size, "size": size},
+        "monte_carlo_rounds": mc_rounds,
+        "intervals": shown,
+        "methods": {k: sum(1 for w in family if w["p_method"] == k) for k in ("lattice", "split-half", "monte-carlo")},
+        "identical": {m: [r for r in rows_of[m] if len(r) > 1] for m in metrics},
+        "significant_uncorrected": sum(w["p_value"] < alpha for w in family),
+        "significant_adjusted": sum(bool(w["significant"]) for w in family),
+        "tukey": tukey,
+        "detectable": detectable,
+        "groups": groups,
+        "headline": headline,
+    }
 
 
 def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
@@ -2295,7 +2664,7 @@ def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
                 compare(f"sweeps.{fusion}.{sweep}.rows[{n}].overall", row["overall"], want)
             result = heldout["results"][fusion][sweep]
             default = next(n for n, r in enumerate(data["rows"]) if r["value"] == result["folds"][0]["default"])
-            wins = 0
+            wins = significant_folds = 0
             for n, fold in enumerate(result["folds"]):
                 tune, test = folds[fold["tune_on"]], folds[fold["test_on"]]
                 sel = [mean([f[selection][q] for q in tune]) for f in per_setting]
@@ -2313,83 +2682,73 @@ def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
                 compare(f"{label}.dense_ranker", fold.get("dense_ranker"), alone)
                 compare(f"{label}.scores", fold["scores"], want_scores)
                 compare(f"{label}.tuned_beats_default", fold["tuned_beats_default"], beats)
+                held = {"test_size": len(test), "p_value": None, "p_method": None, "significant": None}
+                if test:  # the tuned setting against the default on the held-out questions, one test per fold
+                    d = np.array([per_setting[chosen][selection][q] - per_setting[default][selection][q] for q in test])
+                    alpha = SIGNIFICANCE_SETTINGS["alpha"]
+                    mc = max(SIGNIFICANCE_SETTINGS["rounds"], math.ceil(MC_FACTOR / alpha))
+                    p, _, _, kind = _sign_test_p(d, seed, mc)
+                    held.update(p_value=p, p_method=kind, significant=p < alpha)
+                significant_folds += bool(held["significant"])
+                compare(f"{label} held-out test", {k: fold.get(k) for k in held}, held)
                 size, count = len(tune), len(data["rows"])
                 small = size < count
                 compare(f"{label}.tune_size", fold.get("tune_size"), size)
                 compare(f"{label}.too_small", fold.get("too_small"), small)
                 compare(f"{label}.note", fold.get("note"), "fold_too_small" if small else None)
             compare(f"heldout.{fusion}.{sweep}.tuned_beats_default_in", result["tuned_beats_default_in"], wins)
+            compare(f"heldout.{fusion}.{sweep}.significant_in", result.get("significant_in"), significant_folds)
 
     sig = stored.get("significance", {})
     for key, want in SIGNIFICANCE_SETTINGS.items():  # the settings are this file's, whatever the bundle says
         compare(f"significance.{key}", sig.get(key), want)
-    rounds, alpha, minimum = (SIGNIFICANCE_SETTINGS[k] for k in ("rounds", "alpha", "min_differing"))
     sig_metrics = SIGNIFICANCE_SETTINGS["metrics"]
     config_rel = f"evidence/{corpus}/inputs/sitegen.json"
     config = bundle.json(config_rel) if (bundle.site / config_rel).is_file() else {}
     correction = config.get("significance", {}).get("correction", "holm")
-    names = {"holm": "Holm-Bonferroni", "bh": "Benjamini-Hochberg"}
-    pairs = {}
-    for pair in sig.get("pairs", []):
-        a = np.array(scores_of(pair["a"], pair["metric"]))
-        b = np.array(scores_of(pair["b"], pair["metric"]))
-        d = a - b
-        p, differing, method = _sign_test_p(d, seed, rounds)
-        low, high = _bootstrap_interval(d, seed, rounds)
-        tested = differing >= minimum
-        pairs[(pair["a"], pair["b"], pair["metric"])] = {
-            "a": pair["a"],
-            "b": pair["b"],
-            "metric": pair["metric"],
-            "mean_a": mean(list(a)),
-            "mean_b": mean(list(b)),
-            "difference": mean(list(d)),
-            "differing": differing,
-            "tested": tested,
-            "method": method if tested else None,
-            "p_value": p if tested else None,
-            "p_adjusted": None,
-            "ci_low": low,
-            "ci_high": high,
-            "significant": None,
-            "note": None,
-            **_wins_ties_losses(d),
-            "tukey_p": None,
-            "tukey_significant": None,
-        }
-    family = [w for w in pairs.values() if w["tested"]]
-    for w, adj in zip(family, _adjusted([w["p_value"] for w in family], correction), strict=True):
-        w["p_adjusted"], w["significant"] = adj, adj < alpha
-    for w in pairs.values():  # note codes: the pages say them in words, sitegen's wording table
-        outside = w["ci_low"] > 0 or w["ci_high"] < 0
-        if not w["tested"]:
-            w["note"] = "too_few_differing"
-        elif outside and not w["significant"]:
-            w["note"] = "interval_not_corrected"
-        elif w["significant"] and not outside:
-            w["note"] = "interval_includes_zero"
-    _check_tukey(compare, sig, pairs, rankers, scores_of, scored)
-    for n, pair in enumerate(sig.get("pairs", [])):
-        want = pairs[(pair["a"], pair["b"], pair["metric"])]
-        compare(f"significance.pairs[{n}] ({pair['a']} vs {pair['b']}, {pair['metric']})", pair, want)
+    rows_of: dict[str, list[list[str]]] = {}
+    for m in sig_metrics:  # rankers with equal per-question values are one row, the first named standing for it
+        found: dict[tuple[float, ...], list[str]] = {}
+        for r in rankers if scored else []:
+            found.setdefault(tuple(scores_of(r, m)), []).append(r)
+        rows_of[m] = list(found.values())
+    unverified = set(unverified_rankers(bundle, corpus, rankers))
+    want_sig = _expected_significance(rows_of, scores_of, len(scored), correction, unverified)
+    stored_pairs = sig.get("pairs", [])
+    keys = [(w["a"], w["b"], w["metric"]) for w in want_sig["pairs"]]
+    if [(p.get("a"), p.get("b"), p.get("metric")) for p in stored_pairs] != keys:
+        check.fail(
+            f"{rel}: significance.pairs cover {len(stored_pairs)} comparisons, expected {len(keys)}: every pair "
+            "of distinct rows (identical rankers merged) x metric, in order"
+        )
+    else:
+        for n, (pair, want) in enumerate(zip(stored_pairs, want_sig["pairs"], strict=True)):
+            compare(f"significance.pairs[{n}] ({pair['a']} vs {pair['b']}, {pair['metric']})", pair, want)
     compare("significance.correction", sig.get("correction"), correction)
-    compare("significance.correction_name", sig.get("correction_name"), names.get(correction))
-    tests = len(pairs)
+    compare("significance.correction_name", sig.get("correction_name"), _CORRECTION_NAMES.get(correction))
     compare(
         "significance.family counts",
         {k: sig.get("family", {}).get(k) for k in ("tests", "excluded", "size")},
-        {"tests": tests, "excluded": tests - len(family), "size": len(family)},
+        want_sig["family"],
     )
     compare(
         "significance counts",
         [sig.get("significant_uncorrected"), sig.get("significant_adjusted")],
-        [sum(w["p_value"] < alpha for w in family), sum(bool(w["significant"]) for w in family)],
+        [want_sig["significant_uncorrected"], want_sig["significant_adjusted"]],
     )
-    expected_pairs = {(a, b, m) for i, a in enumerate(rankers) for b in rankers[i + 1 :] for m in sig_metrics}
-    if not scored:
-        expected_pairs = set()
-    if set(pairs) != expected_pairs:
-        check.fail(f"{rel}: significance.pairs cover {len(pairs)} comparisons, expected every pair x metric")
+    for key in ("monte_carlo_rounds", "intervals", "methods", "identical", "detectable", "groups", "headline"):
+        compare(f"significance.{key}", sig.get(key), want_sig[key])
+    tukey = sig.get("tukey") if isinstance(sig.get("tukey"), dict) else {}
+    compare("significance.tukey.by_metric", tukey.get("by_metric"), want_sig["tukey"])
+    compare(
+        "significance.tukey.rounds/seed/alpha",
+        [tukey.get("rounds"), tukey.get("seed"), tukey.get("alpha")],
+        [SIGNIFICANCE_SETTINGS[k] for k in ("rounds", "seed", "alpha")],
+    )
+    pairs = {(w["a"], w["b"], w["metric"]): w for w in want_sig["pairs"]}
+
+    def row_of(ranker: str, m: str) -> str:
+        return next((r[0] for r in rows_of[m] if ranker in r), ranker)
 
     config_rel = f"evidence/{corpus}/inputs/sitegen.json"
     configured = config.get("ablation")
@@ -2417,16 +2776,18 @@ def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
             "delta": None,
             "p_adjusted": None,
             "significant": None,
+            "identical": None,
             "overall": {m: mean(scores_of(r, m)) for m in sig_metrics},
         }
         if prev is not None:
             row["delta"] = {
                 m: mean([x - y for x, y in zip(scores_of(r, m), scores_of(prev, m), strict=True)]) for m in sig_metrics
             }
-            found = {m: pairs.get((r, prev, m)) or pairs.get((prev, r, m)) for m in sig_metrics}
-            if all(found.values()):
-                row["p_adjusted"] = {m: f["p_adjusted"] for m, f in found.items()}
-                row["significant"] = {m: f["significant"] for m, f in found.items()}
+            ends = {m: (row_of(r, m), row_of(prev, m)) for m in sig_metrics}
+            found = {m: pairs.get((a, b, m)) or pairs.get((b, a, m)) for m, (a, b) in ends.items()}
+            row["identical"] = {m: a == b for m, (a, b) in ends.items()}
+            row["p_adjusted"] = {m: f["p_adjusted"] if f else None for m, f in found.items()}
+            row["significant"] = {m: f["significant"] if f else None for m, f in found.items()}
         rows.append(row)
     compare("ablation.rows", stored.get("ablation", {}).get("rows"), rows)
 
@@ -3119,7 +3480,7 @@ def check_ties(check: Check, bundle: Bundle, corpus: str) -> str:
     stored = bundle.json(rel)
     inputs = bundle.inputs(corpus)
     summary = bundle.json(f"evidence/{corpus}/corpus.json")
-    names = [n for n in summary.get("metrics", []) if isinstance(n, str)]
+    names = [n for n in summary.get("metrics", []) if isinstance(n, str) and n.partition("@")[0] in TIE_MEASURES]
     rankers = [r for r in summary.get("rankers", []) if isinstance(r, str)]
     scored = [q for q in inputs.queries if any(g > 0 for g in inputs.qrels.get(q, {}).values())]
     tol = TOLERANCES["metric_absolute"]
@@ -3328,7 +3689,7 @@ def check_changes(check: Check, bundle: Bundle, corpus: str) -> str:
             before = [float(before_q[q][name]) for q in questions]
             after = [float(now_q[q][name]) for q in questions]
             d = np.array(after, dtype=np.float64) - np.array(before, dtype=np.float64)
-            p, differing, _ = _sign_test_p(d, seed, rounds)
+            p, differing, *_ = _sign_test_p(d, seed, rounds)
             tested = differing >= minimum
             rows.append(
                 {

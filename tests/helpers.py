@@ -369,7 +369,15 @@ TEXTS = st.lists(
     max_size=12,
 )
 
-TREC_MEASURES = {"hit": "Success", "recall": "R", "precision": "P", "mrr": "RR", "ndcg": "nDCG"}
+TREC_MEASURES = {
+    "hit": "Success",
+    "recall": "R",
+    "precision": "P",
+    "mrr": "RR",
+    "ndcg": "nDCG",
+    "map": "AP",
+    "rprec": "Rprec",
+}
 
 
 def file_tree(root: Path) -> dict[str, bytes]:
@@ -408,9 +416,10 @@ def assert_metrics_match_trec_eval(site: Path, corpus: str) -> int:
         assert set(scored["per_query"]) == set(judged)
         for name in scored["overall"]:
             family, k = name.split("@")
-            depth = int(k) if family == "mrr" else None  # pytrec_eval ignores RR's cut-off
+            uncut = family in ("mrr", "map", "rprec")  # trec_eval cuts these with -M k: cut the run first
+            depth = int(k) if uncut else None
             run = {q: {d: s for d, s in hits[:depth]} for q, hits in trec.items()}
-            measure = ir_measures.parse_measure(f"{TREC_MEASURES[family]}@{k}")
+            measure = ir_measures.parse_measure(TREC_MEASURES[family] if uncut else f"{TREC_MEASURES[family]}@{k}")
             theirs = {m.query_id: m.value for m in ir_measures.iter_calc([measure], judged, run)}
             for qid in judged:
                 # trec_eval skips queries without hits; sitegen scores them 0, as trec_eval -c does.

@@ -33,7 +33,7 @@ from sitegen.rankers.external import ExternalRunRanker
 from sitegen.rankers.filtering import has_filters
 from sitegen.scoring.chunking_sweep import ChunkingSweep, chunking_sweep
 from sitegen.scoring.experiments import experiment_inputs, run_experiments
-from sitegen.scoring.metrics import evaluate, metric_names
+from sitegen.scoring.metrics import configured_metric_names, evaluate
 from sitegen.scoring.packing import packing_report
 from sitegen.scoring.postgres_report import postgres_report
 from sitegen.scoring.report import derive_report, filtering_report
@@ -143,7 +143,7 @@ def build_corpus(run: BuildRun, job: CorpusJob) -> EmbedStats:
             corpus=job.corpus,
             runs=ranked.runs,
             metrics=ranked.metrics,
-            metric_list=tuple(metric_names()),
+            metric_list=tuple(configured_metric_names(job.corpus.config)),
             depth=run.options.depth,
             tables=tables,
             embeddings=embeddings,
@@ -236,7 +236,7 @@ def _score(run: BuildRun, corpus: Corpus, ranked: Run) -> dict[str, Any]:
     with run.timer.stage("score"):
         rankings = {q: [h.doc_id for h in hits] for q, hits in ranked.hits.items()}
         kinds = {q.query_id: q.kind for q in corpus.queries}
-        scored = evaluate(rankings, corpus.qrels, kinds, metric_names())
+        scored = evaluate(rankings, corpus.qrels, kinds, configured_metric_names(corpus.config))
     overall = scored["overall"]
     run.log(
         f"{corpus.name}: {ranked.ranker:<22} hit@1 {overall['hit@1']:.3f}  "

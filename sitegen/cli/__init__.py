@@ -1,9 +1,9 @@
 """Command line: ``sitegen build``, ``audit``, ``validate``, ``rankers``, ``bench-pg``, ``diff``, ``import``,
-``gate``, ``freeze``, ``init``.
+``gate``, ``pool``, ``freeze``, ``init``.
 
 This module defines the ``cli`` group and adds every command to it; the commands live one module per concern:
 ``build_command`` (build), ``audit_command`` (audit), ``inputs_commands`` (validate, import, freeze),
-``info_commands`` (rankers, bench-pg) and ``compare_commands`` (diff, gate). ``common`` holds the helpers and
+``info_commands`` (rankers, bench-pg) and ``compare_commands`` (diff, gate, pool). ``common`` holds the helpers and
 click parameter types they share. The command modules never import this one, so there is no import cycle.
 """
 
@@ -17,7 +17,7 @@ from sitegen import __version__
 from sitegen.cli.audit_command import audit
 from sitegen.cli.build_command import build
 from sitegen.cli.common import CommandError
-from sitegen.cli.compare_commands import diff_command, gate_group
+from sitegen.cli.compare_commands import diff_command, gate_group, pool_command
 from sitegen.cli.info_commands import bench_pg, rankers
 from sitegen.cli.init_command import init_command
 from sitegen.cli.inputs_commands import freeze_command, import_group, validate
@@ -58,6 +58,7 @@ for _command in (
     import_group,
     freeze_command,
     gate_group,
+    pool_command,
     init_command,
 ):
     cli.add_command(_command)

@@ -125,11 +125,11 @@ def gate_group() -> None:
 @click.option(
     "--tolerance",
     type=_Tolerance(),
-    default=0.001,
-    show_default=True,
-    help="Largest drop (after rounding) that is still OK; up to 1.5 times it is OK*.",
+    default=None,
+    help="Largest drop (after rounding) that is still OK; up to 1.5 times it is OK* [default: one question's "
+    "effect on each corpus's question set, 1/n rounded up, so a one-question change is OK].",
 )
-def gate_record(site: Path, out_file: Path, precision: int, tolerance: float) -> None:
+def gate_record(site: Path, out_file: Path, precision: int, tolerance: float | None) -> None:
     """Record the overall value of every corpus x ranker x metric in SITE as the expected values.
 
     SITE is a site folder (or its evidence folder); its bundle is checked against its manifest first and
@@ -149,10 +149,8 @@ def gate_record(site: Path, out_file: Path, precision: int, tolerance: float) ->
     except OSError as exc:
         raise click.ClickException(f"gate record failed: {_os_problem(exc)}") from exc
     corpora = sorted({e.corpus for e in expectations})
-    click.echo(
-        f"wrote {out_file}: {len(expectations)} checks ({', '.join(corpora)}), precision {precision}, "
-        f"tolerance {tolerance:g}"
-    )
+    rule = f"tolerance {tolerance:g}" if tolerance is not None else "tolerance: one question's effect per corpus"
+    click.echo(f"wrote {out_file}: {len(expectations)} checks ({', '.join(corpora)}), precision {precision}, {rule}")
 
 
 @gate_group.command("check")
@@ -202,3 +200,39 @@ def gate_check(gate_file: Path, site: Path, as_json: bool, allow_changed_inputs:
         click.echo(summary_line(outcome, str(site)))
     if outcome.failed:
         raise SystemExit(1)
+
+
+@click.command("pool")
+@click.argument("site", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--depth", type=click.IntRange(1), default=10, show_default=True, help="How deep into each ranker's list to pool."
+)
+@click.option(
+    "--out",
+    "out_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="The TSV to write: corpus, query_id, doc_id, rankers (ranker:rank), best_rank.",
+)
+@click.option("--corpus", "corpora", multiple=True, help="Pool only this corpus (repeatable) [default: every corpus].")
+def pool_command(site: Path, depth: int, out_file: Path, corpora: tuple[str, ...]) -> None:
+    """Write the unjudged pool: every passage a ranker put in its top DEPTH that no qrels line judges.
+
+    Each row names the question, the passage and the rankers and ranks that surfaced it, ready for assessors;
+    SITE's bundle is checked against its manifest first.
+
+    \b
+    Example:
+        sitegen pool site --depth 10 --out to-judge.tsv
+    """
+    from sitegen.compare.pool import pool_tsv, unjudged_pool
+
+    try:
+        rows = unjudged_pool(site, depth, corpora)
+        out_file.write_text(pool_tsv(rows), encoding="utf-8")
+    except SitegenError as exc:
+        raise click.ClickException(f"pool failed: {exc}") from exc
+    except OSError as exc:
+        raise click.ClickException(f"pool failed: {_os_problem(exc)}") from exc
+    questions = len({(r.corpus, r.query_id) for r in rows})
+    click.echo(f"wrote {out_file}: {len(rows)} unjudged passages for {questions} questions (top {depth})")

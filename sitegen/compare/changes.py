@@ -54,13 +54,8 @@ from sitegen.publish.bundle import open_bundle
 from sitegen.publish.evidence import write_json
 from sitegen.publish.layout import MANIFEST, input_of
 from sitegen.publish.reader import CorpusReader, SiteFolder, qrels_grades
-from sitegen.scoring.experiments import (
-    CORRECTIONS,
-    ExperimentSettings,
-    adjust_p_values,
-    paired_bootstrap_ci,
-    paired_randomisation_test,
-)
+from sitegen.scoring.experiments import ExperimentSettings
+from sitegen.scoring.statistics import CORRECTIONS, adjust_p_values, paired_bootstrap_ci, paired_randomisation_test
 
 __all__ = [
     "PLOT_METRIC",

@@ -14,6 +14,11 @@ edited and reviewed by hand, and committed beside the corpora (``corpora/gate.js
     }
 
 One check per line, sorted by corpus, ranker and metric, keys sorted, so a re-record shows as a line diff.
+``"tolerance"`` says where the checks' tolerances came from: ``{"rule": "one-question", "questions": {corpus: n}}``
+(the default: one question's effect on a mean of n per-question values in [0, 1], 1/n, rounded up to the precision
+after adding one unit of it for the rounding of both values, so a one-question change is OK and two are not) or
+``{"rule": "fixed", "value": x}`` (``--tolerance``). A fixed 0.001 is smaller than one question's effect on any
+question set under 1,000 questions, so noise read as OK*.
 Beside the checks, ``"inputs"`` records each corpus's question set as the recorded site's ``corpus.json`` gives
 it: the sha256 of ``qrels/test.tsv`` and ``queries.jsonl``. A check against a site built from other questions
 or labels FAILs and names the files (``--allow-changed-inputs`` reports them and goes on): scores of another
@@ -70,6 +75,7 @@ __all__ = [
     "input_lines",
     "judge",
     "load_gate",
+    "one_question_tolerance",
     "parse_gate",
     "record_gate",
     "result_json",
@@ -147,11 +153,24 @@ InputHashes = Mapping[str, Mapping[str, str]]
 
 @dataclass(frozen=True)
 class GateFile:
-    """A gate file: its checks, and the question set each corpus was recorded with (None: a gate file of
-    :data:`FORMAT_WITHOUT_INPUTS`, which recorded none)."""
+    """A gate file: its checks, the question set each corpus was recorded with (None: a gate file of
+    :data:`FORMAT_WITHOUT_INPUTS`, which recorded none), and the rule its tolerances follow (None: not
+    recorded, a file written before the rule was)."""
 
     expectations: tuple[Expectation, ...]
     inputs: InputHashes | None
+    tolerance: Mapping[str, Any] | None = None
+
+
+def one_question_tolerance(questions: int, precision: int) -> float:
+    """One question's effect on a mean of ``questions`` per-question values in [0, 1] (1/n), plus one unit of
+    the precision (both values are rounded before they are compared), rounded up to the precision; 0 without a
+    question."""
+    if questions < 1:
+        return 0.0
+    unit = Decimal(1).scaleb(-precision)
+    bound = Decimal(1) / Decimal(questions) + unit
+    return float((bound / unit).to_integral_value(rounding="ROUND_CEILING") * unit)
 
 
 @dataclass(frozen=True)
@@ -249,11 +268,17 @@ def changed_inputs(recorded: InputHashes, observed: InputHashes) -> list[str]:
     return lines
 
 
-def expectations_from_metrics(observed: Observed, precision: int, tolerance: float) -> list[Expectation]:
-    """One expectation per corpus x ranker x metric, the value rounded to ``precision``, sorted."""
-    _check_precision_and_tolerance(precision, tolerance, "record")
+def expectations_from_metrics(
+    observed: Observed, precision: int, tolerance: float | Mapping[str, float]
+) -> list[Expectation]:
+    """One expectation per corpus x ranker x metric, the value rounded to ``precision``, sorted; ``tolerance`` is
+    one value for every check or one per corpus."""
+    per_corpus = tolerance if isinstance(tolerance, Mapping) else dict.fromkeys(observed, tolerance)
+    for value in per_corpus.values():
+        _check_precision_and_tolerance(precision, value, "record")
     found = []
     for corpus in sorted(observed):
+        tolerance = per_corpus[corpus]
         for ranker in sorted(observed[corpus]):
             for metric in sorted(observed[corpus][ranker]):
                 value = observed[corpus][ranker][metric]
@@ -346,7 +371,8 @@ def dump_gate(gate: GateFile) -> str:
         for corpus, files in sorted((gate.inputs or {}).items())
     ]
     inputs = "{\n" + ",\n".join(rows) + "\n  }" if rows else "{}"
-    return f'{{\n  "checks": {checks},\n  "format": {json.dumps(FORMAT)},\n  "inputs": {inputs}\n}}\n'
+    rule = f',\n  "tolerance": {json.dumps(gate.tolerance, sort_keys=True)}' if gate.tolerance is not None else ""
+    return f'{{\n  "checks": {checks},\n  "format": {json.dumps(FORMAT)},\n  "inputs": {inputs}{rule}\n}}\n'
 
 
 def _parse_inputs(raw: Any, source: str) -> dict[str, dict[str, str]]:
@@ -396,7 +422,10 @@ def parse_gate(text: str, source: str) -> GateFile:
             raise GateError(f"{where}: {exp.corpus}/{exp.ranker} {exp.metric} is checked twice")
         seen.add(exp.key)
         found.append(exp)
-    return GateFile(tuple(found), inputs)
+    rule = data.get("tolerance")
+    if rule is not None and not (isinstance(rule, dict) and rule.get("rule") in ("one-question", "fixed")):
+        raise GateError(f'{source}: "tolerance" must say its rule: {{"rule": "one-question" or "fixed", ...}}')
+    return GateFile(tuple(found), inputs, rule)
 
 
 # ----------------------------------------------------------------------------------------- the edges
@@ -456,12 +485,30 @@ def _write_atomic(path: Path, text: str) -> None:
         raise
 
 
-def record_gate(site: Path, out: Path, precision: int = 4, tolerance: float = 0.001) -> GateFile:
-    """Write the gate file ``out`` from the site's metrics and question sets (atomically); return it."""
+def record_gate(site: Path, out: Path, precision: int = 4, tolerance: float | None = None) -> GateFile:
+    """Write the gate file ``out`` from the site's metrics and question sets (atomically); return it. Without a
+    ``tolerance`` each corpus's follows its question set (:func:`one_question_tolerance`)."""
     observed, inputs = _observed(site)
-    gate = GateFile(tuple(expectations_from_metrics(observed, precision, tolerance)), inputs)
+    if tolerance is None:
+        questions = _scored_questions(site, observed)
+        rule: dict[str, Any] = {"rule": "one-question", "questions": questions}
+        chosen: float | dict[str, float] = {c: one_question_tolerance(n, precision) for c, n in questions.items()}
+    else:
+        rule, chosen = {"rule": "fixed", "value": tolerance}, tolerance
+    gate = GateFile(tuple(expectations_from_metrics(observed, precision, chosen)), inputs, rule)
     _write_atomic(Path(out), dump_gate(gate))
     return gate
+
+
+def _scored_questions(site: Path, observed: Observed) -> dict[str, int]:
+    """Each corpus's scored (answerable) questions, as its ``corpus.json`` counts them."""
+    bundle = open_bundle(site)
+    found = {}
+    for rel in bundle.files:
+        place = corpus_file(rel)
+        if place is not None and place[1] == SUMMARY and place[0] in observed:
+            found[place[0]] = int(load_json(bundle.path(rel)).get("answerable_queries", 0))
+    return found
 
 
 def check_gate(gate_file: Path, site: Path, allow_changed_inputs: bool = False) -> GateOutcome:

@@ -34,6 +34,7 @@ from typing import IO, Any
 from sitegen.errors import CorpusError
 from sitegen.inputs.chunk_settings import ChunkingError, parse_chunking
 from sitegen.inputs.fusion_settings import FusionSettingsError, parse_fusions
+from sitegen.inputs.metric_settings import MetricSettingsError, parse_metric_settings
 from sitegen.inputs.problems import Problems, json_type, record_id, salvaged_id
 
 __all__ = [
@@ -252,7 +253,7 @@ def _check_runs(folder: Path) -> None:
 
 
 def _load_config(path: Path) -> dict[str, Any]:
-    """``sitegen.json``: per-corpus experiment settings::
+    """``sitegen.json``: per-corpus experiment settings (``"metrics"``: :mod:`sitegen.inputs.metric_settings`)::
 
     {"ablation": [{"ranker": "bm25", "adds": "what this row adds to the previous one"}, ...],
      "packing": {"budgets": [20, 200, 1000]},
@@ -267,7 +268,7 @@ def _load_config(path: Path) -> dict[str, Any]:
     config = _parse_json(path, None, text)
     if not isinstance(config, dict):
         raise CorpusError(path, "expected a JSON object")
-    known = ("ablation", "chunking", "filters", "fusions", "packing", "publish", "significance")
+    known = ("ablation", "chunking", "filters", "fusions", "metrics", "packing", "publish", "significance")
     unknown = sorted(set(config) - set(known))
     if unknown:
         raise CorpusError(path, f"unknown setting(s) {', '.join(unknown)}; known: {', '.join(known)}")
@@ -275,6 +276,11 @@ def _load_config(path: Path) -> dict[str, Any]:
         line = next((n for n, row in enumerate(text.splitlines(), 1) if '"publish"' in row), None)
         modes = " or ".join(f'"{m}"' for m in PUBLISH_MODES)
         raise CorpusError(path, f'"publish" must be {modes}, got {config["publish"]!r}', line)
+    try:
+        parse_metric_settings(config.get("metrics", {}))
+    except MetricSettingsError as exc:
+        line = next((n for n, r in enumerate(text.splitlines(), 1) if '"metrics"' in r), None)
+        raise CorpusError(path, str(exc), line) from None
     significance = config.get("significance", {})
     if (
         not isinstance(significance, dict)

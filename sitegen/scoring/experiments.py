@@ -2,31 +2,23 @@
 the ablation table and the unanswerable-question view.
 
 Everything here is a pure function of the runs, the qrels and a recorded seed, so the
-audit can recompute it. The randomised tests are specified exactly (see
-:func:`paired_permutation_test` and :func:`paired_bootstrap_ci`), so the same seed gives
-the same p-values and intervals in any implementation that uses numpy's PCG64.
+audit can recompute it. The tests themselves are :mod:`sitegen.scoring.statistics`; the family of paired
+tests, the power and the rank groups are :mod:`sitegen.scoring.significance`, which documents the
+``significance`` shape.
 
 ``evidence/<corpus>/experiments.json`` shape (a ``note`` is null or a code of :data:`sitegen.wording.NOTES`)::
 
-    {"schema_version": 2, "metrics": [...], "one_question_points": float,
+    {"schema_version": 3, "metrics": [...], "one_question_points": float,
      "sweeps": {rrf_ranker: {sweep: {"parameter", "fixed", "rows": [{"value", "params", "overall"}]}}},
      "heldout": {"seed", "selection_metric", "folds": {"A": [qids], "B": [qids]},
-                 "results": {rrf_ranker: {sweep: {"tuned_beats_default_in": n, "folds": [{"tune_on", "test_on",
-                              "chosen", "default", "dense_ranker", "scores": {"tuned", "default", "dense"},
-                              "tune_size", "too_small", "note",
-                              "tuned_beats_default"}]}}}},
+                 "results": {rrf_ranker: {sweep: {"tuned_beats_default_in": n, "significant_in": n,
+                              "folds": [{"tune_on", "test_on", "chosen", "default", "dense_ranker",
+                              "scores": {"tuned", "default", "dense"}, "tune_size", "test_size", "too_small",
+                              "note", "tuned_beats_default", "p_value", "p_method", "significant"}]}}}},
      "scored_questions": n,
-     "significance": {"seed", "rounds", "alpha", "metrics", "min_differing", "correction", "correction_name",
-                      "family": {"description", "tests", "excluded", "size"}, "significant_uncorrected",
-                      "significant_adjusted", "pairs": [{"a", "b", "metric", "mean_a", "mean_b", "difference",
-                      "differing", "tested", "method", "p_value", "p_adjusted", "ci_low", "ci_high",
-                      "significant", "note", "wins", "ties", "losses", "effect_size", "tukey_p",
-                      "tukey_significant"}],
-                      "tukey": {"method", "rounds", "seed", "alpha", "controls", "effect_size",
-                                "by_metric": {metric: {"method", "exact", "pairs", "significant",
-                                                       "adjusted_significant"}}}},
+     "significance": {...} (sitegen.scoring.significance),
      "ablation": {"source", "rows": [{"ranker", "baseline", "adds", "overall", "delta", "p_adjusted",
-                                      "significant"}]},
+                                      "significant", "identical"}]},
      "unanswerable": {"questions": [qid], "rows": {ranker: {qid: {"hits", "top_score"}}},
                       "answerable_median_top_score": {ranker: float | None}}}
 """
@@ -34,8 +26,6 @@ the same p-values and intervals in any implementation that uses numpy's PCG64.
 from __future__ import annotations
 
 import dataclasses
-import functools
-import itertools
 import math
 import statistics
 from collections.abc import Mapping, Sequence
@@ -48,27 +38,21 @@ from sitegen.inputs.corpus import Corpus
 from sitegen.rankers.base import Contract, Family
 from sitegen.rankers.fusion import reciprocal_rank_fusion
 from sitegen.scoring.metrics import evaluate
+from sitegen.scoring.report import unverified_rankers
+from sitegen.scoring.significance import SIGNIFICANCE_METRICS, significance
+from sitegen.scoring.statistics import monte_carlo_rounds, paired_randomisation_test
 
 __all__ = [
-    "CORRECTIONS",
     "DEFAULT_SEED",
+    "SIGNIFICANCE_METRICS",
     "ExperimentSettings",
-    "RandomisationResult",
-    "TukeyResult",
-    "adjust_p_values",
     "experiment_inputs",
-    "paired_bootstrap_ci",
-    "paired_effect",
-    "paired_permutation_test",
-    "paired_randomisation_test",
-    "randomised_tukey_hsd",
     "run_experiments",
     "stratified_two_fold_split",
 ]
 
 DEFAULT_SEED = 20261129
 RRF_SWEEP_METRICS = ("hit@1", "hit@5", "mrr@10")
-SIGNIFICANCE_METRICS = ("hit@1", "hit@5", "mrr@10", "ndcg@10")
 SELECTION_METRIC = "mrr@10"
 _TIE = 1e-12
 
@@ -89,239 +73,6 @@ class ExperimentSettings:
     rounds: int = 10_000
     alpha: float = 0.05
     min_differing: int = 10
-
-
-BLOCK_ROUNDS = 1_000
-CORRECTIONS = {"holm": "Holm-Bonferroni", "bh": "Benjamini-Hochberg"}
-
-
-@dataclass(frozen=True)
-class RandomisationResult:
-    """One paired randomisation test: the p-value and how it was obtained, for the evidence."""
-
-    p_value: float
-    differing: int
-    exact: bool
-    method: str
-
-
-def _differences(a: Sequence[float], b: Sequence[float]) -> np.ndarray:
-    return np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
-
-
-def paired_randomisation_test(a: Sequence[float], b: Sequence[float], seed: int, rounds: int) -> RandomisationResult:
-    """Two-sided paired randomisation (sign-flip) test of mean(a - b) = 0.
-
-    Questions where a and b agree contribute nothing to any sign pattern, so they are dropped: ``d`` holds the
-    n nonzero differences and the statistic of a pattern ``s`` is ``|sum(s * d)|``, observed ``|sum(d)|``; a
-    pattern counts as extreme when its statistic >= observed - 1e-12.
-
-    - If 2**n <= rounds: every one of the 2**n sign patterns is enumerated and p = extreme / 2**n, exactly
-      (n = 0 gives p = 1).
-    - Otherwise Monte Carlo: ``rng = numpy.random.default_rng(seed)``; in blocks of 1,000 rounds (the last one
-      shorter) ``signs = rng.integers(0, 2, size=(block, n)) * 2 - 1``; p = (b + 1) / (rounds + 1), b the
-      extreme rounds.
-
-    Memory is bounded by the block, not by rounds: one block holds a (1,000 x n) int64 draw and its float64
-    signs, 16,000 * n bytes (about 1 MB for 60 questions), whatever ``rounds`` is.
-    """
-    d = _differences(a, b)
-    d = d[d != 0]
-    n = int(d.size)
-    observed = abs(math.fsum(d.tolist()))
-    if 2**n <= rounds:
-        extreme = 0
-        bits = np.arange(n, dtype=np.int64)
-        for start in range(0, 2**n, BLOCK_ROUNDS):
-            patterns = np.arange(start, min(start + BLOCK_ROUNDS, 2**n), dtype=np.int64)
-            signs = 1.0 - 2.0 * ((patterns[:, None] >> bits) & 1)
-            extreme += int(np.count_nonzero(np.abs(signs @ d) >= observed - _TIE))
-        return RandomisationResult(extreme / 2**n, n, True, f"exact enumeration of 2^{n} = {2**n} sign patterns")
-    rng = np.random.default_rng(seed)
-    extreme = 0
-    for start in range(0, rounds, BLOCK_ROUNDS):
-        block = min(BLOCK_ROUNDS, rounds - start)
-        signs = rng.integers(0, 2, size=(block, n)).astype(np.float64)
-        signs *= 2.0  # in place: the same +-1 values as (bits * 2 - 1), without two more n x block temporaries
-        signs -= 1.0
-        extreme += int(np.count_nonzero(np.abs(signs @ d) >= observed - _TIE))
-    return RandomisationResult(
-        (extreme + 1) / (rounds + 1), n, False, f"Monte Carlo, {rounds} rounds, seed {seed} (2^{n} patterns)"
-    )
-
-
-def paired_permutation_test(a: Sequence[float], b: Sequence[float], seed: int, rounds: int) -> float:
-    """The p-value of :func:`paired_randomisation_test`."""
-    return paired_randomisation_test(a, b, seed, rounds).p_value
-
-
-CACHED_BOOTSTRAP_VALUES = 1 << 24
-"""Up to this many bootstrap indices (rounds x N) are drawn once per (seed, rounds, N) and reused by every pair
-of rankers: 32 MB at most (uint16 up to 65,536 questions). A larger draw is made per call, as documented."""
-
-
-@functools.lru_cache(maxsize=1)
-def _bootstrap_indices(seed: int, rounds: int, size: int) -> tuple[np.ndarray, ...]:
-    """The index blocks of :func:`paired_bootstrap_ci`, exactly as it documents them, read-only: every pair over
-    the same questions draws the same ones, so one draw serves them all (the same gathered values, the same
-    means)."""
-    rng = np.random.default_rng(seed)
-    dtype = np.uint16 if size <= 1 << 16 else np.int64
-    blocks = []
-    for start in range(0, rounds, BLOCK_ROUNDS):
-        idx = rng.integers(0, size, size=(min(BLOCK_ROUNDS, rounds - start), size)).astype(dtype)
-        idx.flags.writeable = False
-        blocks.append(idx)
-    return tuple(blocks)
-
-
-def paired_bootstrap_ci(
-    a: Sequence[float], b: Sequence[float], seed: int, rounds: int, level: float = 0.95
-) -> tuple[float, float]:
-    """Percentile bootstrap interval of mean(a - b) over all N paired questions (ties included: they pull the
-    mean toward 0).
-
-    Exactly: ``rng = numpy.random.default_rng(seed)``; in blocks of 1,000 rounds (the last one shorter)
-    ``idx = rng.integers(0, N, size=(block, N))`` and the block's means ``d[idx].mean(axis=1)``; bounds =
-    ``numpy.quantile(means, [(1 - level) / 2, (1 + level) / 2])`` (linear interpolation). Memory: one block is
-    16,000 * N bytes (indices and gathered differences) plus 8 bytes per round for the means.
-    """
-    d = _differences(a, b)
-    if d.size == 0:
-        return (0.0, 0.0)
-    means = np.empty(rounds, dtype=np.float64)
-    if rounds * d.size <= CACHED_BOOTSTRAP_VALUES:
-        for start, idx in zip(range(0, rounds, BLOCK_ROUNDS), _bootstrap_indices(seed, rounds, d.size), strict=True):
-            means[start : start + idx.shape[0]] = d[idx].mean(axis=1)
-    else:
-        rng = np.random.default_rng(seed)
-        for start in range(0, rounds, BLOCK_ROUNDS):
-            block = min(BLOCK_ROUNDS, rounds - start)
-            means[start : start + block] = d[rng.integers(0, d.size, size=(block, d.size))].mean(axis=1)
-    low, high = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
-    return (float(low), float(high))
-
-
-def adjust_p_values(p_values: Sequence[float], correction: str) -> list[float]:
-    """Multiplicity-adjusted p-values, in the input order, for one family of m tests.
-
-    ``holm`` (Holm-Bonferroni, controls the family-wise error): sort ascending, adj_i = max_{j<=i} min(1,
-    (m - j + 1) p_j). ``bh`` (Benjamini-Hochberg, controls the false discovery rate): adj_i = min_{j>=i}
-    min(1, m p_j / j). Ties keep input order (stable sort), which does not change the values.
-    """
-    m = len(p_values)
-    order = sorted(range(m), key=lambda i: p_values[i])
-    adjusted = [0.0] * m
-    if correction == "holm":
-        running = 0.0
-        for rank, i in enumerate(order, start=1):
-            running = max(running, min(1.0, (m - rank + 1) * p_values[i]))
-            adjusted[i] = running
-    elif correction == "bh":
-        running = 1.0
-        for rank in range(m, 0, -1):
-            i = order[rank - 1]
-            running = min(running, min(1.0, m * p_values[i] / rank))
-            adjusted[i] = running
-    else:
-        raise ValueError(f"unknown correction {correction!r}; known: {', '.join(CORRECTIONS)}")
-    return adjusted
-
-
-TUKEY_BLOCK_VALUES = 1_000_000
-"""Scores permuted per Monte Carlo block of the Tukey HSD: the block holds this many float64 keys, their int64
-argsort and the permuted float64 scores, about 24 MB whatever the questions, rankers or rounds."""
-
-
-@dataclass(frozen=True)
-class TukeyResult:
-    """All-pairs randomised Tukey HSD for one metric: ``p_values[i, j]`` for rankers i and j (1 on the diagonal)."""
-
-    p_values: np.ndarray
-    exact: bool
-    method: str
-
-
-def _count_at_least(ranges: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
-    """How many of ``ranges`` are >= each threshold (one sort per block instead of a k x k x block comparison)."""
-    ordered = np.sort(ranges)
-    return ordered.size - np.searchsorted(ordered, thresholds, side="left")
-
-
-def randomised_tukey_hsd(scores: Any, seed: int, rounds: int) -> TukeyResult:
-    """Randomised Tukey HSD (Carterette, TOIS 2012) over a questions x rankers score matrix.
-
-    Under the null that the rankers are interchangeable, every question's row may be permuted across the rankers
-    independently; each permutation's statistic is max - min of the column means. The pair (i, j) gets
-    p = share of permutations whose range >= |mean_i - mean_j| - 1e-12. Comparing every pair with the *maximum*
-    difference of the permuted means is what controls the family-wise error over all pairs of the metric.
-
-    - If (k!)**n <= rounds (k rankers, n questions): every combination of row permutations is enumerated
-      (pattern number t gives row q the permutation ``itertools.permutations(range(k))`` number
-      ``(t // (k!)**q) % k!``) and p = extreme / (k!)**n, exactly.
-    - Otherwise Monte Carlo: ``rng = numpy.random.default_rng(seed)``; round r draws ``keys = rng.random((n,
-      k))`` (rounds drawn consecutively in C order, in blocks of rounds, so the block size does not change the
-      stream) and row q is permuted by ``numpy.argsort(keys[q], kind="stable")``; p = (b + 1) / (rounds + 1).
-
-    Memory is bounded by the block: at most :data:`TUKEY_BLOCK_VALUES` permuted scores (about 24 MB), plus the
-    n x k matrix itself; 7,000 questions x 10 rankers stays under the 200 MiB that bench/run.py --sections stats
-    measures for the whole significance machinery.
-    """
-    x = np.asarray(scores, dtype=np.float64)
-    n, k = x.shape
-    p_values = np.ones((k, k))
-    if k < 2 or n == 0:
-        return TukeyResult(p_values, True, "nothing to compare")
-    means = x.mean(axis=0)
-    thresholds = (np.abs(means[:, None] - means[None, :]) - _TIE).ravel()
-    extreme = np.zeros(k * k, dtype=np.int64)
-    per_row = math.factorial(k)
-    if per_row**n <= rounds:
-        perms = np.array(list(itertools.permutations(range(k))), dtype=np.int64)
-        total = per_row**n
-        for start in range(0, total, BLOCK_ROUNDS):
-            patterns = np.arange(start, min(start + BLOCK_ROUNDS, total), dtype=np.int64)
-            sums = np.zeros((patterns.size, k))
-            for q in range(n):
-                sums += x[q][perms[(patterns // per_row**q) % per_row]]
-            block_means = sums / n
-            extreme += _count_at_least(block_means.max(axis=1) - block_means.min(axis=1), thresholds)
-        p_values = (extreme / total).reshape(k, k)
-        np.fill_diagonal(p_values, 1.0)
-        return TukeyResult(p_values, True, f"exact enumeration of ({k}!)^{n} = {total} row permutations")
-    rng = np.random.default_rng(seed)
-    block_rounds = max(1, TUKEY_BLOCK_VALUES // (n * k))
-    for start in range(0, rounds, block_rounds):
-        block = min(block_rounds, rounds - start)
-        order = np.argsort(rng.random((block, n, k)), axis=2, kind="stable")
-        block_means = np.take_along_axis(np.broadcast_to(x, (block, n, k)), order, axis=2).mean(axis=1)
-        extreme += _count_at_least(block_means.max(axis=1) - block_means.min(axis=1), thresholds)
-    p_values = ((extreme + 1) / (rounds + 1)).reshape(k, k)
-    np.fill_diagonal(p_values, 1.0)
-    return TukeyResult(p_values, False, f"Monte Carlo, {rounds} rounds, seed {seed} (({k}!)^{n} permutations)")
-
-
-def paired_effect(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
-    """Wins, ties and losses of a over b per question (ties: equal floats, no tolerance) and Cohen's d_z.
-
-    d_z = mean(a - b) / sd(a - b), sd the sample standard deviation (n - 1): the paired mean difference in units of
-    its own spread, comparable across metrics. It is 0 when every difference is 0, and None (undefined) when all
-    differences are equal but not 0 (sd 0) or there is a single question.
-    """
-    d = _differences(a, b)
-    result: dict[str, Any] = {
-        "wins": int(np.count_nonzero(d > 0)),
-        "ties": int(np.count_nonzero(d == 0)),
-        "losses": int(np.count_nonzero(d < 0)),
-        "effect_size": None,
-    }
-    if d.size and d.min() == d.max():
-        result["effect_size"] = 0.0 if d[0] == 0 else None
-    elif d.size >= 2:
-        mean = math.fsum(d.tolist()) / d.size
-        sd = math.sqrt(math.fsum(((d - mean) ** 2).tolist()) / (d.size - 1))
-        result["effect_size"] = mean / sd
-    return result
 
 
 def stratified_two_fold_split(ids_by_kind: Mapping[str, Sequence[str]], seed: int) -> dict[str, list[str]]:
@@ -481,17 +232,22 @@ def run_experiments(
                         "dense_ranker": dense,
                         "scores": {"tuned": tuned, "default": kept, "dense": alone},
                         "tuned_beats_default": tuned[SELECTION_METRIC] - kept[SELECTION_METRIC] > _TIE,
+                        **_heldout_test(per_query[chosen], per_query[default], folds[test_on], settings),
                     }
                 )
             heldout[fusion][sweep] = {
                 "folds": results,
                 "tuned_beats_default_in": sum(1 for r in results if r["tuned_beats_default"]),
+                "significant_in": sum(1 for r in results if r["significant"]),
             }
 
     rankers = list(rankings)
-    significance = _significance(corpus, rankers, base_per_query, scored, settings)
+    correction = str(corpus.config.get("significance", {}).get("correction", "holm"))
+    scores = {r: {m: [base_per_query[r][q][m] for q in scored] for m in SIGNIFICANCE_METRICS} for r in rankers}
+    unverified = list(unverified_rankers({r: contracts[r] for r in rankers if r in contracts}))
+    family = significance(corpus.name, rankers, scores, settings, correction, unverified)
     return {
-        "schema_version": 2,
+        "schema_version": 3,
         "metrics": list(RRF_SWEEP_METRICS),
         "one_question_points": 100.0 / len(scored) if scored else None,
         "sweeps": sweeps,
@@ -502,138 +258,9 @@ def run_experiments(
             "results": heldout,
         },
         "scored_questions": len(scored),
-        "significance": significance,
-        "ablation": _ablation(corpus, rankers, contracts, base_per_query, scored, significance["pairs"]),
+        "significance": family,
+        "ablation": _ablation(corpus, rankers, contracts, base_per_query, scored, family),
         "unanswerable": _unanswerable(corpus, rankings, run_scores, scored),
-    }
-
-
-def _significance(
-    corpus: Corpus, rankers: Sequence[str], per_query: Mapping, scored: Sequence[str], settings: ExperimentSettings
-) -> dict[str, Any]:
-    """Every pair of rankers on every significance metric, as one family per corpus corrected together.
-
-    The family is all pairwise tests across the metrics shown on the page; a test with fewer than
-    ``settings.min_differing`` questions where the two rankers differ is reported as "too few questions to
-    test" and left out of the family (it is not in m), since it could not reject anyway and would only dilute
-    the others. "significant" is decided on the adjusted p-value alone.
-    """
-    correction = str(corpus.config.get("significance", {}).get("correction", "holm"))
-    alpha, minimum = settings.alpha, settings.min_differing
-    pairs: list[dict[str, Any]] = []
-    for i, a in enumerate(rankers if scored else ()):
-        for b in rankers[i + 1 :]:
-            for metric in SIGNIFICANCE_METRICS:
-                xa = [per_query[a][q][metric] for q in scored]
-                xb = [per_query[b][q][metric] for q in scored]
-                test = paired_randomisation_test(xa, xb, settings.seed, settings.rounds)
-                low, high = paired_bootstrap_ci(xa, xb, settings.seed, settings.rounds)
-                tested = test.differing >= minimum
-                pairs.append(
-                    {
-                        "a": a,
-                        "b": b,
-                        "metric": metric,
-                        "mean_a": _mean(per_query[a], scored, metric),
-                        "mean_b": _mean(per_query[b], scored, metric),
-                        "difference": math.fsum(x - y for x, y in zip(xa, xb, strict=True)) / len(scored),
-                        "differing": test.differing,
-                        "tested": tested,
-                        "method": test.method if tested else None,
-                        "p_value": test.p_value if tested else None,
-                        "p_adjusted": None,
-                        "ci_low": low,
-                        "ci_high": high,
-                        "significant": None,
-                        "note": None,
-                        **paired_effect(xa, xb),
-                        "tukey_p": None,
-                        "tukey_significant": None,
-                    }
-                )
-    family = [p for p in pairs if p["tested"]]
-    for pair, adjusted in zip(family, adjust_p_values([p["p_value"] for p in family], correction), strict=True):
-        pair["p_adjusted"] = adjusted
-        pair["significant"] = adjusted < alpha
-    m, name = len(family), CORRECTIONS[correction]
-    for pair in pairs:
-        excludes_zero = pair["ci_low"] > 0 or pair["ci_high"] < 0
-        # codes of sitegen.wording.NOTES: the page says them, the audit recomputes them
-        if not pair["tested"]:
-            pair["note"] = "too_few_differing"
-        elif excludes_zero and not pair["significant"]:
-            pair["note"] = "interval_not_corrected"
-        elif pair["significant"] and not excludes_zero:
-            pair["note"] = "interval_includes_zero"
-    tukey = _tukey(rankers, per_query, scored, settings, pairs)
-    k, total = len(rankers), len(pairs)
-    description = (
-        f"{corpus.name}, all pairs of {k} rankers x {len(SIGNIFICANCE_METRICS)} metrics = {total} tests"
-        if total
-        else f"{corpus.name}: no tests ({'no question has a relevant passage' if not scored else 'one ranker'})"
-    )
-    if total - m:
-        description += f"; {total - m} with fewer than {minimum} differing questions are left out, so m = {m}"
-    return {
-        "seed": settings.seed,
-        "rounds": settings.rounds,
-        "alpha": alpha,
-        "metrics": list(SIGNIFICANCE_METRICS),
-        "min_differing": minimum,
-        "correction": correction,
-        "correction_name": name,
-        "family": {"description": description, "tests": total, "excluded": total - m, "size": m},
-        "significant_uncorrected": sum(1 for p in family if p["p_value"] < alpha),
-        "significant_adjusted": sum(1 for p in family if p["significant"]),
-        "pairs": pairs,
-        "tukey": tukey,
-    }
-
-
-TUKEY_CONTROLS = (
-    "the family-wise error over all pairs of rankers on one metric (one family per metric), by construction: "
-    "every pair is compared with the largest difference of means the shuffled scores produce"
-)
-EFFECT_SIZE = (
-    "Cohen's d_z: the mean of the per-question differences (row minus column) over their sample standard "
-    "deviation; 0 when every difference is 0, undefined when all are equal but not 0"
-)
-
-
-def _tukey(
-    rankers: Sequence[str],
-    per_query: Mapping,
-    scored: Sequence[str],
-    settings: ExperimentSettings,
-    pairs: Sequence[dict[str, Any]],
-) -> dict[str, Any]:
-    """The randomised Tukey HSD per metric, written into each pair beside the Holm-adjusted test: a second,
-    all-pairs view whose family is one metric's pairs, not the page's."""
-    by_metric: dict[str, Any] = {}
-    index = {r: i for i, r in enumerate(rankers)}
-    for metric in SIGNIFICANCE_METRICS if scored and len(rankers) > 1 else ():
-        matrix = np.array([[per_query[r][q][metric] for r in rankers] for q in scored], dtype=np.float64)
-        result = randomised_tukey_hsd(matrix, settings.seed, settings.rounds)
-        mine = [p for p in pairs if p["metric"] == metric]
-        for pair in mine:
-            pair["tukey_p"] = float(result.p_values[index[pair["a"]], index[pair["b"]]])
-            pair["tukey_significant"] = pair["tukey_p"] < settings.alpha
-        by_metric[metric] = {
-            "method": result.method,
-            "exact": result.exact,
-            "pairs": len(mine),
-            "significant": sum(1 for p in mine if p["tukey_significant"]),
-            "adjusted_significant": sum(1 for p in mine if p["significant"]),
-        }
-    return {
-        "method": "randomised Tukey HSD (Carterette, TOIS 2012): each question's scores shuffled across the "
-        "rankers; p = share of rounds whose max - min of the ranker means >= the pair's |mean difference|",
-        "rounds": settings.rounds,
-        "seed": settings.seed,
-        "alpha": settings.alpha,
-        "controls": TUKEY_CONTROLS,
-        "effect_size": EFFECT_SIZE,
-        "by_metric": by_metric,
     }
 
 
@@ -665,10 +292,11 @@ def _ablation(
     contracts: Mapping[str, Contract],
     per_query: Mapping,
     scored: Sequence[str],
-    pairs: Sequence[dict],
+    family: Mapping[str, Any],
 ) -> dict[str, Any]:
     """Each row adds one technique to its baseline (the row above when configured; a ranker differing by one
-    declared component by default), with the change's adjusted p-value from the family."""
+    declared component by default), with the change's adjusted p-value from the family: the test between the
+    two rankers' rows, none where they are one row (identical per-question values on that metric)."""
     configured = corpus.config.get("ablation")
     if configured:
         source = ABLATION_CONFIGURED
@@ -689,17 +317,49 @@ def _ablation(
             "delta": None,
             "p_adjusted": None,
             "significant": None,
+            "identical": None,
         }
         if previous is not None:
             row["delta"] = {
                 m: math.fsum(per_query[ranker][q][m] - per_query[previous][q][m] for q in scored) / len(scored)
                 for m in SIGNIFICANCE_METRICS
             }
-            found = {p["metric"]: p for p in pairs if {p["a"], p["b"]} == {ranker, previous}}
-            row["p_adjusted"] = {m: found[m]["p_adjusted"] for m in SIGNIFICANCE_METRICS} if found else None
-            row["significant"] = {m: found[m]["significant"] for m in SIGNIFICANCE_METRICS} if found else None
+            rows_of = {m: (_row_of(family, m, ranker), _row_of(family, m, previous)) for m in SIGNIFICANCE_METRICS}
+            found = {
+                m: next((p for p in family["pairs"] if p["metric"] == m and {p["a"], p["b"]} == set(pair)), None)
+                for m, pair in rows_of.items()
+            }
+            row["identical"] = {m: a == b for m, (a, b) in rows_of.items()}
+            row["p_adjusted"] = {m: f["p_adjusted"] if f else None for m, f in found.items()}
+            row["significant"] = {m: f["significant"] if f else None for m, f in found.items()}
         rows.append(row)
     return {"source": source, "rows": rows}
+
+
+def _row_of(family: Mapping[str, Any], metric: str, ranker: str) -> str:
+    """The ranker that stands for ``ranker``'s row of the family on ``metric``: the first of its identical ones."""
+    return next((c[0] for c in family["identical"][metric] if ranker in c), ranker)
+
+
+def _heldout_test(
+    tuned: Mapping[str, Mapping[str, float]],
+    default: Mapping[str, Mapping[str, float]],
+    qids: Sequence[str],
+    settings: ExperimentSettings,
+) -> dict[str, Any]:
+    """The tuned setting against the default on the held-out questions: the paired randomisation test of their
+    selection-metric values, one uncorrected test per fold, at the family's alpha."""
+    if not qids:
+        return {"test_size": 0, "p_value": None, "p_method": None, "significant": None}
+    a = [tuned[q][SELECTION_METRIC] for q in qids]
+    b = [default[q][SELECTION_METRIC] for q in qids]
+    test = paired_randomisation_test(a, b, settings.seed, monte_carlo_rounds(1, settings.alpha, settings.rounds))
+    return {
+        "test_size": len(qids),
+        "p_value": test.p_value,
+        "p_method": test.kind,
+        "significant": test.p_value < settings.alpha,
+    }
 
 
 def _unanswerable(

@@ -15,7 +15,8 @@ Shape::
      "first_relevant_rank": {query_id: {ranker: rank or null}},
      "rank1_disagreements": [{"query_id", "kind", "right_at_1": [...], "wrong_at_1": [...]}],
      "wins_losses": {ranker: {"right_at_1", "only_right_at_1", "only_wrong_at_1"}},
-     "samples": [{"kind", "query_id"}], "sample_rule": str, "best_rule": str}
+     "samples": [{"kind", "query_id"}], "sample_rule": str, "best_rule": str,
+     "failures": {...}, "judged": {...}} (sitegen.scoring.diagnostics)
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 
 from sitegen.inputs.corpus import Corpus
 from sitegen.rankers.base import Basis, Contract, Family
+from sitegen.scoring.diagnostics import failure_taxonomy, judged_depth
 
 __all__ = [
     "BEST_RULE",
@@ -41,11 +43,12 @@ SAMPLE_RULE = (
     "rankers disagree about rank 1; if they agree on every question of the kind, its first question"
 )
 BEST_RULE = (
-    "the highest value in a column is in bold when it leads the next ranker by more than one question "
-    "(1/n of a mean over n questions); a highest value that leads by one question or less is marked "
-    "\u2020 instead, since one question's luck could reverse it; equal values (within 1e-12) are marked alike; "
-    "only rankers the audit recomputes from the bundle compete, so an external run, a retriever, PostgreSQL's "
-    "text search and any fusion over them are never marked best over a verified row"
+    "the letters after hit@1, hit@5, mrr@10 and nDCG@10 in the overall table are rank groups: rankers sharing a "
+    "letter cannot be separated by the corrected paired tests, and the leading value is in bold only when its "
+    "group holds no other ranker; every other column, and every per-kind table, has no test behind it, so its "
+    "highest value is marked \u2020 only (highest, not shown to be better); only rankers the audit recomputes "
+    "from the bundle lead, so an external run, a retriever, PostgreSQL's text search and any fusion over them are "
+    "never marked best over a verified row and never lead a rank group over one"
 )
 _EQUAL = 1e-12
 
@@ -193,6 +196,8 @@ def derive_report(
         "rank1_disagreements": disagreements,
         "wins_losses": wins_losses,
         "samples": samples,
+        "failures": failure_taxonomy(corpus, rankings, {r: contracts[r] for r in rankers}),
+        "judged": judged_depth(corpus, rankings),
         "sample_rule": SAMPLE_RULE,
         "best_rule": BEST_RULE,
     }

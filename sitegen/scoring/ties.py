@@ -38,6 +38,8 @@ TIE_RULE = (
     "each group; only the stored hits are permuted (passages tied with the last stored hit but cut by the "
     "run depth are unknown)"
 )
+#: The measures whose expected value over tie orders is written here; MAP and R-precision are left out of ties.json.
+TIE_MEASURES = ("hit", "recall", "precision", "mrr", "ndcg")
 _MOVES = 1e-12  # a metric depends on the tie order when max - min exceeds this
 
 
@@ -138,7 +140,10 @@ def ties_report(
     ``query_ids`` lists every question in order; only those with a relevant passage are scored,
     as in :func:`sitegen.scoring.metrics.evaluate`; ``metrics`` is each ranker's ``metrics.json`` entry.
     """
-    names = list(names) if names is not None else metric_names()
+    if names is None:  # every reported metric the tie-aware formulas cover
+        reported = next(iter(metrics.values()))["overall"] if metrics else {}
+        names = [n for n in (reported or metric_names()) if parse_metric(n)[0].name in TIE_MEASURES]
+    names = list(names)
     scored = [q for q in query_ids if any(g > 0 for g in qrels.get(q, {}).values())]
     out: dict[str, Any] = {}
     for ranker, by_query in rankings.items():

@@ -304,13 +304,39 @@ def test_a_changed_rank_of_the_right_passage_is_caught(site: Path) -> None:
 
 
 @pytest.mark.parametrize(
+    ("where", "value", "label"),
+    [
+        (("failures", "counts", "overall", "all-miss"), 7, "failures.counts"),
+        (("failures", "questions", "q1"), "only-dense", "failures.questions"),
+        (("judged", "rankers", "bm25", "judged"), 0.75, "judged: stored"),
+        (("judged", "rankers", "dense", "ndcg_condensed"), 0.5, "judged: stored"),
+    ],
+)
+def test_a_changed_failure_class_count_or_judged_depth_is_caught(site: Path, where: tuple, value, label: str) -> None:
+    rel = "evidence/tiny/report.json"
+    report = read_evidence(site, rel)
+    node = report
+    for key in where[:-1]:
+        node = node[key]
+    node[where[-1]] = value
+    save(site, rel, report)
+    messages = failures(site)["report:tiny"]
+    assert any(m.startswith(f"{rel}: {label}") for m in messages), messages
+
+
+@pytest.mark.parametrize(
     ("where", "label"),
     [
         (("sweeps", "rrf-dense-bm25", "k", "rows", 0, "overall", "mrr@10"), "sweeps.rrf-dense-bm25.k.rows[0].overall"),
-        (("significance", "pairs", 0, "ci_low"), "significance.pairs[0]"),
-        (("significance", "pairs", 1, "tukey_p"), "significance.pairs[1]"),
-        (("significance", "pairs", 2, "wins"), "significance.pairs[2]"),
-        (("significance", "tukey", "by_metric", "hit@1", "significant"), "significance.tukey.by_metric"),
+        (("significance", "pairs", 0, "difference"), "significance.pairs[0]"),
+        (("significance", "methods", "lattice"), "significance.methods"),
+        (("significance", "detectable", "ndcg@10", "mde"), "significance.detectable"),
+        (("significance", "groups", "ndcg@10", "rows", 0, "letters"), "significance.groups"),
+        (("significance", "headline", "difference"), "significance.headline"),
+        (("heldout", "results", "rrf-dense-bm25", "k", "folds", 0, "p_method"), "heldout.rrf-dense-bm25.k.folds[0]"),
+        (("significance", "pairs", 0, "tukey_p"), "significance.pairs[0]"),
+        (("significance", "pairs", 0, "wins"), "significance.pairs[0]"),
+        (("significance", "tukey", "by_metric", "ndcg@10", "significant"), "significance.tukey.by_metric"),
         (("heldout", "results", "rrf-dense-bm25", "candidates", "folds", 1, "chosen"), "heldout.rrf-dense-bm25."),
         (("ablation", "rows", 1, "overall", "hit@1"), "ablation.rows"),
         (("unanswerable", "rows", "bm25", "q4", "hits"), "unanswerable"),
@@ -322,7 +348,8 @@ def test_a_changed_experiment_value_is_caught(site: Path, where: tuple, label: s
     node = experiments
     for key in where[:-1]:
         node = node[key]
-    node[where[-1]] = node[where[-1]] + 1 if not isinstance(node[where[-1]], list) else [9, 9]
+    value = node[where[-1]]
+    node[where[-1]] = [9, 9] if isinstance(value, list) else f"{value}x" if isinstance(value, str) else value + 1
     save(site, rel, experiments)
     messages = failures(site)["experiments:tiny"]
     assert any(m.startswith(f"{rel}: {label}") for m in messages), messages

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from sitegen.builder import BuildResult
+from sitegen.scoring.metrics import metric_names
 from tests.helpers import REPO, UNFILTERED_RANKERS, assert_metrics_match_trec_eval
 
 # Slow: a build of every shipped corpus
@@ -50,4 +51,40 @@ def test_build_writes_every_ranker_for_all_sixty_questions(committed_build: tupl
 
 def test_payments_metrics_equal_trec_eval(committed_build: tuple[BuildResult, Path]) -> None:
     _, site = committed_build
-    assert assert_metrics_match_trec_eval(site, "payments-support") == len(UNFILTERED_RANKERS) * 60 * 25
+    names = metric_names()  # MAP, R-precision and recall@100 among them
+    assert assert_metrics_match_trec_eval(site, "payments-support") == len(UNFILTERED_RANKERS) * 60 * len(names)
+
+
+def _committed_corpora() -> list[str]:
+    if not (SITE / "evidence" / "manifest.json").is_file():
+        pytest.skip("no committed site")
+    return sorted(p.name for p in (SITE / "evidence").iterdir() if (p / "experiments.json").is_file())
+
+
+def test_no_committed_verdict_depends_on_monte_carlo_noise() -> None:
+    """Every tested p is exact, or its Monte Carlo rounds put the smallest attainable p 20 times below Holm's first
+    threshold; identical rankers are one row, so m counts distinct comparisons."""
+    import json
+
+    for corpus in _committed_corpora():
+        sig = json.loads((SITE / "evidence" / corpus / "experiments.json").read_text())["significance"]
+        m, alpha = sig["family"]["size"], sig["alpha"]
+        for pair in sig["pairs"]:
+            if pair["tested"]:
+                assert pair["p_method"] in ("lattice", "split-half") or 1 / (sig["monte_carlo_rounds"] + 1) <= (
+                    alpha / m / 20
+                ), (corpus, pair)
+            merged = [row for row in sig["identical"][pair["metric"]] if pair["b"] in row[1:] or pair["a"] in row[1:]]
+            assert not merged, (corpus, pair)  # a merged ranker never appears in a test of its own
+
+
+def test_committed_pages_open_with_the_headline_and_show_what_the_questions_can_detect() -> None:
+    for corpus in _committed_corpora():
+        page = (SITE / "corpora" / corpus / "index.html").read_text()
+        assert page.index('class="headline"') < page.index('id="overall"'), corpus
+        assert "Smallest true difference this question set detects" in page, corpus
+        assert 'id="failures"' in page and 'id="judged"' in page, corpus
+    home = (SITE / "index.html").read_text()
+    assert home.count('class="headline"') == len(_committed_corpora())
+    small = (SITE / "corpora" / "llm-reliability" / "index.html").read_text()
+    assert 'class="best"' not in small and "no interval: fewer than 20 questions" in small

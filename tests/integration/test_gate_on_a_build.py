@@ -14,10 +14,13 @@ from sitegen.compare.gate import (
     FORMAT_WITHOUT_INPUTS,
     OK,
     check_gate,
+    load_gate,
+    one_question_tolerance,
     record_gate,
     summary_line,
 )
 from sitegen.errors import BundleError
+from sitegen.scoring.metrics import metric_names
 from tests.helpers import build, copy_site, rehash_manifest, write_corpus
 
 
@@ -54,9 +57,11 @@ def _regressed_copy(site: Path, tmp_path: Path, metric: str, drop: float) -> Pat
 def test_cli_check_of_an_injected_regression_exits_1_with_the_fail_line(site: Path, tmp_path: Path) -> None:
     gate = tmp_path / "gate.json"
     runner = CliRunner()
-    recorded = runner.invoke(cli, ["gate", "record", str(site), "--out", str(gate)])
+    recorded = runner.invoke(cli, ["gate", "record", str(site), "--out", str(gate), "--tolerance", "0.001"])
     assert recorded.exit_code == 0, recorded.output
-    assert recorded.output.startswith(f"wrote {gate}: 25 checks (tiny), precision 4, tolerance 0.001")
+    n = len(metric_names())
+    assert recorded.output.startswith(f"wrote {gate}: {n} checks (tiny), precision 4, tolerance 0.001")
+    assert json.loads(gate.read_text())["tolerance"] == {"rule": "fixed", "value": 0.001}
     expected = json.loads((site / "evidence" / "tiny" / "metrics.json").read_text())["bm25"]["overall"]["ndcg@10"]
     regressed = _regressed_copy(site, tmp_path, "ndcg@10", 0.05)
 
@@ -68,8 +73,8 @@ def test_cli_check_of_an_injected_regression_exits_1_with_the_fail_line(site: Pa
         "(delta 0.0500, tolerance 0.0010)"
     )
     assert want in lines
-    assert sum(line.startswith("[OK] tiny/bm25 ") for line in lines) == 24
-    assert lines[-1] == f"gate FAIL: 25 checks against {regressed}: 24 OK, 0 OK*, 1 FAIL"
+    assert sum(line.startswith("[OK] tiny/bm25 ") for line in lines) == n - 1
+    assert lines[-1] == f"gate FAIL: {n} checks against {regressed}: {n - 1} OK, 0 OK*, 1 FAIL"
 
     listed = runner.invoke(cli, ["gate", "check", "--json", str(gate), str(regressed)])
     assert listed.exit_code == 1
@@ -79,12 +84,12 @@ def test_cli_check_of_an_injected_regression_exits_1_with_the_fail_line(site: Pa
     assert failed[0]["delta"] == 0.05 and failed[0]["problem"] is None
 
     passed = runner.invoke(cli, ["gate", "check", str(gate), str(site)])
-    assert passed.exit_code == 0 and passed.output.splitlines()[-1].startswith("gate PASS: 25 checks")
+    assert passed.exit_code == 0 and passed.output.splitlines()[-1].startswith(f"gate PASS: {n} checks")
 
 
 def test_check_reports_ok_star_and_a_missing_ranker(site: Path, tmp_path: Path) -> None:
     gate = tmp_path / "gate.json"
-    record_gate(site, gate)
+    record_gate(site, gate, tolerance=0.001)
     data = json.loads(gate.read_text())
     data["checks"].append({**data["checks"][0], "ranker": "dense"})
     gate.write_text(json.dumps(data))
@@ -149,3 +154,14 @@ def test_a_gate_file_of_the_first_format_still_checks_metrics_and_says_it_record
     outcome = check_gate(gate, _site_from_other_questions(site, tmp_path))
     assert not outcome.failed and outcome.inputs_unrecorded
     assert "records no question set" in summary_line(outcome, "x")
+
+
+def test_a_recorded_gate_says_its_tolerance_follows_the_question_set(site: Path, tmp_path: Path) -> None:
+    gate = tmp_path / "gate.json"
+    recorded = record_gate(site, gate)
+    data = json.loads(gate.read_text())
+    assert data["tolerance"] == {"rule": "one-question", "questions": {"tiny": 3}}
+    assert {e.tolerance for e in recorded.expectations} == {one_question_tolerance(3, 4)}
+    assert load_gate(gate).tolerance == data["tolerance"]
+    one = _regressed_copy(site, tmp_path, "hit@1", 1 / 3)  # one of the three questions lost
+    assert {r.status for r in check_gate(gate, one).results} == {OK}

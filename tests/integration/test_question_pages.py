@@ -132,7 +132,9 @@ def test_the_prompt_view_on_the_question_page_gives_each_packs_ranks_which_name_
     for row in rows:
         ranker = row[0]["text"]
         hits = read_run(site / "evidence" / "long" / "runs" / f"{ranker}.json")["queries"]["q1"]
-        letters = [c["text"].removesuffix(" \u2713") for c in hits_tables[ranker]["rows"][1]["cells"][1:]]
+        letters = [
+            c["text"].removesuffix(" \u2713").removesuffix(" ?") for c in hits_tables[ranker]["rows"][1]["cells"][1:]
+        ]
         for setting, cell in zip(packing["settings"], row[1:], strict=True):
             pack = packing["packs"][ranker]["q1"][setting]
             shown, _, used = cell["text"].partition(" (")
@@ -340,7 +342,7 @@ def test_each_hit_is_a_letter_that_names_one_passage_of_the_legend_printed_once_
                 ranks = [h["components"].get(component) for h in hits]
                 expected = [str(rank) if rank is not None else "\u2013" for rank in ranks]
                 assert [c["text"] for c in row[1:]] == expected
-            letters = [c["text"].removesuffix(" \u2713") for c in passages[1:]]
+            letters = [c["text"].removesuffix(" \u2713").removesuffix(" ?") for c in passages[1:]]
             # the letter names the hit's passage; a labelled hit is marked
             assert [legend[letter]["cells"][1]["text"] for letter in letters] == [h["doc_id"] for h in hits]
             labelled = {d for q, d, _ in QRELS if q == qid}

@@ -215,10 +215,16 @@ def test_pages_only_show_numbers_from_the_evidence(site: Path) -> None:
     # every number read from the evidence is printed inside a span that names its source
     shown = re.sub(r'<span data-ev="[^"]*"(?: data-fmt="[^"]*")?>([^<]*)</span>', r"\1", page)
     n = report["questions"]["overall"]
+    merged = 0
     for ranker, counts in report["hit_counts"]["overall"].items():
         assert f'{counts["hit@1"]}/{n} <span class="count">({metrics[ranker]["overall"]["hit@1"]:.3f})' in shown
         source = f"evidence/tiny/report.json#/hit_counts/overall/{ranker}/hit@1"
+        if f'<span data-ev="{source}">' not in page:  # identical to an earlier ranker: one row, named with it
+            assert f'&equiv; <span class="id">{ranker}</span>' in page
+            merged += 1
+            continue
         assert f'<span data-ev="{source}">{counts["hit@1"]}</span>' in page
+    assert merged < len(report["hit_counts"]["overall"])
     assert report["sample_rule"] in page
 
 

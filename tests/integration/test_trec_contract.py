@@ -172,10 +172,12 @@ def test_qrels_trec_bytes_for_a_hand_written_corpus(tmp_path: Path) -> None:
     )
     contract = json.loads((out / "trec_eval.json").read_text())
     assert contract["commands"]["bm25"] == [
-        f"trec_eval -c -q -M {k} -m success.{k} -m recall.{k} -m P.{k} -m recip_rank -m ndcg_cut.{k} "
+        f"trec_eval -c -q -M {k} -m success.{k} -m recall.{k} -m P.{k} -m recip_rank -m ndcg_cut.{k} -m map -m Rprec "
         f"qrels.trec runs/bm25.trec"
-        for k in (1, 3, 5, 10, 20)
+        for k in (1, 3, 5, 10, 20, 100)
     ]
+    assert contract["measures"]["map@100"] == {"trec_eval": "map", "max_docs": 100}
+    assert contract["measures"]["rprec@100"] == {"trec_eval": "Rprec", "max_docs": 100}
     assert contract["measures"]["mrr@10"] == {"trec_eval": "recip_rank", "max_docs": 10}
     assert contract["measures"]["hit@1"] == {"trec_eval": "success_1", "max_docs": 1}
     assert contract["questions"] == {
@@ -279,3 +281,26 @@ def test_score_ties_go_to_the_larger_doc_id_and_the_rank_column_is_ignored() -> 
     assert _evaluate({"q": {"a": 1}}, {"q": {"a": 1.0, "b": 1.0}}, {"recip_rank"})["q"]["recip_rank"] == 0.5
     run = pytrec_eval.parse_run(["q Q0 a 1 1 t", "q Q0 b 2 2 t"])  # ranks say a first, scores say b
     assert _evaluate({"q": {"a": 1}}, run, {"recip_rank"})["q"]["recip_rank"] == 0.5
+
+
+def test_configured_cutoffs_and_measures_are_built_shipped_to_trec_eval_and_held_by_the_audit(tmp_path: Path) -> None:
+    folder = write_corpus(tmp_path / "corpora" / "tiny")
+    (folder / "sitegen.json").write_text(json.dumps({"metrics": {"cutoffs": [100, 5], "measures": ["recall", "map"]}}))
+    build(tmp_path / "corpora", tmp_path / "site", rankers=("bm25",))
+    summary_path = tmp_path / "site" / "evidence" / "tiny" / "corpus.json"
+    # the configured ones, and those the pages always read (hit@1, 3, 5, 10, recall@10, precision@5, ...)
+    assert json.loads(summary_path.read_text())["metrics"] == [
+        *("hit@1", "hit@3", "hit@5", "hit@10", "recall@5", "recall@10", "recall@100", "precision@5"),
+        *("mrr@10", "ndcg@10", "map@5", "map@100"),
+    ]
+    contract = json.loads((tmp_path / "site" / "evidence" / "tiny" / "trec_eval.json").read_text())
+    assert contract["commands"]["bm25"][-1] == "trec_eval -c -q -M 100 -m recall.100 -m map qrels.trec runs/bm25.trec"
+    summary = json.loads(summary_path.read_text())
+    summary["metrics"] = [m for m in summary["metrics"] if not m.startswith("map")]  # MAP dropped from the record
+    summary_path.write_text(json.dumps(summary))
+    from tests.helpers import rehash_manifest
+
+    rehash_manifest(tmp_path / "site")
+    report = audit.run_audit(tmp_path / "site", echo=lambda _: None)
+    failed = [m for ms in evidence_failures(report).values() for m in ms]
+    assert any(m.startswith("evidence/tiny/corpus.json: metrics is [") for m in failed), failed

@@ -8,7 +8,7 @@ from typing import Any
 
 from sitegen import wording
 from sitegen.publish.pages.base import Page, Site, format_minus, format_score, format_signed, setting_label
-from sitegen.publish.pages.view import TABLE_METRICS, CorpusView, hits, metric_table
+from sitegen.publish.pages.view import TABLE_METRICS, CorpusView, hits, metric_table, row_label
 from sitegen.publish.plots import ForestRow, forest_svg, grouped_bar_svg, line_svg
 
 __all__ = ["PROMPT_FENCE", "PROMPT_PREAMBLE", "corpus_pages"]
@@ -152,9 +152,13 @@ def _experiments_context(c: CorpusView, site: Site) -> dict[str, Any] | None:
             for p in significance["pairs"]
             if p["metric"] == metric
         }
-        rows = [{"ranker": a, "cells": [cells.get((a, b)) for b in c.rankers]} for a in c.rankers]
+        merged = {c_[0]: c_ for c_ in significance["identical"][metric]}
+        inside = {r for c_ in merged.values() for r in c_[1:]}
+        heads = [r for r in c.rankers if r not in inside]
+        labels = {r: row_label(merged.get(r, [r])) for r in heads}
+        rows = [{"ranker": labels[a], "cells": [cells.get((a, b)) for b in heads]} for a in heads]
         tukey = significance.get("tukey", {}).get("by_metric", {}).get(metric)
-        matrices.append({"metric": metric, "rows": rows, "tukey": tukey})
+        matrices.append({"metric": metric, "rows": rows, "columns": [labels[r] for r in heads], "tukey": tukey})
     significant = [p for p in significance["pairs"] if p.get("tested") and p.get("significant")]
     return {
         "data": experiments,
@@ -329,6 +333,25 @@ def _ranks_pages(c: CorpusView, kinds: list[str]) -> list[Page]:
     ]
 
 
+def _failure_links(c: CorpusView) -> dict[str, Any]:
+    """The questions of each failure class, and each fusion's lost and rescued ones, as links to their pages."""
+    failures = c.report.get("failures")
+    if not failures:
+        return {"failure_members": {}, "fusion_links": {}}
+
+    def links(qids: Any) -> list[dict[str, str]]:
+        return [{"query_id": q, "href": c.pages.question(q)} for q in qids]
+
+    members = {
+        code: links(q for q, found in failures["questions"].items() if found == code) for code in failures["classes"]
+    }
+    fusions = {
+        f: {"lost": links(failures["fusion_lost"][f]), "rescued": links(failures["fusion_rescued"][f])}
+        for f in failures["fusion_lost"]
+    }
+    return {"failure_members": members, "fusion_links": fusions}
+
+
 def corpus_pages(c: CorpusView, site: Site) -> list[Page]:
     """The corpus page and its first-relevant-rank pages; plots are written to ``site`` as they are drawn."""
     report = c.report
@@ -375,6 +398,7 @@ def corpus_pages(c: CorpusView, site: Site) -> list[Page]:
         "chunk_plot": _chunk_plot(c, site),
         "setting_titles": c.setting_titles,
         "sample_rule": report["sample_rule"],
+        **_failure_links(c),
         "best_rule": report["best_rule"],
     }
     return [Page(c.pages.index, "corpus.html", context), *_ranks_pages(c, kinds)]

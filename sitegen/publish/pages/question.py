@@ -152,6 +152,21 @@ def _rankers(c: CorpusView, query_id: str) -> list[dict[str, Any]]:
     return rankers
 
 
+def _failure(c: CorpusView, query_id: str) -> dict[str, Any] | None:
+    """The question's failure class at k = 10, the fusions that lost or rescued it, and its relevant passages'
+    count, from report.json; None for a question that is not scored (no relevant passage)."""
+    failures, judged = c.report.get("failures"), c.report.get("judged")
+    if not failures or query_id not in failures["questions"]:
+        return None
+    return {
+        "class": failures["questions"][query_id],
+        "k": failures["k"],
+        "lost_by": [f for f, qids in failures["fusion_lost"].items() if query_id in qids],
+        "rescued_by": [f for f, qids in failures["fusion_rescued"].items() if query_id in qids],
+        "relevant": judged["relevant"][query_id],
+    }
+
+
 def question_pages(c: CorpusView) -> list[Page]:
     """Per question: the page (the rankers' summary, each ranker's top 10 as a compact table of letters and
     scores, the ranks each pack sends, then each passage of the page once with its id, grade and snippet, linked
@@ -189,6 +204,7 @@ def question_pages(c: CorpusView) -> list[Page]:
             "rankers": rankers,
             "legend": shown,
             "prompt": _prompt_context(c, q["_id"]),
+            "failure": _failure(c, q["_id"]),
         }
         pages.append(Page(path, "question.html", common | context))
     return pages

@@ -3,7 +3,7 @@ with where its pages lie and its README as HTML, and the tables more than one pa
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,9 @@ __all__ = [
     "basis_badge",
     "hits",
     "metric_table",
+    "rank_letters",
     "read_view",
+    "row_label",
     "withheld",
 ]
 
@@ -108,38 +110,83 @@ def hits(c: CorpusView, ranker: str, query_id: str, top: int) -> list[dict[str, 
                 "snippet": passage_snippet(doc) if doc else None,
                 "score": hit["score"],
                 "grade": grades.get(hit["doc_id"], 0),
+                "judged": hit["doc_id"] in grades,
                 "components": hit.get("components"),
             }
         )
     return rows
 
 
+def rank_letters(c: CorpusEvidence) -> dict[str, dict[str, Any]]:
+    """Per tested metric: each ranker's group letters, and the rankers of the leading row when its group holds
+    no other row (the only cells a table puts in bold). From experiments.json's ``significance.groups``."""
+    groups = (c.experiments or {}).get("significance", {}).get("groups") or {}
+    found: dict[str, dict[str, Any]] = {}
+    for metric, table in groups.items():
+        letters = {r: row["letters"] for row in table["rows"] for r in row["rankers"]}
+        best = set(table["rows"][0]["rankers"]) if table["best_alone"] else set()
+        found[metric] = {"letters": letters, "best": best}
+    return found
+
+
+def row_label(rankers: Sequence[str]) -> str:
+    """Rankers merged as identical, named once: ``dense ≡ pg-vector``."""
+    return " \u2261 ".join(rankers)
+
+
 def metric_table(c: CorpusView, kind: str | None, metrics: tuple[str, ...]) -> dict[str, Any]:
-    """A ranker x metric table (overall, or for one question kind) with counts for hit@k and the best values
-    marked."""
+    """A ranker x metric table (overall, or for one question kind) with counts for hit@k. Overall, each tested
+    metric's cell carries the ranker's rank-group letters, and the leading value is bold only when its group
+    holds no other row; every other column (and every per-kind table, which has no tests) marks its highest
+    verified value with a dagger only: highest, not shown to be better."""
     report = c.report
     if kind is None:
         n, counts, best = report["questions"]["overall"], report["hit_counts"]["overall"], report["best"]["overall"]
-        clear = report["best_clear"]["overall"]
     else:
         n = report["questions"]["by_kind"][kind]
         counts, best = report["hit_counts"]["by_kind"][kind], report["best"]["by_kind"][kind]
-        clear = report["best_clear"]["by_kind"][kind]
+    groups = rank_letters(c) if kind is None else {}
     rows = []
-    for ranker in c.rankers:
+    for ranker, members in _table_rows(c, metrics):
         values = c.metrics[ranker]["overall"] if kind is None else c.metrics[ranker]["by_kind"][kind]
         cells = []
         for m in metrics:
             count = counts[ranker].get(m)
+            tested = groups.get(m)
             cells.append(
                 {
                     "value": values[m],
                     "count": Markup("{}/{}").format(count, n) if count is not None else None,
-                    # bold only for a lead of more than one question; a narrower lead is marked with a caution,
-                    # and a column where every ranker ties is not marked at all
-                    "best": ranker in best[m] and clear[m],
-                    "close": ranker in best[m] and not clear[m] and len(best[m]) < len(c.rankers),
+                    "letters": tested["letters"].get(ranker) if tested else None,
+                    "best": bool(tested) and ranker in tested["best"],
+                    "close": not tested and ranker in best[m] and len(best[m]) < len(c.rankers),
                 }
             )
-        rows.append({"ranker": ranker, "cells": cells, "badge": basis_badge(c, ranker)})
-    return {"metrics": metrics, "rows": rows, "n": n, "kind": kind}
+        named = [{"name": r, "badge": basis_badge(c, r)} for r in members]
+        rows.append({"ranker": row_label(members), "names": named, "cells": cells, "badge": basis_badge(c, ranker)})
+    merged = any(len(row["names"]) > 1 for row in rows)
+    return {"metrics": metrics, "rows": rows, "n": n, "kind": kind, "grouped": bool(groups), "merged": merged}
+
+
+def _table_rows(c: CorpusView, metrics: tuple[str, ...]) -> list[tuple[str, list[str]]]:
+    """Each table row's ranker and the rankers it stands for: a ranker identical to an earlier one on every tested
+    metric (one row of the significance family for each) and equal on every value the table shows, overall and in
+    every kind, is shown once, named with it ("dense ≡ pg-vector")."""
+    identical = (c.experiments or {}).get("significance", {}).get("identical") or {}
+    if not identical:
+        return [(r, [r]) for r in c.rankers]
+
+    def same(a: str, b: str) -> bool:
+        together = all(any(a in cls and b in cls for cls in classes) for classes in identical.values())
+        scopes = [c.metrics[a]["overall"], *c.metrics[a]["by_kind"].values()]
+        others = [c.metrics[b]["overall"], *c.metrics[b]["by_kind"].values()]
+        return together and all(x[m] == y[m] for x, y in zip(scopes, others, strict=True) for m in metrics)
+
+    rows: list[tuple[str, list[str]]] = []
+    for ranker in c.rankers:
+        home = next((members for first, members in rows if same(first, ranker)), None)
+        if home is None:
+            rows.append((ranker, [ranker]))
+        else:
+            home.append(ranker)
+    return rows

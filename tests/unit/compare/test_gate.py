@@ -18,6 +18,7 @@ from sitegen.compare.gate import (
     expectations_from_metrics,
     format_result,
     judge,
+    one_question_tolerance,
     parse_gate,
 )
 from tests.helpers import REPO
@@ -109,8 +110,22 @@ def test_committed_gate_file_is_well_formed_and_covers_the_committed_corpora() -
     gate = parse_gate((REPO / "corpora" / "gate.json").read_text(encoding="utf-8"), "corpora/gate.json")
     corpora = sorted(p.name for p in (REPO / "corpora").iterdir() if (p / "corpus.jsonl").is_file())
     assert sorted({e.corpus for e in gate.expectations}) == corpora
-    assert {(e.precision, e.tolerance) for e in gate.expectations} == {(4, 0.001)}
+    assert gate.tolerance is not None and gate.tolerance["rule"] == "one-question"
+    questions = gate.tolerance["questions"]
+    assert all(e.tolerance == one_question_tolerance(questions[e.corpus], e.precision) for e in gate.expectations)
     assert gate.inputs is not None and sorted(gate.inputs) == corpora
     for corpus, files in gate.inputs.items():  # the question sets the committed site was built from
         summary = json.loads((REPO / "site" / "evidence" / corpus / "corpus.json").read_text(encoding="utf-8"))
         assert files == {name: summary["input_sha256"][name] for name in ("qrels/test.tsv", "queries.jsonl")}
+
+
+def test_default_tolerance_is_one_questions_effect_so_one_question_is_ok_and_two_are_not() -> None:
+    assert one_question_tolerance(76, 4) == 0.0133  # 1/76 = 0.01316 plus one unit for rounding, rounded up
+    assert one_question_tolerance(3, 4) == 0.3335 and one_question_tolerance(0, 4) == 0.0
+    expected = 0.5
+    for moved in (1, 2):
+        actual = expected - moved / 76
+        status = judge(expected, actual, precision=4, tolerance=one_question_tolerance(76, 4)).status
+        assert status == (OK if moved == 1 else FAIL), moved
+    # the old fixed default called the same one-question change OK* or worse
+    assert judge(expected, expected - 1 / 76, precision=4, tolerance=0.001).status == FAIL

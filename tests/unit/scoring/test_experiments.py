@@ -12,20 +12,19 @@ import numpy as np
 import pytest
 
 import sitegen.scoring.experiments as experiments_module
+import sitegen.scoring.statistics as statistics_module
 from sitegen import audit
 from sitegen.errors import CorpusError
 from sitegen.inputs.corpus import load_corpus
 from sitegen.rankers import RANKERS
-from sitegen.scoring.experiments import (
-    ExperimentSettings,
+from sitegen.scoring.experiments import ExperimentSettings, run_experiments, stratified_two_fold_split
+from sitegen.scoring.statistics import (
     adjust_p_values,
     paired_bootstrap_ci,
     paired_effect,
     paired_permutation_test,
     paired_randomisation_test,
     randomised_tukey_hsd,
-    run_experiments,
-    stratified_two_fold_split,
 )
 from tests.helpers import write_corpus
 
@@ -38,7 +37,7 @@ def test_identical_rankers_have_p_one_and_a_zero_width_interval() -> None:
 
 def test_one_ranker_right_everywhere_and_the_other_nowhere_has_p_near_zero() -> None:
     p = paired_permutation_test([1.0] * 60, [0.0] * 60, seed=1, rounds=10_000)
-    assert p == pytest.approx(1 / 10_001)
+    assert p == 2 / 2**60  # exact: only the observed pattern and its mirror image are as extreme
     assert paired_bootstrap_ci([1.0] * 60, [0.0] * 60, seed=1, rounds=1000) == (1.0, 1.0)
 
 
@@ -123,7 +122,7 @@ def test_small_samples_get_the_exact_p_value_of_full_enumeration(seed: int) -> N
     d = (a - b).tolist()
     assert result.exact and result.differing == sum(1 for x in d if x != 0)
     assert result.p_value == float(_brute_force_p(d))
-    assert result.method.startswith("exact enumeration of 2^")
+    assert result.kind == "lattice"  # quarters: whole multiples of 1/2520
 
 
 def test_exact_p_counts_sign_patterns_not_random_rounds() -> None:
@@ -133,8 +132,9 @@ def test_exact_p_counts_sign_patterns_not_random_rounds() -> None:
 
 
 def test_monte_carlo_p_is_b_plus_one_over_r_plus_one_and_never_zero() -> None:
-    result = paired_randomisation_test([1.0] * 60, [0.0] * 60, seed=1, rounds=999)
-    assert not result.exact and result.p_value == 1 / 1000
+    a = [1.0 + q * 2**0.5 / 1000 for q in range(60)]  # off the lattice and more than 44 differing: Monte Carlo
+    result = paired_randomisation_test(a, [0.0] * 60, seed=1, rounds=999)
+    assert not result.exact and result.kind == "monte-carlo" and result.p_value == 1 / 1000
     assert result.method == "Monte Carlo, 999 rounds, seed 1 (2^60 patterns)"
 
 
@@ -185,8 +185,6 @@ def test_a_corpus_whose_questions_are_all_unanswerable_is_a_result_not_a_crash(t
     ("case", "rankings"),
     [
         ("single question", {"x": {"q1": ["d1"]}, "y": {"q1": ["d2"]}}),
-        ("identical runs", {"x": {"q1": ["d1"], "q2": ["d3"]}, "y": {"q1": ["d1"], "q2": ["d3"]}}),
-        ("all-equal scores", {"x": {"q1": ["d4"], "q2": ["d4"]}, "y": {"q1": [], "q2": ["d1"]}}),
     ],
 )
 def test_too_few_differing_questions_say_so_instead_of_a_p_value(tmp_path: Path, case: str, rankings: dict) -> None:
@@ -203,6 +201,17 @@ def test_too_few_differing_questions_say_so_instead_of_a_p_value(tmp_path: Path,
     for row in result["heldout"]["results"].values():
         for sweep in row.values():
             assert all(f["too_small"] and f["note"] == "fold_too_small" for f in sweep["folds"])
+
+
+def test_identical_rankers_are_one_row_and_no_test(tmp_path: Path) -> None:
+    queries = [{"_id": "q1", "text": "refund", "kind": "p"}, {"_id": "q2", "text": "E4012", "kind": "c"}]
+    rankings = {"x": {"q1": ["d1"], "q2": ["d3"]}, "y": {"q1": ["d1"], "q2": ["d3"]}, "z": {"q1": ["d2"]}}
+    folder = write_corpus(tmp_path / "c", queries=queries, qrels=[("q1", "d1", 1), ("q2", "d3", 1)])
+    sig = _rankings_run(folder, rankings)["significance"]
+    assert sig["identical"] == {m: [["x", "y"]] for m in sig["metrics"]}
+    assert {(p["a"], p["b"]) for p in sig["pairs"]} == {("x", "z")}  # y is x's row: no x-y or y-z test
+    assert sig["family"]["tests"] == 4 and "merged as identical" in sig["family"]["description"]
+    assert [r["rankers"] for r in sig["groups"]["ndcg@10"]["rows"]] == [["x", "y"], ["z"]]
 
 
 def _differing_runs(n: int, wins: int) -> tuple[list[dict], list[tuple[str, str, int]], dict]:
@@ -228,20 +237,26 @@ def test_significance_is_decided_on_adjusted_p_values_and_names_its_family(tmp_p
 
 
 def test_interval_excluding_zero_without_a_corrected_rejection_is_explained(tmp_path: Path) -> None:
-    # 10 of 10 differing questions won: raw p = 2/1024, but the interval is (1, 1); with enough comparisons the
-    # corrected test does not reject, and the page must say why beside the interval.
-    queries, qrels, rankings = _differing_runs(10, 10)
-    for extra in ("z1", "z2", "z3", "z4", "z5", "z6"):
-        rankings[extra] = rankings["y"]
+    # 24 questions, x wins 9 and loses 1: exact p = 22/1024 per metric, Holm over 4 tests 0.086, while the
+    # bootstrap interval of the mean difference (8/24) excludes 0; the page must say why beside the interval.
+    queries, qrels, rankings = _differing_runs(24, 9)
+    rankings["x"]["q9"], rankings["y"]["q9"] = ["d2"], ["d1"]
     folder = write_corpus(tmp_path / "c", queries=queries, qrels=qrels)
     result = _rankings_run(folder, rankings, ExperimentSettings(rounds=10_000))
-    explained = [
-        p
-        for p in result["significance"]["pairs"]
-        if p["tested"] and (p["ci_low"] > 0 or p["ci_high"] < 0) and not p["significant"]
-    ]
-    assert explained
+    pairs = result["significance"]["pairs"]
+    assert [p["p_value"] for p in pairs] == [22 / 1024] * 4
+    explained = [p for p in pairs if p["tested"] and (p["ci_low"] > 0 or p["ci_high"] < 0) and not p["significant"]]
+    assert len(explained) == 4
     assert all(p["note"] == "interval_not_corrected" for p in explained)
+
+
+def test_fewer_than_twenty_questions_get_no_bootstrap_interval(tmp_path: Path) -> None:
+    queries, qrels, rankings = _differing_runs(19, 12)
+    result = _rankings_run(write_corpus(tmp_path / "c", queries=queries, qrels=qrels), rankings)
+    sig = result["significance"]
+    assert not sig["intervals"] and all(p["ci_low"] is None and p["ci_high"] is None for p in sig["pairs"])
+    assert all(row["ci_low"] is None for g in sig["groups"].values() for row in g["rows"])
+    assert sig["headline"]["ci_low"] is None and sig["headline"]["significant"]
 
 
 def test_benjamini_hochberg_is_chosen_in_sitegen_json(tmp_path: Path) -> None:
@@ -307,7 +322,7 @@ def test_tukey_monte_carlo_is_reproducible_from_the_seed_and_independent_of_the_
     first = randomised_tukey_hsd(x, seed=9, rounds=700)
     assert not first.exact and "seed 9" in first.method
     assert (first.p_values == randomised_tukey_hsd(x, seed=9, rounds=700).p_values).all()
-    monkeypatch.setattr(experiments_module, "TUKEY_BLOCK_VALUES", 7 * 40 * 5 + 3)  # 7-round blocks, a short last
+    monkeypatch.setattr(statistics_module, "TUKEY_BLOCK_VALUES", 7 * 40 * 5 + 3)  # 7-round blocks, a short last
     assert (first.p_values == randomised_tukey_hsd(x, seed=9, rounds=700).p_values).all()
     assert (first.p_values != randomised_tukey_hsd(x, seed=10, rounds=700).p_values).any()
     assert first.p_values.min() >= 1 / 701  # (b + 1) / (R + 1), never 0
@@ -407,20 +422,20 @@ def _pairs(seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
 def test_bootstrap_intervals_reusing_one_draw_equal_fresh_draws(seed: int, rounds: int) -> None:
     for a, b in _pairs(seed):
         want = _reference_bootstrap(a - b, 42 + seed, rounds, SITEGEN_LEVELS)
-        assert experiments_module.paired_bootstrap_ci(a, b, 42 + seed, rounds) == want
+        assert statistics_module.paired_bootstrap_ci(a, b, 42 + seed, rounds) == want
         want = _reference_bootstrap(a - b, 42 + seed, rounds, AUDIT_LEVELS)
         assert audit._bootstrap_interval(a - b, 42 + seed, rounds) == want
     with pytest.MonkeyPatch.context() as patch:  # too many indices to keep: drawn per call, the same values
         patch.setattr(experiments_module, "CACHED_BOOTSTRAP_VALUES", 0)
         patch.setattr(audit, "_DRAWS_KEPT", 0)
-        assert experiments_module.paired_bootstrap_ci(a, b, 1, rounds) == _reference_bootstrap(
+        assert statistics_module.paired_bootstrap_ci(a, b, 1, rounds) == _reference_bootstrap(
             a - b, 1, rounds, SITEGEN_LEVELS
         )
         assert audit._bootstrap_interval(a - b, 1, rounds) == _reference_bootstrap(a - b, 1, rounds, AUDIT_LEVELS)
 
 
 def test_reused_bootstrap_draws_cannot_be_changed_by_a_caller() -> None:
-    drawn = experiments_module._bootstrap_indices(3, 1500, 40)
+    drawn = statistics_module._bootstrap_indices(3, 1500, 40)
     assert [x.shape for x in drawn] == [(1000, 40), (500, 40)]
     with pytest.raises(ValueError):
         drawn[0][0, 0] = 1
@@ -436,6 +451,6 @@ def test_sign_flip_tests_with_in_place_signs_equal_the_previous_ones(seed: int) 
         n = int(np.count_nonzero(d))
         if 2**n <= 3_000:
             continue  # exact enumeration: not rewritten
-        result = experiments_module.paired_randomisation_test(a, b, 7 + seed, 3_000)
+        result = statistics_module.paired_randomisation_test(a, b, 7 + seed, 3_000)
         assert result.p_value == (extreme + 1) / 3_001
         assert audit._sign_test_p(d, 7 + seed, 3_000)[0] == (extreme + 1) / 3_001

@@ -21,7 +21,16 @@ from sitegen.scoring.metrics import (
     score_query,
 )
 
-TREC_NAMES = {"hit": "Success", "recall": "R", "precision": "P", "mrr": "RR", "ndcg": "nDCG"}
+TREC_NAMES = {
+    "hit": "Success",
+    "recall": "R",
+    "precision": "P",
+    "mrr": "RR",
+    "ndcg": "nDCG",
+    "map": "AP",
+    "rprec": "Rprec",
+}
+UNCUT = ("mrr", "map", "rprec")  # trec_eval cuts these with -M k only: the oracle gets the run cut to k
 
 
 def _random_collection(seed: int) -> tuple[dict[str, dict[str, int]], dict[str, list[str]]]:
@@ -47,10 +56,10 @@ def _random_collection(seed: int) -> tuple[dict[str, dict[str, int]], dict[str, 
 
 def _trec_eval(qrels, runs, name: str) -> dict[str, float]:
     family, k = name.split("@")
-    measure = ir_measures.parse_measure(f"{TREC_NAMES[family]}@{k}")
+    measure = ir_measures.parse_measure(TREC_NAMES[family] if family in UNCUT else f"{TREC_NAMES[family]}@{k}")
     # trec_eval reads the score column only: derive strictly decreasing scores from sitegen's ranks.
-    # ir_measures' pytrec_eval backend ignores the cut-off of RR@k, so cut the run to k first.
-    depth = int(k) if family == "mrr" else None
+    # RR, AP and Rprec take no cut-off here (trec_eval -M k cuts them), so cut the run to k first.
+    depth = int(k) if family in UNCUT else None
     run = {q: {d: float(len(ids) - r) for r, d in enumerate(ids[:depth])} for q, ids in runs.items()}
     return {m.query_id: m.value for m in ir_measures.iter_calc([measure], qrels, run)}
 
@@ -77,7 +86,7 @@ def test_every_metric_equals_ranx_on_average() -> None:
     ranx_run = Run({q: {d: float(len(ids) - r) for r, d in enumerate(ids)} for q, ids in runs.items()})
     ranx_qrels = Qrels({q: {d: g for d, g in grades.items() if g > 0} for q, grades in qrels.items()})
     ours = evaluate(runs, qrels, {q: "all" for q in qrels})["overall"]
-    for name in metric_names():
+    for name in metric_names(measures=tuple(ranx_names)):
         family, k = name.split("@")
         theirs = ranx_evaluate(ranx_qrels, ranx_run, f"{ranx_names[family]}@{k}", make_comparable=True)
         assert ours[name] == pytest.approx(theirs, abs=1e-9), name
@@ -117,8 +126,8 @@ def test_reciprocal_rank_respects_the_cutoff() -> None:
 
 
 def test_unknown_metric_names_are_rejected_with_the_known_families() -> None:
-    with pytest.raises(ValueError, match="hit, recall, precision, mrr, ndcg"):
-        parse_metric("map@10")
+    with pytest.raises(ValueError, match="hit, recall, precision, mrr, ndcg, map, rprec"):
+        parse_metric("bpref@10")
     with pytest.raises(ValueError):
         parse_metric("ndcg@0")
 
@@ -136,3 +145,38 @@ def test_metrics_lie_in_unit_interval_and_recall_grows_with_k(ranking: list[str]
     for family in ("hit", "recall", "mrr"):
         values = [scores[f"{family}@{k}"] for k in CUTOFFS]
         assert values == sorted(values)
+
+
+def test_map_and_r_precision_by_hand_on_46_relevant_documents() -> None:
+    """A classic-collection question: 46 relevant documents, 10 found in the top 10 and 30 in the top 100."""
+    relevant = [f"r{i}" for i in range(46)]
+    grades = dict.fromkeys(relevant, 1)
+    ranking = relevant[:10] + [f"n{i}" for i in range(40)] + relevant[10:30] + [f"m{i}" for i in range(30)]
+    assert score_query(ranking, grades, ["recall@10", "recall@100"]) == {"recall@10": 10 / 46, "recall@100": 30 / 46}
+    want_ap = (10 + sum((11 + i) / (51 + i) for i in range(20))) / 46
+    assert score_query(ranking, grades, ["map@100"])["map@100"] == pytest.approx(want_ap, abs=1e-15)
+    assert score_query(ranking, grades, ["rprec@100"])["rprec@100"] == 10 / 46  # 10 of the top 46 are relevant
+    assert score_query(ranking, grades, ["rprec@20"])["rprec@20"] == 10 / 46  # cut at 20: still divided by R
+
+
+def test_metric_settings_choose_the_cutoffs_and_measures() -> None:
+    from sitegen.inputs.metric_settings import MetricSettingsError
+    from sitegen.scoring.metrics import REQUIRED_METRICS, configured_metric_names
+
+    assert configured_metric_names({}) == metric_names()
+    assert "recall@100" in metric_names() and "map@100" in metric_names() and "rprec@100" in metric_names()
+    chosen = configured_metric_names({"metrics": {"cutoffs": [100, 10], "measures": ["rprec", "map"]}})
+    assert chosen == [*REQUIRED_METRICS[:6], "mrr@10", "ndcg@10", "map@10", "map@100", "rprec@10", "rprec@100"]
+    with pytest.raises(MetricSettingsError, match="measures"):
+        configured_metric_names({"metrics": {"measures": ["bpref"]}})
+
+
+def test_a_bad_metrics_setting_is_a_located_error(tmp_path) -> None:
+    from sitegen.errors import CorpusError
+    from sitegen.inputs.corpus import load_corpus
+    from tests.helpers import write_corpus
+
+    folder = write_corpus(tmp_path / "c")
+    (folder / "sitegen.json").write_text('{\n  "metrics": {"cutoffs": [0, 10]}\n}\n')
+    with pytest.raises(CorpusError, match=r"sitegen.json:2: .*cutoffs"):
+        load_corpus(folder)

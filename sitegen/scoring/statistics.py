@@ -1,0 +1,445 @@
+"""The statistics behind every "better": paired sign-flip tests, bootstrap intervals, multiplicity corrections, the
+randomised Tukey HSD, effect sizes, power and rank groups. Pure functions of numbers and a recorded seed.
+
+Every randomised procedure is specified exactly (the numpy generator, the block sizes, the comparison tolerance),
+so the same seed gives the same p-values and intervals in any implementation that uses numpy's PCG64; the audit
+(``sitegen/audit.py``) writes each one again from these docstrings. The fixed rules (which exact method a test
+uses, how many Monte Carlo rounds a family needs, the power target) are constants here and pinned in the audit,
+so no publisher chooses them.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from statistics import NormalDist
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "BLOCK_ROUNDS",
+    "CORRECTIONS",
+    "LATTICE",
+    "MIN_INTERVAL_QUESTIONS",
+    "POWER",
+    "SPLIT_HALF_MAX",
+    "RandomisationResult",
+    "TukeyResult",
+    "adjust_p_values",
+    "bootstrap_mean_ci",
+    "compact_letter_display",
+    "identical_classes",
+    "minimum_detectable_effect",
+    "monte_carlo_rounds",
+    "paired_bootstrap_ci",
+    "paired_effect",
+    "paired_permutation_test",
+    "paired_randomisation_test",
+    "questions_needed",
+    "randomised_tukey_hsd",
+]
+
+BLOCK_ROUNDS = 1_000
+CORRECTIONS = {"holm": "Holm-Bonferroni", "bh": "Benjamini-Hochberg"}
+TIE = 1e-12
+
+#: lcm(1, ..., 10): every difference of hit@k, of precision@k for k dividing it, and of mrr@k for k <= 10 is a
+#: whole multiple of 1/LATTICE, so the sign-flip distribution of their sum is a convolution over integers.
+LATTICE = 2520
+#: The lattice convolution is used while (differing questions) x (sum of |difference| x LATTICE) stays within
+#: this many cells: about 0.1 s of numpy work.
+LATTICE_BUDGET = 1 << 26
+#: Up to this many differing questions the 2^n sign patterns are enumerated exactly by splitting them in two
+#: halves (2^22 sums each at most, met by a sorted search): any metric, any values.
+SPLIT_HALF_MAX = 44
+#: Half-sums of the split-half method are matched against the other half in blocks of this many.
+_SPLIT_BLOCK = 1 << 16
+#: Monte Carlo rounds per test: at least ``MC_FACTOR * m / alpha``, so the smallest attainable p, 1 / (R + 1), lies
+#: a factor of 20 below Holm's first threshold alpha / m and no verdict hangs on the rounds drawn.
+MC_FACTOR = 20
+#: The power a minimum detectable effect is computed for.
+POWER = 0.8
+#: Below this many questions no bootstrap interval is shown: a percentile bootstrap over so few is overconfident.
+MIN_INTERVAL_QUESTIONS = 20
+
+
+@dataclass(frozen=True)
+class RandomisationResult:
+    """One paired randomisation test: the p-value and how it was obtained, for the evidence.
+
+    ``kind`` is ``lattice``, ``split-half`` (both exact) or ``monte-carlo``; ``method`` says it in words."""
+
+    p_value: float
+    differing: int
+    exact: bool
+    method: str
+    kind: str
+
+
+def _differences(a: Sequence[float], b: Sequence[float]) -> np.ndarray:
+    return np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
+
+
+def _lattice_units(d: np.ndarray) -> np.ndarray | None:
+    """``d * LATTICE`` as integers when every one is within 1e-6 of a whole number, else None."""
+    scaled = d * LATTICE
+    units = np.rint(scaled)
+    if d.size == 0 or np.any(np.abs(scaled - units) > 1e-6):
+        return None
+    return units.astype(np.int64)
+
+
+def _lattice_p(units: np.ndarray) -> float:
+    """Exact two-sided p from the sign-flip distribution of ``sum(s * units)``, built by convolving one
+    question at a time: each moves half its probability up by |u| and half down (probabilities in float64, so
+    exact up to rounding, about 1e-16 relative)."""
+    total = int(np.abs(units).sum())
+    observed = abs(int(units.sum()))
+    if observed == 0:
+        return 1.0
+    dist = np.zeros(2 * total + 1)
+    dist[total] = 1.0
+    for u in np.abs(units).tolist():
+        if u == 0:  # a difference below 1e-6 / 2520 (float noise): it moves no sum, as in the full enumeration
+            continue
+        shifted = np.zeros_like(dist)
+        shifted[u:] += dist[:-u]
+        shifted[:-u] += dist[u:]
+        dist = shifted * 0.5
+    values = np.arange(-total, total + 1)
+    return float(math.fsum(dist[np.abs(values) >= observed].tolist()))
+
+
+def _all_sums(d: np.ndarray) -> np.ndarray:
+    """The 2^len(d) values of sum(s * d) over every sign pattern."""
+    sums = np.zeros(1)
+    for x in d.tolist():
+        sums = np.concatenate((sums + x, sums - x))
+    return sums
+
+
+def _split_half_p(d: np.ndarray, observed: float) -> float:
+    """Exact two-sided p over all 2^n sign patterns without listing them: the sums of the first half's patterns
+    (left) meet the sorted sums of the second half's (right); a pattern is extreme when
+    |left + right| >= observed - 1e-12, counted for each left by two binary searches."""
+    threshold = observed - TIE
+    if threshold <= 0:
+        return 1.0
+    half = d.size // 2
+    # both halves sorted: the searches then walk the right half in order, which keeps them in the cache
+    left, right = np.sort(_all_sums(d[:half])), np.sort(_all_sums(d[half:]))
+    extreme = 0
+    for start in range(0, left.size, _SPLIT_BLOCK):
+        block = left[start : start + _SPLIT_BLOCK]
+        extreme += int((right.size - np.searchsorted(right, threshold - block, side="left")).sum())
+        extreme += int(np.searchsorted(right, -threshold - block, side="right").sum())
+    return extreme / 2**d.size
+
+
+def monte_carlo_rounds(family_size: int, alpha: float, minimum: int) -> int:
+    """Rounds for a Monte Carlo test in a family of ``family_size``: ``max(minimum, ceil(20 m / alpha))``."""
+    return max(minimum, math.ceil(MC_FACTOR * family_size / alpha))
+
+
+def paired_randomisation_test(a: Sequence[float], b: Sequence[float], seed: int, rounds: int) -> RandomisationResult:
+    """Two-sided paired randomisation (sign-flip) test of mean(a - b) = 0.
+
+    Questions where a and b agree contribute nothing to any sign pattern, so they are dropped: ``d`` holds the
+    n nonzero differences and the statistic of a pattern ``s`` is ``|sum(s * d)|``, observed ``|sum(d)|``; a
+    pattern counts as extreme when its statistic >= observed - 1e-12. The method is fixed by the data:
+
+    1. ``lattice``: every ``d * 2520`` within 1e-6 of an integer u and n * sum(|u|) <= 2^26: the exact
+       distribution of sum(s * u) by convolution, p = P(|sum| >= |sum(u)|) (n = 0 gives p = 1).
+    2. ``split-half``: otherwise, n <= 44: all 2^n patterns, exactly, as the sums of the first floor(n/2)
+       differences' patterns met with the sorted sums of the rest's; p = extreme / 2^n.
+    3. ``monte-carlo``: otherwise ``rng = numpy.random.default_rng(seed)``; in blocks of 1,000 rounds (the last
+       one shorter) ``signs = rng.integers(0, 2, size=(block, n)) * 2 - 1``; p = (b + 1) / (rounds + 1), b the
+       extreme rounds. The caller sizes ``rounds`` by :func:`monte_carlo_rounds`.
+
+    Memory is bounded: a Monte Carlo block holds a (1,000 x n) draw, 16,000 * n bytes; the split-half method two
+    arrays of at most 2^22 float64 (32 MB each); the lattice at most 2^26 cells over all steps.
+    """
+    d = _differences(a, b)
+    d = d[d != 0]
+    n = int(d.size)
+    units = _lattice_units(d)
+    if n == 0:
+        return RandomisationResult(1.0, 0, True, "no question differs", "lattice")
+    if units is not None and n * int(np.abs(units).sum()) <= LATTICE_BUDGET:
+        return RandomisationResult(
+            _lattice_p(units), n, True, f"exact: the sign-flip distribution over {n} questions (lattice)", "lattice"
+        )
+    observed = abs(math.fsum(d.tolist()))
+    if n <= SPLIT_HALF_MAX:
+        return RandomisationResult(
+            _split_half_p(d, observed), n, True, f"exact: all 2^{n} sign patterns (split-half)", "split-half"
+        )
+    rng = np.random.default_rng(seed)
+    extreme = 0
+    for start in range(0, rounds, BLOCK_ROUNDS):
+        block = min(BLOCK_ROUNDS, rounds - start)
+        signs = rng.integers(0, 2, size=(block, n)).astype(np.float64)
+        signs *= 2.0  # in place: the same +-1 values as (bits * 2 - 1), without two more n x block temporaries
+        signs -= 1.0
+        extreme += int(np.count_nonzero(np.abs(signs @ d) >= observed - TIE))
+    return RandomisationResult(
+        (extreme + 1) / (rounds + 1),
+        n,
+        False,
+        f"Monte Carlo, {rounds} rounds, seed {seed} (2^{n} patterns)",
+        "monte-carlo",
+    )
+
+
+def paired_permutation_test(a: Sequence[float], b: Sequence[float], seed: int, rounds: int) -> float:
+    """The p-value of :func:`paired_randomisation_test`."""
+    return paired_randomisation_test(a, b, seed, rounds).p_value
+
+
+CACHED_BOOTSTRAP_VALUES = 1 << 24
+"""Up to this many bootstrap indices (rounds x N) are drawn once per (seed, rounds, N) and reused by every pair
+of rankers: 32 MB at most (uint16 up to 65,536 questions). A larger draw is made per call, as documented."""
+
+
+@functools.lru_cache(maxsize=1)
+def _bootstrap_indices(seed: int, rounds: int, size: int) -> tuple[np.ndarray, ...]:
+    """The index blocks of :func:`paired_bootstrap_ci`, exactly as it documents them, read-only: every pair over
+    the same questions draws the same ones, so one draw serves them all (the same gathered values, the same
+    means)."""
+    rng = np.random.default_rng(seed)
+    dtype = np.uint16 if size <= 1 << 16 else np.int64
+    blocks = []
+    for start in range(0, rounds, BLOCK_ROUNDS):
+        idx = rng.integers(0, size, size=(min(BLOCK_ROUNDS, rounds - start), size)).astype(dtype)
+        idx.flags.writeable = False
+        blocks.append(idx)
+    return tuple(blocks)
+
+
+def bootstrap_mean_ci(values: Sequence[float], seed: int, rounds: int, level: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap interval of mean(values) over all N values.
+
+    Exactly: ``rng = numpy.random.default_rng(seed)``; in blocks of 1,000 rounds (the last one shorter)
+    ``idx = rng.integers(0, N, size=(block, N))`` and the block's means ``values[idx].mean(axis=1)``; bounds =
+    ``numpy.quantile(means, [(1 - level) / 2, (1 + level) / 2])`` (linear interpolation). Memory: one block is
+    16,000 * N bytes (indices and gathered values) plus 8 bytes per round for the means.
+    """
+    d = np.asarray(values, dtype=np.float64)
+    if d.size == 0:
+        return (0.0, 0.0)
+    means = np.empty(rounds, dtype=np.float64)
+    if rounds * d.size <= CACHED_BOOTSTRAP_VALUES:
+        for start, idx in zip(range(0, rounds, BLOCK_ROUNDS), _bootstrap_indices(seed, rounds, d.size), strict=True):
+            means[start : start + idx.shape[0]] = d[idx].mean(axis=1)
+    else:
+        rng = np.random.default_rng(seed)
+        for start in range(0, rounds, BLOCK_ROUNDS):
+            block = min(BLOCK_ROUNDS, rounds - start)
+            means[start : start + block] = d[rng.integers(0, d.size, size=(block, d.size))].mean(axis=1)
+    low, high = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
+    return (float(low), float(high))
+
+
+def paired_bootstrap_ci(
+    a: Sequence[float], b: Sequence[float], seed: int, rounds: int, level: float = 0.95
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of mean(a - b) over all N paired questions (ties included: they pull the
+    mean toward 0): :func:`bootstrap_mean_ci` of the differences."""
+    return bootstrap_mean_ci(_differences(a, b), seed, rounds, level)
+
+
+def adjust_p_values(p_values: Sequence[float], correction: str) -> list[float]:
+    """Multiplicity-adjusted p-values, in the input order, for one family of m tests.
+
+    ``holm`` (Holm-Bonferroni, controls the family-wise error): sort ascending, adj_i = max_{j<=i} min(1,
+    (m - j + 1) p_j). ``bh`` (Benjamini-Hochberg, controls the false discovery rate): adj_i = min_{j>=i}
+    min(1, m p_j / j). Ties keep input order (stable sort), which does not change the values.
+    """
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    adjusted = [0.0] * m
+    if correction == "holm":
+        running = 0.0
+        for rank, i in enumerate(order, start=1):
+            running = max(running, min(1.0, (m - rank + 1) * p_values[i]))
+            adjusted[i] = running
+    elif correction == "bh":
+        running = 1.0
+        for rank in range(m, 0, -1):
+            i = order[rank - 1]
+            running = min(running, min(1.0, m * p_values[i] / rank))
+            adjusted[i] = running
+    else:
+        raise ValueError(f"unknown correction {correction!r}; known: {', '.join(CORRECTIONS)}")
+    return adjusted
+
+
+TUKEY_BLOCK_VALUES = 1_000_000
+"""Scores permuted per Monte Carlo block of the Tukey HSD: the block holds this many float64 keys, their int64
+argsort and the permuted float64 scores, about 24 MB whatever the questions, rankers or rounds."""
+
+
+@dataclass(frozen=True)
+class TukeyResult:
+    """All-pairs randomised Tukey HSD for one metric: ``p_values[i, j]`` for rankers i and j (1 on the diagonal)."""
+
+    p_values: np.ndarray
+    exact: bool
+    method: str
+
+
+def _count_at_least(ranges: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
+    """How many of ``ranges`` are >= each threshold (one sort per block instead of a k x k x block comparison)."""
+    ordered = np.sort(ranges)
+    return ordered.size - np.searchsorted(ordered, thresholds, side="left")
+
+
+def randomised_tukey_hsd(scores: Any, seed: int, rounds: int) -> TukeyResult:
+    """Randomised Tukey HSD (Carterette, TOIS 2012) over a questions x rankers score matrix.
+
+    Under the null that the rankers are interchangeable, every question's row may be permuted across the rankers
+    independently; each permutation's statistic is max - min of the column means. The pair (i, j) gets
+    p = share of permutations whose range >= |mean_i - mean_j| - 1e-12. Comparing every pair with the *maximum*
+    difference of the permuted means controls the family-wise error over the pairs of one metric in the weak
+    sense: when every ranker is interchangeable. It is not a closed or step-down procedure, so it does not
+    promise strong control when some rankers differ.
+
+    - If (k!)**n <= rounds (k rankers, n questions): every combination of row permutations is enumerated
+      (pattern number t gives row q the permutation ``itertools.permutations(range(k))`` number
+      ``(t // (k!)**q) % k!``) and p = extreme / (k!)**n, exactly.
+    - Otherwise Monte Carlo: ``rng = numpy.random.default_rng(seed)``; round r draws ``keys = rng.random((n,
+      k))`` (rounds drawn consecutively in C order, in blocks of rounds, so the block size does not change the
+      stream) and row q is permuted by ``numpy.argsort(keys[q], kind="stable")``; p = (b + 1) / (rounds + 1).
+
+    Memory is bounded by the block: at most :data:`TUKEY_BLOCK_VALUES` permuted scores (about 24 MB), plus the
+    n x k matrix itself; 7,000 questions x 10 rankers stays under the 200 MiB that bench/run.py --sections stats
+    measures for the whole significance machinery.
+    """
+    x = np.asarray(scores, dtype=np.float64)
+    n, k = x.shape
+    p_values = np.ones((k, k))
+    if k < 2 or n == 0:
+        return TukeyResult(p_values, True, "nothing to compare")
+    means = x.mean(axis=0)
+    thresholds = (np.abs(means[:, None] - means[None, :]) - TIE).ravel()
+    extreme = np.zeros(k * k, dtype=np.int64)
+    per_row = math.factorial(k)
+    if per_row**n <= rounds:
+        perms = np.array(list(itertools.permutations(range(k))), dtype=np.int64)
+        total = per_row**n
+        for start in range(0, total, BLOCK_ROUNDS):
+            patterns = np.arange(start, min(start + BLOCK_ROUNDS, total), dtype=np.int64)
+            sums = np.zeros((patterns.size, k))
+            for q in range(n):
+                sums += x[q][perms[(patterns // per_row**q) % per_row]]
+            block_means = sums / n
+            extreme += _count_at_least(block_means.max(axis=1) - block_means.min(axis=1), thresholds)
+        p_values = (extreme / total).reshape(k, k)
+        np.fill_diagonal(p_values, 1.0)
+        return TukeyResult(p_values, True, f"exact enumeration of ({k}!)^{n} = {total} row permutations")
+    rng = np.random.default_rng(seed)
+    block_rounds = max(1, TUKEY_BLOCK_VALUES // (n * k))
+    for start in range(0, rounds, block_rounds):
+        block = min(block_rounds, rounds - start)
+        order = np.argsort(rng.random((block, n, k)), axis=2, kind="stable")
+        block_means = np.take_along_axis(np.broadcast_to(x, (block, n, k)), order, axis=2).mean(axis=1)
+        extreme += _count_at_least(block_means.max(axis=1) - block_means.min(axis=1), thresholds)
+    p_values = ((extreme + 1) / (rounds + 1)).reshape(k, k)
+    np.fill_diagonal(p_values, 1.0)
+    return TukeyResult(p_values, False, f"Monte Carlo, {rounds} rounds, seed {seed} (({k}!)^{n} permutations)")
+
+
+def paired_effect(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
+    """Wins, ties and losses of a over b per question (ties: equal floats, no tolerance) and Cohen's d_z.
+
+    d_z = mean(a - b) / sd(a - b), sd the sample standard deviation (n - 1): the paired mean difference in units of
+    its own spread, comparable across metrics. It is 0 when every difference is 0, and None (undefined) when all
+    differences are equal but not 0 (sd 0) or there is a single question.
+    """
+    d = _differences(a, b)
+    result: dict[str, Any] = {
+        "wins": int(np.count_nonzero(d > 0)),
+        "ties": int(np.count_nonzero(d == 0)),
+        "losses": int(np.count_nonzero(d < 0)),
+        "effect_size": None,
+    }
+    if d.size and d.min() == d.max():
+        result["effect_size"] = 0.0 if d[0] == 0 else None
+    elif d.size >= 2:
+        mean = math.fsum(d.tolist()) / d.size
+        sd = math.sqrt(math.fsum(((d - mean) ** 2).tolist()) / (d.size - 1))
+        result["effect_size"] = mean / sd
+    return result
+
+
+# ------------------------------------------------------------------------------------------- power
+
+
+def _z_sum(alpha: float, power: float) -> float:
+    normal = NormalDist()
+    return normal.inv_cdf(1 - alpha / 2) + normal.inv_cdf(power)
+
+
+def minimum_detectable_effect(sd: float, questions: int, alpha: float, power: float = POWER) -> float | None:
+    """The smallest true mean difference a two-sided paired test at level ``alpha`` detects with probability
+    ``power`` over ``questions`` questions whose differences spread with standard deviation ``sd``, by the normal
+    approximation: (z_{1 - alpha/2} + z_power) * sd / sqrt(questions). None without a question."""
+    if questions < 1:
+        return None
+    return _z_sum(alpha, power) * sd / math.sqrt(questions)
+
+
+def questions_needed(sd: float, effect: float, alpha: float, power: float = POWER) -> int:
+    """How many questions the same test needs to detect a true difference ``effect`` (the inverse of
+    :func:`minimum_detectable_effect`, rounded up; 1 when the differences do not spread)."""
+    return max(1, math.ceil((_z_sum(alpha, power) * sd / effect) ** 2 - 1e-9))
+
+
+# ------------------------------------------------------------------------------------- rank groups
+
+
+def identical_classes(values: Mapping[str, Sequence[float]]) -> list[list[str]]:
+    """Rankers whose per-question values are equal (as floats, question by question), in first-seen order:
+    one test per distinct comparison, not one per name."""
+    classes: dict[tuple[float, ...], list[str]] = {}
+    for name, scores in values.items():
+        classes.setdefault(tuple(float(v) for v in scores), []).append(name)
+    return list(classes.values())
+
+
+def _letter(n: int) -> str:
+    alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    return alphabet[n] if n < len(alphabet) else f"g{n + 1}"
+
+
+def compact_letter_display(items: Sequence[str], separated: Sequence[tuple[str, str]]) -> list[list[str]]:
+    """Groups of items that no separated pair splits (Piepho's insert-and-absorb, 2004): start with every item in
+    one group; for each separated pair, a group holding both becomes two, one without each; then any group
+    contained in another is dropped. The groups are returned ordered by their members' positions in ``items``
+    (the first group holds the first item); group i gets letter i (a, b, ...)."""
+    position = {item: i for i, item in enumerate(items)}
+    groups: list[frozenset[str]] = [frozenset(items)] if items else []
+    for a, b in separated:
+        split: list[frozenset[str]] = []
+        for group in groups:
+            if a in group and b in group:
+                split += [group - {b}, group - {a}]
+            else:
+                split.append(group)
+        kept: list[frozenset[str]] = []
+        for i, group in enumerate(split):
+            larger = any(group < other for other in split)
+            repeated = any(group == other for other in split[:i])
+            if group and not larger and not repeated:
+                kept.append(group)
+        groups = kept
+    return sorted((sorted(g, key=position.__getitem__) for g in groups), key=lambda g: [position[m] for m in g])
+
+
+def group_letters(items: Sequence[str], groups: Sequence[Sequence[str]]) -> dict[str, str]:
+    """Each item's letters (one per group it belongs to, in group order)."""
+    return {item: "".join(_letter(i) for i, g in enumerate(groups) if item in g) for item in items}
