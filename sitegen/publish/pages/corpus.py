@@ -189,27 +189,49 @@ def _forest(c: CorpusView, site: Site) -> dict[str, Any] | None:
     tested = significance["metrics"]
     metric = FOREST_METRIC if FOREST_METRIC in tested else tested[-1]
     best_of = c.report["best"]["overall"].get(metric) or []
-    best = next((r for r in c.rankers if r in best_of), None)
+    merged = {member: members for members in significance.get("identical", {}).get(metric, []) for member in members}
+    head = {r: merged.get(r, [r])[0] for r in c.rankers}  # rankers identical on every question are one row
+    best = next((head[r] for r in c.rankers if r in best_of), None)
     pairs = {(p["a"], p["b"]): p for p in significance["pairs"] if p["metric"] == metric}
     rows = []
-    for ranker in c.rankers:
+    for ranker in dict.fromkeys(head.values()):
         pair = pairs.get((ranker, best)) or pairs.get((best, ranker))
         if ranker == best or pair is None:
             continue
         flip = pair["a"] == best
-        shown = [format_minus(pair[k]) if flip else format_signed(pair[k]) for k in ("difference", "ci_high", "ci_low")]
-        difference, low, high = shown if flip else [shown[0], shown[2], shown[1]]
-        label = f"{difference} [{low}, {high}] {_verdict(pair)}"
         sign = -1.0 if flip else 1.0
-        ends = sorted((sign * pair["ci_low"], sign * pair["ci_high"]))
+        difference = format_minus(pair["difference"]) if flip else format_signed(pair["difference"])
+        if pair["ci_low"] is None:  # fewer questions than a bootstrap interval needs: the difference alone
+            label = f"{difference} {_verdict(pair)}"
+            ends = [sign * pair["difference"]] * 2
+        else:
+            ends = sorted((sign * pair["ci_low"], sign * pair["ci_high"]))
+            low, high = (
+                (format_minus(pair["ci_high"]), format_minus(pair["ci_low"]))
+                if flip
+                else (format_signed(pair["ci_low"]), format_signed(pair["ci_high"]))
+            )
+            label = f"{difference} [{low}, {high}] {_verdict(pair)}"
+        name = row_label(merged.get(ranker, [ranker]))
         plotted = ForestRow(
-            ranker, sign * pair["difference"], ends[0], ends[1], bool(pair["tested"]), bool(pair["significant"]), label
+            name, sign * pair["difference"], ends[0], ends[1], bool(pair["tested"]), bool(pair["significant"]), label
         )
-        rows.append({"ranker": ranker, "pair": pair, "flip": flip, "verdict": _verdict(pair), "plot": plotted})
+        sentence = _pair_note(pair, significance, experiments["scored_questions"])
+        rows.append(
+            {
+                "ranker": name,
+                "pair": pair,
+                "flip": flip,
+                "verdict": _verdict(pair),
+                "plot": plotted,
+                "sentence": sentence,
+            }
+        )
     if best is None or not rows:
         return None
     rows.sort(key=lambda row: -row["plot"].difference)  # nearest the best first; a stable sort keeps ties in order
     path = c.pages.forest_plot(metric)
+    best = row_label(merged.get(best, [best]))
     title = f"{c.name}: {metric}, each ranker minus {best}"
     site.plot(path, forest_svg, [row["plot"] for row in rows], title, f"difference in {metric} (95% interval)")
     alt = f"Forest plot of {metric} differences from {best}, the best ranker, with 95% intervals: " + "; ".join(

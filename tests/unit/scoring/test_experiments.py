@@ -228,12 +228,13 @@ def test_significance_is_decided_on_adjusted_p_values_and_names_its_family(tmp_p
     result = _rankings_run(folder, rankings, ExperimentSettings(rounds=10_000))
     sig = result["significance"]
     assert sig["correction"] == "holm" and sig["family"]["size"] == 4
-    assert sig["family"]["description"] == "c, all pairs of 2 rankers x 4 metrics = 4 tests"
+    assert sig["family"]["description"] == "c: every pair of distinct rows on each of 4 metrics, 4 tests, so m = 4"
     tested = [p for p in sig["pairs"] if p["tested"]]
     assert [p["p_adjusted"] for p in tested] == adjust_p_values([p["p_value"] for p in tested], "holm")
     for pair in tested:
         assert pair["significant"] == (pair["p_adjusted"] < sig["alpha"])
-        assert pair["method"] == "exact enumeration of 2^12 = 4096 sign patterns"
+        assert pair["method"] == "exact: the sign-flip distribution over 12 questions (lattice)"
+        assert pair["p_value"] == 2 / 2**12
 
 
 def test_interval_excluding_zero_without_a_corrected_rejection_is_explained(tmp_path: Path) -> None:
@@ -426,7 +427,7 @@ def test_bootstrap_intervals_reusing_one_draw_equal_fresh_draws(seed: int, round
         want = _reference_bootstrap(a - b, 42 + seed, rounds, AUDIT_LEVELS)
         assert audit._bootstrap_interval(a - b, 42 + seed, rounds) == want
     with pytest.MonkeyPatch.context() as patch:  # too many indices to keep: drawn per call, the same values
-        patch.setattr(experiments_module, "CACHED_BOOTSTRAP_VALUES", 0)
+        patch.setattr(statistics_module, "CACHED_BOOTSTRAP_VALUES", 0)
         patch.setattr(audit, "_DRAWS_KEPT", 0)
         assert statistics_module.paired_bootstrap_ci(a, b, 1, rounds) == _reference_bootstrap(
             a - b, 1, rounds, SITEGEN_LEVELS
@@ -448,9 +449,8 @@ def test_sign_flip_tests_with_in_place_signs_equal_the_previous_ones(seed: int) 
     for a, b in _pairs(seed):
         d = a - b
         extreme = _reference_sign_extreme(d, 7 + seed, 3_000)
-        n = int(np.count_nonzero(d))
-        if 2**n <= 3_000:
-            continue  # exact enumeration: not rewritten
         result = statistics_module.paired_randomisation_test(a, b, 7 + seed, 3_000)
+        if result.exact:
+            continue  # an exact method: not rewritten
         assert result.p_value == (extreme + 1) / 3_001
         assert audit._sign_test_p(d, 7 + seed, 3_000)[0] == (extreme + 1) / 3_001
