@@ -272,8 +272,9 @@ class BM25Search:
         self.index = index
         self.id_key = id_key
         self._partial = np.zeros(index.n_docs)
-        # Every weight is then positive and finite, which the bounds rely on.
-        self._prunable = index.k1 >= 0.0 and 0.0 <= index.b <= 1.0
+        # Every weight is then positive and finite, and one recomputed for a document without the term is
+        # 0.0 (a document with a term has a positive length norm): the bounds rely on both.
+        self._prunable = index.k1 > 0.0 and 0.0 <= index.b <= 1.0
 
     def top(
         self, query_tokens: Sequence[str], depth: int, allowed: np.ndarray | None = None
@@ -283,7 +284,7 @@ class BM25Search:
         index = self.index
         term_ids = _query_term_ids(index, query_tokens)
         found = None
-        if self._prunable and depth > 0 and len(term_ids) <= _TERMS_FOR_PRUNING:
+        if self._prunable and depth > 0 and 0 < len(term_ids) <= _TERMS_FOR_PRUNING:
             ids = np.array(term_ids, dtype=np.int64)
             if int((index.starts[ids + 1] - index.starts[ids]).sum()) >= _POSTINGS_FOR_PRUNING:
                 found = _pruned(index, term_ids, depth, allowed, self._partial)
