@@ -283,11 +283,9 @@ class BM25Search:
         only those documents, as if every other scored 0."""
         index = self.index
         term_ids = _query_term_ids(index, query_tokens)
-        found = None
-        if self._prunable and depth > 0 and 0 < len(term_ids) <= _TERMS_FOR_PRUNING:
-            ids = np.array(term_ids, dtype=np.int64)
-            if int((index.starts[ids + 1] - index.starts[ids]).sum()) >= _POSTINGS_FOR_PRUNING:
-                found = _pruned(index, term_ids, depth, allowed, self._partial)
+        found = (
+            _pruned(index, term_ids, depth, allowed, self._partial) if self._worth_pruning(term_ids, depth) else None
+        )
         if found is None:
             scores = _scores_of_terms(index, term_ids)
             if allowed is not None:
@@ -297,6 +295,16 @@ class BM25Search:
         docs, scores = found
         best = top_k(scores, self.id_key[docs], depth, positive_only=True)
         return docs[best], scores[best]
+
+    def _worth_pruning(self, term_ids: list[int], depth: int) -> bool:
+        """Whether the query has enough postings for skipping some to pay (m x N bounds them unread)."""
+        m = len(term_ids)
+        if not (self._prunable and depth > 0 and 0 < m <= _TERMS_FOR_PRUNING):
+            return False
+        if m * self.index.n_docs < _POSTINGS_FOR_PRUNING:
+            return False
+        ids = np.array(term_ids, dtype=np.int64)
+        return int((self.index.starts[ids + 1] - self.index.starts[ids]).sum()) >= _POSTINGS_FOR_PRUNING
 
 
 def _pruned(
