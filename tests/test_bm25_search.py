@@ -102,7 +102,7 @@ def test_skipping_postings_gives_the_reference_hits_and_scores_bit_for_bit(case)
     search = BM25Search(index, doc_id_order(ids))
     mask = None if allowed is None else np.array(allowed, dtype=bool)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(bm25, "_POSTINGS_FOR_PRUNING", 0)  # the bounded path even on small collections
+        patch.setattr(bm25, "_PRUNING_FROM", 0)  # the bounded path even on small collections
         for query in queries:
             assert answer(search, ids, query, depth, mask) == reference_top(docs, ids, query, depth, k1, b, allowed)
     assert not search._partial.any()  # the scratch is all zeros between queries
@@ -113,7 +113,7 @@ def test_the_hypothesis_cases_do_take_the_bounded_path(monkeypatch: pytest.Monke
     rng = np.random.default_rng(3)
     docs = [list(rng.choice(WORDS, size=int(rng.integers(0, 15)))) for _ in range(50)]
     ids = [f"d{i:02d}" for i in range(50)]
-    monkeypatch.setattr(bm25, "_POSTINGS_FOR_PRUNING", 0)
+    monkeypatch.setattr(bm25, "_PRUNING_FROM", 0)
     spy = PathSpy(monkeypatch)
     search = BM25Search(build_bm25_index(docs), doc_id_order(ids))
     for query in (["a", "e", "n"], ["b", "c", "o"], ["a", "b", "c", "d"], ["m"]):
@@ -123,18 +123,18 @@ def test_the_hypothesis_cases_do_take_the_bounded_path(monkeypatch: pytest.Monke
 
 @pytest.fixture(scope="module")
 def zipf_collection() -> tuple[list[list[str]], list[str], list[list[str]]]:
-    """30,000 passages over a 3,000-word Zipf vocabulary: queries here have more postings than
-    ``_POSTINGS_FOR_PRUNING``, so the default thresholds choose the bounded path."""
+    """200,000 short passages over a 3,000-word Zipf vocabulary: postings plus passages reach
+    ``_PRUNING_FROM``, so the default thresholds choose the bounded path."""
     rng = np.random.default_rng(20261202)
     vocabulary = np.array([f"w{i}" for i in range(3000)], dtype=object)
     p = 1.0 / np.arange(1, 3001)
     p /= p.sum()
-    lengths = rng.integers(10, 40, size=30_000)
+    lengths = rng.integers(2, 9, size=200_000)
     flat = vocabulary[rng.choice(3000, size=int(lengths.sum()), p=p)]
     bounds = np.concatenate([[0], np.cumsum(lengths)])
     docs = [flat[bounds[i] : bounds[i + 1]].tolist() for i in range(lengths.size)]
-    ids = [f"p{int(i):05d}" for i in rng.permutation(lengths.size)]  # id order unrelated to position
-    queries = [vocabulary[rng.choice(3000, size=int(rng.integers(2, 9)), p=p)].tolist() for _ in range(40)]
+    ids = [f"p{int(i):06d}" for i in rng.permutation(lengths.size)]  # id order unrelated to position
+    queries = [vocabulary[rng.choice(3000, size=int(rng.integers(2, 9)), p=p)].tolist() for _ in range(30)]
     return docs, ids, queries
 
 
