@@ -327,7 +327,8 @@ def _pruned(
     index: BM25Index, term_ids: list[int], depth: int, allowed: np.ndarray | None, partial: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """A set of documents holding every document of the query's top ``depth``, with their exact scores;
-    None where skipping postings would not pay.
+    None when all the postings read hold fewer than ``depth`` documents (the caller then scores every
+    document).
 
     The rare terms' postings are read in full and summed in ``partial`` (zeros on entry and again on
     return), then the common terms' too, by descending largest weight, while needed: ``theta``
