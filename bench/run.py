@@ -35,8 +35,7 @@ if importlib.util.find_spec("sitegen") is None:  # not installed: use the checko
 import numpy as np  # noqa: E402
 
 from sitegen.bench.machine import cpu_ticks, machine, other_cpu_share  # noqa: E402
-from sitegen.rankers.base import top_k  # noqa: E402
-from sitegen.rankers.bm25 import bm25_scores  # noqa: E402
+from sitegen.rankers.bm25 import BM25Search  # noqa: E402
 
 SEED = 20240601
 CRANFIELD = REPO.parent / "shared" / "collections" / "cranfield"
@@ -210,7 +209,8 @@ def rank_bm25_index(docs: list[list[str]]) -> Any:
 
 def index_nbytes(side: str, index: Any) -> int:
     if side == "sitegen":
-        return int(index.starts.nbytes + index.doc_indices.nbytes + index.weights.nbytes)
+        arrays = ("starts", "doc_indices", "weights", "max_weights", "idf", "doc_norms", "dense_rows", "dense_tf")
+        return int(sum(getattr(index, name).nbytes for name in arrays))
     if side == "bm25s":
         return int(sum(index.scores[k].nbytes for k in ("data", "indices", "indptr")))
     return 0
@@ -221,15 +221,13 @@ class Bm25Sides:
 
     def __init__(self, indexes: dict[str, Any], id_key: np.ndarray, queries: dict[str, list[list[str]]]) -> None:
         self.indexes = indexes
-        self.id_key = id_key
         self.queries = queries
+        self.search = BM25Search(indexes["sitegen"], id_key)  # what BM25Ranker.rank queries
 
     def one(self, side: str, query: list[str]) -> Any:
         index = self.indexes[side]
         if side == "sitegen":
-            scores = bm25_scores(index, query)
-            best = top_k(scores, self.id_key, DEPTH, positive_only=True)
-            return best, scores[best]
+            return self.search.top(query, DEPTH)
         if side == "bm25s":
             return index.retrieve([query], k=DEPTH, show_progress=False)
         scores = index.get_scores(query)  # rank-bm25: its own get_top_n order (argsort, descending)

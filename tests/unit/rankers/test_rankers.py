@@ -227,7 +227,7 @@ def test_sitegen_s_bm25_indexes_from_one_tokenising_equal_indexes_of_token_lists
     for stemmed, tokenizer in ((False, tokenize), (True, tokenize_stemmed)):
         words = bm25._passage_words(documents, stemmed)
         words = bm25._stemmed(words) if stemmed else words
-        got = bm25._index(words.vocabulary, words.ids.astype(np.int64), words.lengths, 1.2, 0.75)
+        got = bm25._index(words.vocabulary, [words.ids.astype(np.int64)], words.lengths, 1.2, 0.75)
         want = bm25.build_bm25_index([tokenizer(passage_text(d)) for d in documents], 1.2, 0.75)
         assert list(got.vocabulary.items()) == list(want.vocabulary.items())  # term ids: first appearance
         for name in ("starts", "doc_indices", "weights"):
