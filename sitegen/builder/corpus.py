@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +14,7 @@ from sitegen.builder.load import LoadedInputs, Log
 from sitegen.builder.options import BuildOptions
 from sitegen.compare.vector_drift import DriftTracker
 from sitegen.embedding.cache import Embedder
+from sitegen.embedding.models import ModelNotFound
 from sitegen.embedding.vectors import CorpusEmbeddings, EmbedStats
 from sitegen.errors import BuildError, SitegenError
 from sitegen.inputs.binding import git_source
@@ -76,10 +77,13 @@ class BuildRun:
     stored: StoredVectors
     drift: DriftTracker
     postgres: PostgresSession
+    #: Each other model entry's embedder and the earlier bundle's vectors of that model, by entry name.
+    models: Mapping[str, tuple[Embedder, StoredVectors]] = field(default_factory=dict)
 
     @property
     def needs_embeddings(self) -> bool:
-        return any(r.contract.uses_embeddings for r in self.rankers)
+        """Some ranker ranks by ``dense``'s vectors (or those a corpus supplies)."""
+        return any(r.contract.uses_embeddings and r.contract.model is None for r in self.rankers)
 
 
 @dataclass(frozen=True)
@@ -94,6 +98,8 @@ class CorpusJob:
     fusions: tuple[Any, ...]
     supplied: SuppliedVectors | None
     hygiene: Mapping[str, Any]
+    #: The dense rankers of the model entries the corpus's sitegen.json declares.
+    models: tuple[Any, ...] = ()
 
     @classmethod
     def of(cls, source: Corpus, loaded: LoadedInputs, log: Log) -> CorpusJob:
@@ -111,6 +117,7 @@ class CorpusJob:
             fusions=loaded.fusions[name],
             supplied=loaded.supplied[name],
             hygiene=loaded.hygiene[name],
+            models=loaded.models.get(name, ()),
         )
 
 
@@ -122,18 +129,22 @@ class _Ranked:
     metrics: Mapping[str, Any]
     not_run: Mapping[str, str]
     postgres: Mapping[str, Any] | None
+    #: The model entries a run of the corpus ranked by: their vectors go into the bundle.
+    runs_by_model: frozenset[str] = frozenset()
 
 
 def build_corpus(run: BuildRun, job: CorpusJob) -> EmbedStats:
     """Embed, rank, score, derive the experiments and write one corpus's evidence; return where its vectors
     came from (for the build's log)."""
     embeddings, stats = _embeddings(run, job)
+    model_vectors, model_stats = _model_embeddings(run, job)
+    stats += model_stats
     sweep = None
     if job.chunking is not None and run.embedder is not None:
         with run.timer.stage("experiments"):
             sweep = chunking_sweep(job.source, job.chunking, run.embedder, run.log, TREC_DEPTH)
         stats += sweep.stats
-    ranked = _rank_corpus(run, job, embeddings)
+    ranked = _rank_corpus(run, job, embeddings, model_vectors)
     with run.timer.stage("experiments"):
         tables = _derive(run, job, ranked, sweep)
         run.log(f"{job.corpus.name}: experiments done (sweeps, held-out selection, significance, ablation, packing)")
@@ -147,6 +158,7 @@ def build_corpus(run: BuildRun, job: CorpusJob) -> EmbedStats:
             depth=run.options.depth,
             tables=tables,
             embeddings=embeddings,
+            model_embeddings={n: v for n, v in model_vectors.items() if n in ranked.runs_by_model},
             sweep_vectors=sweep.vectors if sweep is not None else None,
             provenance=Provenance(
                 inputs_date=inputs_date(job.corpus.root, job.corpus.input_files),
@@ -185,7 +197,34 @@ def _embeddings(run: BuildRun, job: CorpusJob) -> tuple[CorpusEmbeddings | None,
     return embeddings, stats
 
 
-def _rank_corpus(run: BuildRun, job: CorpusJob, embeddings: CorpusEmbeddings | None) -> _Ranked:
+def _model_embeddings(run: BuildRun, job: CorpusJob) -> tuple[dict[str, CorpusEmbeddings], EmbedStats]:
+    """Each other model entry's vectors of the corpus (frozen, cached or fresh), for the entries a ranker of the
+    corpus ranks by."""
+    wanted = {r.contract.model.name for r in [*run.rankers, *job.models] if r.contract.model is not None}
+    found: dict[str, CorpusEmbeddings] = {}
+    total = EmbedStats(embedded=0, cached=0)
+    for name, (embedder, stored) in run.models.items():
+        if name not in wanted:
+            continue
+        with run.timer.stage("embed"):
+            try:
+                vectors, stats = embed_corpus(job.corpus, embedder)
+            except ModelNotFound as exc:
+                raise BuildError(f"{job.corpus.name}: {exc}") from None
+        run.log(
+            f"{job.corpus.name}: {name}: {count(stats.frozen, 'vector')} from {stored.source}, {stats.cached} from "
+            f"the cache, {count(stats.embedded, 'text')} embedded"
+        )
+        if run.options.reembed:
+            run.drift.add(job.corpus, vectors, stored.vectors, name)
+        found[name] = vectors
+        total += stats
+    return found, total
+
+
+def _rank_corpus(
+    run: BuildRun, job: CorpusJob, embeddings: CorpusEmbeddings | None, vectors: Mapping[str, CorpusEmbeddings]
+) -> _Ranked:
     """Every ranker's run and metrics for the corpus, its PostgreSQL index loaded for the pg rankers (and
     dropped once they ran); a ranker that cannot run says why."""
     corpus, options = job.corpus, run.options
@@ -206,7 +245,7 @@ def _rank_corpus(run: BuildRun, job: CorpusJob, embeddings: CorpusEmbeddings | N
         metrics: dict[str, Any] = {}
         not_run: dict[str, str] = {}
         skipped: set[str] = set()
-        for ranker in [*run.rankers, *job.externals, *job.fusions]:
+        for ranker in [*run.rankers, *job.models, *job.externals, *job.fusions]:
             contract = ranker.contract
             if (contract.filtered and not has_filters(corpus)) or set(contract.components) & skipped:
                 skipped.add(ranker.name)  # a filtered variant says nothing where no question has a filter
@@ -215,7 +254,7 @@ def _rank_corpus(run: BuildRun, job: CorpusJob, embeddings: CorpusEmbeddings | N
             if (contract.uses_postgres and pg_index is None) or missing:
                 not_run[ranker.name] = pg_problem or f"needs {', '.join(missing)}, which did not run"
                 continue
-            inputs = RankInputs(corpus=corpus, embeddings=embeddings, runs=runs, postgres=pg_index)
+            inputs = RankInputs(corpus=corpus, embeddings=embeddings, runs=runs, postgres=pg_index, vectors=vectors)
             try:
                 with run.timer.stage("rank"):
                     runs[ranker.name] = ranker.rank(inputs, options.depth)
@@ -228,7 +267,8 @@ def _rank_corpus(run: BuildRun, job: CorpusJob, embeddings: CorpusEmbeddings | N
                 raise BuildError(f"{corpus.name}: ranker {ranker.name} failed: {exc!r}") from exc
             metrics[ranker.name] = _score(run, corpus, runs[ranker.name])
         postgres = postgres_report(corpus, run.rankers, runs, embeddings, pg_index, not_run)
-    return _Ranked(runs, metrics, not_run, postgres)
+    by_model = {r.contract.model.name for r in runs.values() if r.contract.model is not None}
+    return _Ranked(runs, metrics, not_run, postgres, frozenset(by_model))
 
 
 def _score(run: BuildRun, corpus: Corpus, ranked: Run) -> dict[str, Any]:

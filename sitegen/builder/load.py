@@ -6,13 +6,14 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from sitegen.builder.options import BuildOptions
 from sitegen.compare.changes import Baseline, open_baseline
-from sitegen.errors import BuildError, CorpusError
+from sitegen.embedding.models import ModelEntryError, parse_model_entries
+from sitegen.errors import BuildError, CorpusError, SitegenError
 from sitegen.inputs.chunk_settings import parse_chunking
 from sitegen.inputs.chunking import chunk_corpus
 from sitegen.inputs.corpus import CONFIG_FILE, RUNS_DIR, Corpus, discover_corpora, load_corpus
@@ -22,7 +23,7 @@ from sitegen.inputs.fusion_settings import parse_fusions
 from sitegen.inputs.vectors import SuppliedVectors, read_supplied_vectors
 from sitegen.publish.layout import external_run_input
 from sitegen.publish.redaction import check_redaction
-from sitegen.rankers import make_rankers
+from sitegen.rankers import make_rankers, model_rankers
 from sitegen.rankers.external import ExternalRunRanker, check_ids, read_trec_run
 from sitegen.rankers.fusion import RRFRanker
 from sitegen.rankers.retriever import RetrieverRanker, load_retriever, retriever_ranker
@@ -34,6 +35,7 @@ __all__ = [
     "Log",
     "check_run_corpora",
     "config_fusions",
+    "config_models",
     "external_rankers",
     "load_inputs",
     "question_hygiene",
@@ -185,6 +187,17 @@ def config_fusions(corpus: Corpus, builtin: Sequence[str], externals: Sequence[s
     return fusions
 
 
+def config_models(corpus: Corpus, builtin: Sequence[str]) -> list[Any]:
+    """The dense rankers of the model entries the corpus's ``sitegen.json`` declares (``"models"``), in its order.
+    The entries were checked for shape when the corpus was loaded; here their names meet the build's rankers."""
+    if "models" not in corpus.config:
+        return []
+    try:
+        return model_rankers(parse_model_entries(corpus.config["models"]), builtin)
+    except (ModelEntryError, SitegenError) as exc:
+        raise CorpusError(corpus.root / CONFIG_FILE, str(exc)) from None
+
+
 def question_hygiene(corpora: Sequence[Corpus], strict: bool, log: Log = quiet) -> dict[str, dict[str, Any]]:
     """Each corpus's ``hygiene.json``, computed while loading; a flag is a warning on ``log``, or with
     ``strict`` (``--strict-questions``) an error naming the corpus, the flag and the question ids."""
@@ -216,6 +229,8 @@ class LoadedInputs:
     supplied: Mapping[str, SuppliedVectors | None]
     #: ``--baseline``, verified against its own manifest.
     baseline: Baseline | None
+    #: Per corpus: the dense rankers of the model entries its ``sitegen.json`` declares (``"models"``).
+    models: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
 
     @property
     def names(self) -> list[str]:
@@ -244,18 +259,23 @@ def load_inputs(options: BuildOptions, log: Log) -> LoadedInputs:
     hygiene = question_hygiene(corpora, options.strict_questions, log)
     # Vectors a corpus brings (embeddings/) are checked against its ids here, before any work.
     supplied = {c.name: read_supplied_vectors(c) for c in corpora}
-    rankers = make_rankers(options.rankers)
+    rankers = [*make_rankers(options.rankers), *model_rankers(options.models)]
     builtin = [r.name for r in rankers]
+    models = {c.name: tuple(config_models(c, builtin)) for c in corpora}
     # Every input is validated before any ranker runs: run files are parsed here, once, and kept.
     runs = {c.name: external_rankers(c, options, builtin, log) for c in corpora}
     retrieved = retriever_rankers(corpora, options, builtin, runs, log)
     externals = {name: (*found, *retrieved[name]) for name, found in runs.items()}
-    fusions = {c.name: tuple(config_fusions(c, builtin, [e.name for e in externals[c.name]])) for c in corpora}
+    fusions = {}
+    for c in corpora:
+        known = [*builtin, *(m.name for m in models[c.name])]
+        fusions[c.name] = tuple(config_fusions(c, known, [e.name for e in externals[c.name]]))
     return LoadedInputs(
         corpora=tuple(corpora),
         rankers=tuple(rankers),
         externals=externals,
         fusions=fusions,
+        models=models,
         retrieved={name: tuple(found) for name, found in retrieved.items()},
         hygiene=hygiene,
         supplied=supplied,

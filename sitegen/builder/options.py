@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sitegen.embedding.models import ModelSpec, model_option
 from sitegen.publish.evidence import DEFAULT_TITLE, TREC_DEPTH
 from sitegen.publish.verification import DEFAULT_RECORD
 from sitegen.rankers import DEFAULT_RANKERS
@@ -24,6 +25,8 @@ class BuildOptions:
     out_dir: Path = Path("site")
     only: tuple[str, ...] = ()
     rankers: tuple[str, ...] = DEFAULT_RANKERS
+    #: Model entries (``sitegen.toml``'s ``[[models]]``, ``--model``): a dense ranker each, beside ``rankers``.
+    models: tuple[ModelSpec, ...] = ()
     depth: int = TREC_DEPTH
     cache_dir: Path | None = None
     external_runs: tuple[tuple[str, str, Path], ...] = ()
@@ -94,6 +97,8 @@ def build_command(options: BuildOptions) -> str:
     if options.rankers != DEFAULT_RANKERS:
         for name in options.rankers:
             words += ["--ranker", name]
+    for spec in options.models:
+        words += ["--model", model_option(spec)]
     if options.depth != TREC_DEPTH:
         words += ["--depth", str(options.depth)]
     for name, corpus, path in options.external_runs:

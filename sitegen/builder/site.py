@@ -25,6 +25,7 @@ from sitegen.compare.changes import write_changes
 from sitegen.compare.vector_drift import DriftTracker, VectorDrift, compare_with_source
 from sitegen.embedding.cache import Embedder, EmbeddingCache, ProgressFactory, cache_key, default_cache_dir
 from sitegen.embedding.model import MODEL_NAME, MODEL_PACKAGE, EmbeddingModel
+from sitegen.embedding.models import DEFAULT_SPEC, ModelSpec
 from sitegen.embedding.vectors import EmbedStats
 from sitegen.errors import BuildError, BundleError, SitegenError
 from sitegen.inputs.binding import git_source
@@ -62,8 +63,8 @@ class _Request:
     options: BuildOptions
     log: Log
     progress: ProgressFactory | None
-    #: A model to embed with instead of the packaged one (tests pass a fake).
-    model: EmbeddingModel | None
+    #: A model to embed with instead of each entry's own (tests pass a fake): one for every entry, or by entry name.
+    model: EmbeddingModel | Mapping[str, EmbeddingModel] | None
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,7 @@ def build_site(
     options: BuildOptions,
     log: Log = quiet,
     progress: ProgressFactory | None = None,
-    model: EmbeddingModel | None = None,
+    model: EmbeddingModel | Mapping[str, EmbeddingModel] | None = None,
 ) -> BuildResult:
     """Run the whole flow; raise SitegenError (output untouched) on any failure.
 
@@ -161,31 +162,38 @@ def _build_locked(request: _Request, out_dir: Path, lock: TargetLock) -> BuildRe
     )
 
 
+def _model_specs(loaded: LoadedInputs) -> list[ModelSpec]:
+    """Every model entry a ranker of the build ranks by, other than ``dense``'s, in build order."""
+    rankers = [*loaded.rankers, *(r for found in loaded.models.values() for r in found)]
+    specs: dict[str, ModelSpec] = {}
+    for ranker in rankers:
+        spec = ranker.contract.model
+        if ranker.contract.uses_embeddings and spec is not None and spec != DEFAULT_SPEC:
+            specs.setdefault(spec.name, spec)
+    return list(specs.values())
+
+
 def _build_corpora(
     request: _Request, loaded: LoadedInputs, staging: Path, steps: StepCache, timer: StageTimer
 ) -> _Embedded:
-    """Build every corpus's evidence into ``staging``, with the model, its cache and PostgreSQL open while they
-    run and closed after."""
+    """Build every corpus's evidence into ``staging``, with the models, their caches and PostgreSQL open while
+    they run and closed after."""
     options, log = request.options, request.log
-    needs_embeddings = any(r.contract.uses_embeddings for r in loaded.rankers)
+    default_rankers = [*loaded.rankers, *(r for found in loaded.models.values() for r in found)]
+    needs_embeddings = any(r.contract.uses_embeddings and r.contract.model is None for r in default_rankers)
     # The packaged model is loaded only for corpora that bring no vectors of their own.
     needs_model = needs_embeddings and any(vectors is None for vectors in loaded.supplied.values())
-    model = (request.model or EmbeddingModel(device=options.device)) if needs_model else None
+    model = _model_for(request, DEFAULT_SPEC) if needs_model else None
     stored = StoredVectors(options.vectors_source, {}, 0)
     drift = DriftTracker()
     total = EmbedStats(embedded=0, cached=0)
     with ExitStack() as stack:
         embedder = None
         if model is not None:
-            cache_dir = options.cache_dir or default_cache_dir()
-            cache = EmbeddingCache(cache_dir, cache_key(model.config, model.device), model.config.dimensions)
-            stack.callback(cache.close)
-            log(f"embedding model {MODEL_NAME}, weights sha256 {model.weights_sha256[:12]}..., cache {cache.path}")
-            stored = _stored_vectors(options, model, log)
-            frozen = None if options.reembed else stored.vectors
-            embedder = Embedder(model, cache, request.progress, frozen, options.reembed)
+            embedder, stored = _embedder(request, model, stack)
+        others = {spec.name: _embedder(request, _model_for(request, spec), stack) for spec in _model_specs(loaded)}
         postgres = _start_postgres(loaded.rankers, options, log, stack)
-        run = BuildRun(options, staging, log, timer, steps, loaded.rankers, embedder, stored, drift, postgres)
+        run = BuildRun(options, staging, log, timer, steps, loaded.rankers, embedder, stored, drift, postgres, others)
         for source in loaded.corpora:
             total += build_corpus(run, CorpusJob.of(source, loaded, log))
         pg_versions = postgres.server.versions() if postgres.server is not None else None
@@ -197,8 +205,32 @@ def _build_corpora(
             "config_sha256": model.config.sha256(),
             "package": MODEL_PACKAGE,
         }
-    result_drift = drift.result(stored.source) if options.reembed and model is not None else None
+    embedded_any = model is not None or bool(others)
+    result_drift = drift.result(options.vectors_source) if options.reembed and embedded_any else None
     return _Embedded(total, model_info, pg_versions, result_drift)
+
+
+def _model_for(request: _Request, spec: ModelSpec) -> EmbeddingModel:
+    """The model of an entry: the one the caller passed (one for every entry, or a mapping by entry name), else
+    the entry's own, found by :func:`sitegen.embedding.models.resolve_model`."""
+    given = request.model
+    if isinstance(given, Mapping):
+        given = given.get(spec.name)
+    return given if given is not None else EmbeddingModel(device=request.options.device, spec=spec)
+
+
+def _embedder(request: _Request, model: EmbeddingModel, stack: ExitStack) -> tuple[Embedder, StoredVectors]:
+    """How one model's vectors are got (frozen ones of the earlier bundle, its cache, the model), its cache
+    closed with ``stack``."""
+    options, log = request.options, request.log
+    cache_dir = options.cache_dir or default_cache_dir()
+    cache = EmbeddingCache(cache_dir, cache_key(model.config, model.device), model.config.dimensions)
+    stack.callback(cache.close)
+    name = getattr(model, "name", MODEL_NAME)
+    log(f"embedding model {name}, weights sha256 {model.weights_sha256[:12]}..., cache {cache.path}")
+    stored = _stored_vectors(options, model, log)
+    frozen = None if options.reembed else stored.vectors
+    return Embedder(model, cache, request.progress, frozen, options.reembed), stored
 
 
 def _write_site_files(
@@ -249,7 +281,8 @@ def _stored_vectors(options: BuildOptions, model: EmbeddingModel, log: Log) -> S
     if stored.vectors or stored.skipped:
         note = f" ({stored.skipped} left out: another model configuration or unusable)" if stored.skipped else ""
         use = "compared with the new ones" if options.reembed else "reused as frozen inputs"
-        log(f"stored vectors: {len(stored.vectors)} in {source}, {use}{note}")
+        name = getattr(model, "name", MODEL_NAME)
+        log(f"stored vectors of {name}: {len(stored.vectors)} in {source}, {use}{note}")
     return stored
 
 

@@ -38,9 +38,14 @@ class DriftTracker:
         self.max_abs_diff = 0.0
         self.worst = ""
 
-    def add(self, corpus: Corpus, embeddings: CorpusEmbeddings, stored: Mapping[str, np.ndarray]) -> None:
-        rows = [(f"passage {d.doc_id}", passage_text(d)) for d in corpus.documents]
-        rows += [(f"question {q.query_id}", q.text) for q in corpus.queries]
+    def add(
+        self, corpus: Corpus, embeddings: CorpusEmbeddings, stored: Mapping[str, np.ndarray], model: str | None = None
+    ) -> None:
+        """Compare one corpus's re-embedded vectors with the stored ones (of the same configuration); ``model``
+        names the model entry in :attr:`worst` (None: ``dense``'s)."""
+        where = corpus.name if model is None else f"{corpus.name} {model}"
+        rows = [(f"passage {d.doc_id}", embeddings.passage_prefix + passage_text(d)) for d in corpus.documents]
+        rows += [(f"question {q.query_id}", embeddings.query_prefix + q.text) for q in corpus.queries]
         fresh = np.concatenate([embeddings.doc_vectors, embeddings.query_vectors])
         for (label, text), vector in zip(rows, fresh, strict=True):
             old = stored.get(text_sha256(text))
@@ -49,7 +54,7 @@ class DriftTracker:
             self.compared += 1
             diff = float(np.max(np.abs(vector.astype(np.float64) - old.astype(np.float64))))
             if diff > self.max_abs_diff or not self.worst:
-                self.max_abs_diff, self.worst = diff, f"{corpus.name} {label}"
+                self.max_abs_diff, self.worst = diff, f"{where} {label}"
 
     def result(self, source: Path) -> VectorDrift:
         return VectorDrift(str(source), self.compared, self.max_abs_diff, self.worst)

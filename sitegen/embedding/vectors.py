@@ -31,6 +31,10 @@ class CorpusEmbeddings:
     config_sha256: str | None = None
     #: Where supplied vectors came from (:meth:`sitegen.inputs.vectors.SuppliedVectors.source`); None: embedded here.
     supplied: Mapping[str, Any] | None = None
+    #: What the model saw before each passage and question (a model entry's prefixes): a row's text sha256 is
+    #: that of the prefixed text, the string the vector is of.
+    passage_prefix: str = ""
+    query_prefix: str = ""
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import IO, Any
 
+from sitegen.embedding.models import ModelEntryError, parse_model_entries
 from sitegen.errors import CorpusError
 from sitegen.inputs.chunk_settings import ChunkingError, parse_chunking
 from sitegen.inputs.fusion_settings import FusionSettingsError, parse_fusions
@@ -259,6 +260,7 @@ def _load_config(path: Path) -> dict[str, Any]:
      "packing": {"budgets": [20, 200, 1000]},
      "significance": {"correction": "holm" | "bh"},
      "fusions": [{"name": NAME, "components": [NAME, ...], "k": 60, "candidates": 20}],
+     "models": [{"name": NAME, "model": PROVIDER | HUB_ID | FOLDER, ...}],  (sitegen.embedding.models)
      "publish": "full" | "redacted"}
 
     ``"publish": "redacted"`` publishes the report without a passage's or question's text (see
@@ -268,7 +270,7 @@ def _load_config(path: Path) -> dict[str, Any]:
     config = _parse_json(path, None, text)
     if not isinstance(config, dict):
         raise CorpusError(path, "expected a JSON object")
-    known = ("ablation", "chunking", "filters", "fusions", "metrics", "packing", "publish", "significance")
+    known = ("ablation", "chunking", "filters", "fusions", "metrics", "models", "packing", "publish", "significance")
     unknown = sorted(set(config) - set(known))
     if unknown:
         raise CorpusError(path, f"unknown setting(s) {', '.join(unknown)}; known: {', '.join(known)}")
@@ -296,11 +298,13 @@ def _load_config(path: Path) -> dict[str, Any]:
             parse_chunking(config["chunking"])
         except ChunkingError as exc:
             raise CorpusError(path, str(exc)) from None
-    if "fusions" in config:
+    settings = (("fusions", parse_fusions, FusionSettingsError), ("models", parse_model_entries, ModelEntryError))
+    for key, parse, error in settings:
         try:
-            parse_fusions(config["fusions"])
-        except FusionSettingsError as exc:
-            line = next((n for n, row in enumerate(text.splitlines(), 1) if '"fusions"' in row), None)
+            if key in config:
+                parse(config[key])
+        except error as exc:
+            line = next((n for n, row in enumerate(text.splitlines(), 1) if f'"{key}"' in row), None)
             raise CorpusError(path, str(exc), line) from None
     packing = config.get("packing", {})
     budgets = packing.get("budgets", []) if isinstance(packing, dict) else None

@@ -280,17 +280,25 @@ def _check_text_hashes(path: Path, index: dict[str, Any], hashes: Any, corpus: C
 
 
 def embed_corpus(corpus: Corpus, embedder: Embedder) -> tuple[CorpusEmbeddings, EmbedStats]:
-    """Every passage (title and text) and question of a corpus, from frozen vectors, the cache or the model."""
-    texts = [passage_text(d) for d in corpus.documents] + [q.text for q in corpus.queries]
-    vectors, stats = embedder.texts(texts, f"embedding {corpus.name}")
+    """Every passage (title and text) and question of a corpus, each behind the model entry's prefix, from
+    frozen vectors, the cache or the model."""
+    config = embedder.model.config
+    passage_prefix, query_prefix = config.passage_prefix, config.query_prefix
+    texts = [passage_prefix + passage_text(d) for d in corpus.documents]
+    texts += [query_prefix + q.text for q in corpus.queries]
+    name = getattr(embedder.model, "name", MODEL_NAME)
+    label = f"embedding {corpus.name}" + ("" if name == MODEL_NAME else f" ({name})")
+    vectors, stats = embedder.texts(texts, label)
     n_docs = len(corpus.documents)
     embeddings = CorpusEmbeddings(
-        model=MODEL_NAME,
+        model=name,
         weights_sha256=embedder.model.weights_sha256,
         doc_ids=tuple(d.doc_id for d in corpus.documents),
         doc_vectors=vectors[:n_docs],
         query_ids=tuple(q.query_id for q in corpus.queries),
         query_vectors=vectors[n_docs:],
-        config_sha256=embedder.model.config.sha256(),
+        config_sha256=config.sha256(),
+        passage_prefix=passage_prefix,
+        query_prefix=query_prefix,
     )
     return embeddings, stats

@@ -18,7 +18,14 @@ import numpy as np
 from sitegen.embedding.vectors import usable_vector
 from sitegen.errors import BundleError
 from sitegen.hashing import sha256_file
-from sitegen.publish.layout import EVIDENCE_DIR, MANIFEST, MANIFEST_NAME, VECTOR_FILES, CorpusFiles, corpus_file
+from sitegen.publish.layout import (
+    EVIDENCE_DIR,
+    MANIFEST,
+    MANIFEST_NAME,
+    CorpusFiles,
+    corpus_file,
+    vector_index_files,
+)
 
 __all__ = ["REEMBED_TOLERANCE", "Bundle", "StoredVectors", "has_manifest", "load_json", "open_bundle", "stored_vectors"]
 
@@ -128,11 +135,13 @@ class StoredVectors:
 
 def stored_vectors(path: Path, config_sha256: str, dimensions: int) -> StoredVectors:
     """Every vector in the bundle at ``path`` (a site or its ``evidence`` folder) that was embedded with
-    ``config_sha256``, keyed by its text's sha256.
+    ``config_sha256``, keyed by its text's sha256, whichever model folder holds it (``embeddings/`` or a model
+    entry's ``embeddings/<model>/``).
 
     A folder without a manifest gives nothing; a bundle whose files do not match its manifest, or whose
-    vector files hold anything but float32 rows of ``dimensions``, is refused, so a corrupted bundle never
-    feeds a build silently.
+    vector files of this configuration hold anything but float32 rows of ``dimensions``, is refused, so a
+    corrupted bundle never feeds a build silently. Another configuration's vectors (another model, of other
+    dimensions) are counted as skipped.
     """
     if not has_manifest(path):
         return StoredVectors(path, {}, 0)
@@ -141,10 +150,11 @@ def stored_vectors(path: Path, config_sha256: str, dimensions: int) -> StoredVec
     skipped = 0
     for rel in bundle.files:
         place = corpus_file(rel)
-        if place is None or place[1] not in VECTOR_FILES:
+        matrices = vector_index_files(place[1]) if place is not None else None
+        if place is None or matrices is None:
             continue
         index = load_json(bundle.path(rel))
-        for key, matrix_name in VECTOR_FILES[place[1]]:
+        for key, matrix_name in matrices:
             npy_rel = CorpusFiles(place[0]).at(matrix_name)
             npy_name = PurePosixPath(matrix_name).name
             if npy_rel not in bundle.files:
@@ -152,15 +162,15 @@ def stored_vectors(path: Path, config_sha256: str, dimensions: int) -> StoredVec
                     continue  # withheld (a redacted corpus): nothing to reuse, the texts are embedded again
                 raise BundleError(bundle.path(rel), f"names rows of {npy_name}, which the manifest does not list")
             matrix = np.load(io.BytesIO(bundle.path(npy_rel).read_bytes()), allow_pickle=False)
-            if matrix.dtype != np.dtype("<f4") or matrix.ndim != 2 or matrix.shape[1] != dimensions:
-                found = f"{matrix.dtype} rows of shape {matrix.shape}"
-                raise BundleError(bundle.path(npy_rel), f"holds {found}; expected float32 x {dimensions}")
             same_config = isinstance(index, dict) and index.get("config_sha256") == config_sha256
             hashes = index.get("text_sha256") if isinstance(index, dict) else None
             hashes = hashes.get(key) if isinstance(hashes, dict) else hashes
             if not same_config or not isinstance(hashes, list):
-                skipped += int(matrix.shape[0])
+                skipped += int(matrix.shape[0]) if matrix.ndim else 0
                 continue
+            if matrix.dtype != np.dtype("<f4") or matrix.ndim != 2 or matrix.shape[1] != dimensions:
+                found = f"{matrix.dtype} rows of shape {matrix.shape}"
+                raise BundleError(bundle.path(npy_rel), f"holds {found}; expected float32 x {dimensions}")
             if len(hashes) != matrix.shape[0]:
                 problem = f"{len(hashes)} text hashes for {matrix.shape[0]} rows of {npy_name}"
                 raise BundleError(bundle.path(rel), problem)

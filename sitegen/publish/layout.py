@@ -77,6 +77,8 @@ __all__ = [
     "external_run_input",
     "input_name",
     "input_of",
+    "model_vector_dir",
+    "model_vector_files",
     "page_name",
     "records_name",
     "retriever_timing",
@@ -84,6 +86,7 @@ __all__ = [
     "run_ranker",
     "timing_file",
     "trec_run_file",
+    "vector_index_files",
     "vector_rows",
 ]
 
@@ -227,6 +230,12 @@ class CorpusFiles:
     query_vectors = property(lambda self: self.at(QUERY_VECTORS))
     sweep_index = property(lambda self: self.at(_SWEEP_INDEX))
     sweep_vectors = property(lambda self: self.at(_SWEEP_PASSAGES))
+
+    def model_vectors(self, model: str | None) -> tuple[str, str, str]:
+        """``(index.json, passages.npy, queries.npy)`` of a model entry's vectors as site paths (None: ``dense``'s)."""
+        index, passages, queries = model_vector_files(model)
+        return self.at(index), self.at(passages), self.at(queries)
+
     passages_input = property(lambda self: self.input(CORPUS_FILE))
     queries_input = property(lambda self: self.input(QUERIES_FILE))
     qrels_input = property(lambda self: self.input(QRELS_FILE))
@@ -273,15 +282,17 @@ def run_ranker(name: str) -> str | None:
 
 
 def vector_rows(name: str) -> tuple[str, str] | None:
-    """For a matrix of vectors (``embeddings/<stem>.npy``, a name inside a corpus folder): the index file that
-    names its rows and the key of their ids there, ``embeddings/index.json`` and ``passages`` for
-    ``embeddings/passages.npy``, ``embeddings/sweep-index.json`` and ``passages`` for
-    ``embeddings/sweep-passages.npy``; None for any other file."""
+    """For a matrix of vectors (``embeddings/<stem>.npy``, or ``embeddings/<model>/<stem>.npy`` for a model
+    entry's own vectors, a name inside a corpus folder): the index file that names its rows and the key of their
+    ids there, ``embeddings/index.json`` and ``passages`` for ``embeddings/passages.npy``,
+    ``embeddings/sweep-index.json`` and ``passages`` for ``embeddings/sweep-passages.npy``; None for any other
+    file."""
     parts = PurePosixPath(name).parts
-    if len(parts) != 2 or parts[0] != SUPPLIED_DIR or not parts[1].endswith(".npy"):
+    if len(parts) not in (2, 3) or parts[0] != SUPPLIED_DIR or not parts[-1].endswith(".npy"):
         return None
-    prefix, dash, key = parts[1].removesuffix(".npy").rpartition("-")
-    return f"{SUPPLIED_DIR}/{prefix}{dash}{PurePosixPath(SUPPLIED_INDEX).name}", key
+    prefix, dash, key = parts[-1].removesuffix(".npy").rpartition("-")
+    folder = "/".join(parts[:-1])
+    return f"{folder}/{prefix}{dash}{PurePosixPath(SUPPLIED_INDEX).name}", key
 
 
 #: The index files of a corpus's vectors and, for each, the matrices it names rows of by key.
@@ -289,6 +300,32 @@ VECTOR_FILES = {
     SUPPLIED_INDEX: (("passages", PASSAGE_VECTORS), ("queries", QUERY_VECTORS)),
     _SWEEP_INDEX: (("passages", _SWEEP_PASSAGES),),
 }
+
+
+def model_vector_dir(model: str | None) -> str:
+    """The folder of one model entry's vectors inside a corpus folder: ``embeddings/`` for ``dense``'s (None),
+    ``embeddings/<model>/`` for any other entry's, laid out as ``embeddings/`` is."""
+    return SUPPLIED_DIR if model is None else f"{SUPPLIED_DIR}/{model}"
+
+
+def model_vector_files(model: str | None) -> tuple[str, str, str]:
+    """``(index.json, passages.npy, queries.npy)`` of one model entry's vectors, names inside a corpus folder."""
+    folder = model_vector_dir(model)
+    return tuple(f"{folder}/{PurePosixPath(n).name}" for n in (SUPPLIED_INDEX, PASSAGE_VECTORS, QUERY_VECTORS))  # type: ignore[return-value]
+
+
+def vector_index_files(name: str) -> tuple[tuple[str, str], ...] | None:
+    """For an index file of vectors (a name inside a corpus folder: ``embeddings/index.json``,
+    ``embeddings/sweep-index.json`` or a model entry's ``embeddings/<model>/index.json``), the matrices it names
+    rows of, by key; None for any other file."""
+    if name in VECTOR_FILES:
+        return VECTOR_FILES[name]
+    parts = PurePosixPath(name).parts
+    if len(parts) == 3 and parts[0] == SUPPLIED_DIR and parts[2] == PurePosixPath(SUPPLIED_INDEX).name:
+        _, passages, queries = model_vector_files(parts[1])
+        return (("passages", passages), ("queries", queries))
+    return None
+
 
 # ------------------------------------------------------------------------------------------------ pages
 

@@ -115,6 +115,8 @@ class CorpusResults:
     depth: int
     tables: DerivedTables
     embeddings: CorpusEmbeddings | None = None
+    #: each other model entry's vectors, by entry name (``embeddings/<name>/``)
+    model_embeddings: Mapping[str, CorpusEmbeddings] = field(default_factory=dict)
     #: the vectors of every chunk the chunking sweep ranked (chunked corpora)
     sweep_vectors: SweepVectors | None = None
     #: where the inputs come from, for ``corpus.json``
@@ -155,6 +157,8 @@ def write_corpus_evidence(site_dir: Path, results: CorpusResults) -> None:
         write_json(site_dir / path, table)
     if results.embeddings is not None:
         _write_embeddings(place, corpus, results.embeddings)
+    for model, vectors in sorted(results.model_embeddings.items()):
+        _write_embeddings(place, corpus, vectors, model)
     if results.sweep_vectors is not None and results.sweep_vectors.ids:
         _write_sweep_vectors(place, results.sweep_vectors)
     if chunked:
@@ -192,13 +196,18 @@ def _summary(results: CorpusResults, copies: Mapping[str, str], held: Mapping[st
     }
 
 
-def _write_embeddings(place: redaction.Placement, corpus: Corpus, embeddings: CorpusEmbeddings) -> None:
-    """The vectors (or, withheld, their sha256) and their index: ids and text hashes, always published."""
-    files = place.files
-    place.vectors(files.passage_vectors, _npy_bytes(embeddings.doc_vectors))
-    place.vectors(files.query_vectors, _npy_bytes(embeddings.query_vectors))
+def _write_embeddings(
+    place: redaction.Placement, corpus: Corpus, embeddings: CorpusEmbeddings, model: str | None = None
+) -> None:
+    """The vectors (or, withheld, their sha256) and their index: ids and text hashes, always published; ``dense``'s
+    in ``embeddings/``, another model entry's in ``embeddings/<model>/``."""
+    index_path, passages_path, queries_path = place.files.model_vectors(model)
+    passage_prefix = embeddings.passage_prefix
+    place.vectors(passages_path, _npy_bytes(embeddings.doc_vectors))
+    place.vectors(queries_path, _npy_bytes(embeddings.query_vectors))
+    (place.site_dir / index_path).parent.mkdir(parents=True, exist_ok=True)
     write_json(
-        place.site_dir / files.vector_index,
+        place.site_dir / index_path,
         {
             "model": embeddings.model,
             "weights_sha256": embeddings.weights_sha256,
@@ -217,8 +226,8 @@ def _write_embeddings(place: redaction.Placement, corpus: Corpus, embeddings: Co
                 if embeddings.supplied is not None
                 else {
                     "text_sha256": {
-                        "passages": [text_sha256(passage_text(d)) for d in corpus.documents],
-                        "queries": [text_sha256(q.text) for q in corpus.queries],
+                        "passages": [text_sha256(passage_prefix + passage_text(d)) for d in corpus.documents],
+                        "queries": [text_sha256(embeddings.query_prefix + q.text) for q in corpus.queries],
                     }
                 }
             ),

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from sitegen.embedding.models import MPNET_SPEC, ModelSpec
 from sitegen.errors import SitegenError
 from sitegen.postgres.index import EF_SEARCH_MAX
 from sitegen.rankers.base import Contract, Family, Hit, Ranker, RankInputs, Reproduction, Run, top_k
@@ -35,6 +36,7 @@ __all__ = [
     "Run",
     "chunking_sweep_rankers",
     "make_rankers",
+    "model_rankers",
     "needs_postgres",
     "reciprocal_rank_fusion",
     "top_k",
@@ -49,6 +51,10 @@ RANKERS: dict[str, Callable[[], Ranker]] = {
     "dense": lambda: DenseRanker("dense", chunking_sweep=True),
     "rrf-dense-bm25": lambda: RRFRanker("rrf-dense-bm25", ("dense", "bm25"), chunking_sweep=True),
     "rrf-dense-bm25-stem": lambda: RRFRanker("rrf-dense-bm25-stem", ("dense", "bm25-stem")),
+    # all-mpnet-base-v2 (sitegen[mpnet]): a rebuild from a bundle's frozen vectors needs no model.
+    "dense-mpnet": lambda: DenseRanker("dense-mpnet", model=MPNET_SPEC),
+    "rrf-mpnet-bm25": lambda: RRFRanker("rrf-mpnet-bm25", ("dense-mpnet", "bm25")),
+    "rrf-mpnet-bm25-stem": lambda: RRFRanker("rrf-mpnet-bm25-stem", ("dense-mpnet", "bm25-stem")),
     # Filtered variants run only on corpora whose questions carry a metadata filter.
     "bm25-filtered": lambda: BM25Ranker("bm25-filtered", stemmed=False, filtered=True, unfiltered="bm25"),
     "dense-filtered": lambda: DenseRanker("dense-filtered", filtered=True, unfiltered="dense"),
@@ -105,6 +111,19 @@ def needs_postgres(rankers: Iterable[Ranker]) -> set[str]:
 def chunking_sweep_rankers() -> tuple[str, ...]:
     """The registered rankers whose contract asks to be rerun on every chunking setting, in registry order."""
     return tuple(name for name, factory in RANKERS.items() if factory().contract.chunking_sweep)
+
+
+def model_rankers(specs: Iterable[ModelSpec], taken: Iterable[str] = ()) -> list[Ranker]:
+    """A dense ranker for each model entry (``sitegen.toml``'s ``[[models]]``, a corpus's ``"models"``); an
+    entry may not take a built-in ranker's name or one in ``taken``."""
+    used = set(RANKERS) | set(taken)
+    rankers: list[Ranker] = []
+    for spec in specs:
+        if spec.name in used:
+            raise SitegenError(f"model entry {spec.name}: the name is already a ranker's; give the entry another")
+        used.add(spec.name)
+        rankers.append(DenseRanker(spec.name, model=spec))
+    return rankers
 
 
 def make_rankers(names: Iterable[str]) -> list[Ranker]:

@@ -12,6 +12,7 @@ import numpy as np
 from sitegen.inputs.corpus import Corpus
 
 if TYPE_CHECKING:
+    from sitegen.embedding.models import ModelSpec
     from sitegen.embedding.vectors import CorpusEmbeddings
 
 __all__ = ["Basis", "Contract", "Family", "Hit", "RankInputs", "Ranker", "Reproduction", "Run", "doc_id_order", "top_k"]
@@ -83,6 +84,9 @@ class Contract:
     #: list resting on PostgreSQL or an external source is not recomputable from the bundle, and such a row,
     #: and any fusion over it, never wins a "best" mark over a verified one.
     basis: tuple[Basis, ...] = ()
+    #: The model entry whose vectors the ranker ranks by (``uses_embeddings``); None: the ``dense`` model's
+    #: (or the vectors a corpus supplies). The build embeds each entry named here, once per corpus.
+    model: ModelSpec | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The evidence form: what a run's JSON records beside its params."""
@@ -118,13 +122,19 @@ class Run:
 
 @dataclass(frozen=True)
 class RankInputs:
-    """What a ranker may read: the corpus, its embeddings, earlier rankers' runs and,
-    for the PostgreSQL rankers, the corpus loaded into a live server."""
+    """What a ranker may read: the corpus, its embeddings (``dense``'s, and each other model entry's in
+    ``vectors`` by entry name), earlier rankers' runs and, for the PostgreSQL rankers, the corpus loaded into a
+    live server."""
 
     corpus: Corpus
     embeddings: CorpusEmbeddings | None = None
     runs: Mapping[str, Run] = field(default_factory=dict)
     postgres: Any = None
+    vectors: Mapping[str, CorpusEmbeddings] = field(default_factory=dict)
+
+    def embeddings_for(self, model: ModelSpec | None) -> CorpusEmbeddings | None:
+        """The vectors of ``model`` (a contract's ``model``): ``embeddings`` for None, else that entry's."""
+        return self.embeddings if model is None else self.vectors.get(model.name)
 
 
 class Ranker(Protocol):

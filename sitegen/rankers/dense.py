@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from sitegen.embedding.models import ModelSpec
 from sitegen.errors import SitegenError
 from sitegen.rankers.base import Basis, Contract, Family, Hit, RankInputs, Run, doc_id_order, top_k
 from sitegen.rankers.filtering import FILTER_NOTE, allowed_masks
@@ -80,10 +81,16 @@ def dense_top_k(
 
 
 class DenseRanker:
-    """``dense``: every passage scored by exact cosine; ties by document id."""
+    """``dense``: every passage scored by exact cosine; ties by document id. ``model``: the model entry whose
+    vectors it ranks by (None: ``dense``'s, or those a corpus supplies)."""
 
     def __init__(
-        self, name: str = "dense", filtered: bool = False, unfiltered: str | None = None, chunking_sweep: bool = False
+        self,
+        name: str = "dense",
+        filtered: bool = False,
+        unfiltered: str | None = None,
+        chunking_sweep: bool = False,
+        model: ModelSpec | None = None,
     ) -> None:
         self.name = name
         self.contract = Contract(
@@ -94,6 +101,7 @@ class DenseRanker:
             uses_embeddings=True,
             chunking_sweep=chunking_sweep,
             basis=(Basis.VECTORS,),
+            model=model,
         )
 
     def params(self) -> dict[str, Any]:
@@ -105,7 +113,7 @@ class DenseRanker:
         } | ({"filtered": True, "filter": FILTER_NOTE} if self.contract.filtered else {})
 
     def rank(self, inputs: RankInputs, depth: int) -> Run:
-        embeddings = inputs.embeddings
+        embeddings = inputs.embeddings_for(self.contract.model)
         if embeddings is None:
             raise SitegenError(f"ranker {self.name!r} needs embeddings, but none were computed")
         params = self.params() | {"model": embeddings.model, "weights_sha256": embeddings.weights_sha256}
