@@ -117,6 +117,8 @@ SCHEMA_VERSION = 1
 # ranks as an object) and 1 (hit objects) are read too
 RUN_SCHEMA_VERSION = 3
 TREC_DEPTH = 100
+# dense's vectors, under evidence/<corpus>/; a model entry NAME's lie in VECTORS/NAME/, laid out the same way
+VECTORS = "embeddings"
 PACKING_SCHEMA_VERSION = 2  # packing.json: each pack as the run ranks it sends; 1 (ids sent and skipped) is read too
 DENSE_BATCH = 64  # questions scored by one matrix product in the dense check (64 x 100,000 float32: 25 MB)
 MAX_LISTED = 200  # mismatches kept per check in audit.json
@@ -328,8 +330,9 @@ class Bundle:
     def inputs(self, corpus: str) -> Inputs:
         return self._cached(("inputs", corpus), lambda: _read_inputs(self, corpus))
 
-    def embeddings(self, corpus: str) -> Embeddings:
-        return self._cached(("embeddings", corpus), lambda: _read_embeddings(self, corpus))
+    def embeddings(self, corpus: str, folder: str = VECTORS) -> Embeddings:
+        """The vectors in ``evidence/<corpus>/<folder>/``: ``embeddings`` (dense's), or a model entry's own."""
+        return self._cached(("embeddings", f"{corpus}/{folder}"), lambda: _read_embeddings(self, corpus, folder))
 
     def words(self, corpus: str) -> Words:
         """The words of every passage the rankers index (``Inputs.doc_text``), tokenised once for every check."""
@@ -556,8 +559,8 @@ def allowed(inputs: Inputs, qid: str, doc_id: str) -> bool:
     return True
 
 
-def _read_embeddings(bundle: Bundle, corpus: str) -> Embeddings:
-    base = f"evidence/{corpus}/embeddings"
+def _read_embeddings(bundle: Bundle, corpus: str, folder: str = "embeddings") -> Embeddings:
+    base = f"evidence/{corpus}/{folder}"
     index = bundle.json(f"{base}/index.json")
     if not all(isinstance(index.get(k), list) for k in ("passages", "queries")):
         raise AuditError(f"{base}/index.json: expected 'passages' and 'queries' id lists")
@@ -768,10 +771,11 @@ def _needs(check: Check, what: str, withheld: str = "texts") -> str:
     return f"{what}: not recomputed, the bundle withholds the {withheld}; {how}"
 
 
-def _vectors_withheld(bundle: Bundle, corpus: str) -> bool:
-    """The stored vectors are held by reference and were not brought with --inputs."""
-    return not bundle.has(f"evidence/{corpus}/embeddings/passages.npy") and (
-        "embeddings/passages.npy" in referenced_files(bundle, corpus)
+def _vectors_withheld(bundle: Bundle, corpus: str, folder: str = "embeddings") -> bool:
+    """The stored vectors (``folder``: dense's ``embeddings``, or a model entry's) are held by reference and were
+    not brought with --inputs."""
+    return not bundle.has(f"evidence/{corpus}/{folder}/passages.npy") and (
+        f"{folder}/passages.npy" in referenced_files(bundle, corpus)
     )
 
 
@@ -874,8 +878,9 @@ def required_files(bundle: Bundle, corpus: str) -> dict[str, str]:
         except AuditError:
             continue
         if family in ("dense", "postgres"):
+            folder = vector_folder(bundle, corpus, ranker)
             for name in ("index.json", "passages.npy", "queries.npy") if published.vectors else ("index.json",):
-                need[f"{base}/embeddings/{name}"] = f"{ranker} ranks by the stored vectors"
+                need[f"{base}/{folder}/{name}"] = f"{ranker} ranks by the stored vectors"
         if verifier in POSTGRES_VERIFIERS:
             need[f"{base}/postgres.json"] = f"{ranker} ran in PostgreSQL"
     return need
@@ -1101,16 +1106,32 @@ def _check_trec_contract(check: Check, bundle: Bundle, corpus: str, summary: dic
 
 
 def check_embeddings(check: Check, bundle: Bundle, corpus: str) -> str:
-    base = f"evidence/{corpus}/embeddings"
-    if not (bundle.site / base).exists():
+    """Every folder of vectors: dense's ``embeddings/`` and each model entry's ``embeddings/<name>/``, those the
+    rankers call for and those the bundle holds."""
+    if not (bundle.site / f"evidence/{corpus}/{VECTORS}").exists():
         return "no embeddings in this bundle"
-    if _vectors_withheld(bundle, corpus):
+    folders = [VECTORS] if (bundle.site / f"evidence/{corpus}/{VECTORS}/index.json").is_file() else []
+    for ranker in bundle.rankers(corpus):
+        if family_of(bundle, corpus, ranker, bundle.run(corpus, ranker)) == "dense":
+            folders.append(vector_folder(bundle, corpus, ranker))
+    for index in sorted((bundle.site / f"evidence/{corpus}/{VECTORS}").glob("*/index.json")):
+        folders.append(f"{VECTORS}/{index.parent.name}")
+    details = [_check_vector_folder(check, bundle, corpus, folder) for folder in dict.fromkeys(folders)]
+    return "; ".join(details) or "no embeddings in this bundle"
+
+
+def _check_vector_folder(check: Check, bundle: Bundle, corpus: str, folder: str) -> str:
+    base = f"evidence/{corpus}/{folder}"
+    if not (bundle.site / base / "index.json").is_file():
+        check.fail(f"{base}/index.json: missing, and a dense ranker ranks by the vectors there")
+        return f"{folder}: missing"
+    if _vectors_withheld(bundle, corpus, folder):
         index, inputs = bundle.json(f"{base}/index.json"), bundle.inputs(corpus)
         for name, want in (("passages", inputs.doc_text), ("queries", inputs.queries)):
             if sorted(index.get(name) or []) != sorted(want):
                 check.fail(f"{base}/index.json: {name} ids differ from the ids in the inputs")
         return _needs(check, "the vectors' shapes and norms", "vectors")
-    emb, inputs = bundle.embeddings(corpus), bundle.inputs(corpus)
+    emb, inputs = bundle.embeddings(corpus, folder), bundle.inputs(corpus)
     tol = TOLERANCES["embedding_norm_absolute"]
     for name, matrix, want in (("passages", emb.passages, inputs.doc_text), ("queries", emb.queries, inputs.queries)):
         ids = emb.index[name]
@@ -1125,15 +1146,27 @@ def check_embeddings(check: Check, bundle: Bundle, corpus: str) -> str:
             check.fail(f"{base}/index.json: supplied vectors name no model")
         if not emb.index.get("weights_sha256") and not supplied.get("provenance"):
             check.fail(f"{base}/index.json: supplied vectors give neither weights_sha256 nor provenance")
-    else:
+    elif folder == VECTORS:
         model = bundle.json("evidence/manifest.json").get("model") or {}
         for key, manifest_key in (("model", "name"), ("weights_sha256", "weights_sha256")):
             if emb.index.get(key) != model.get(manifest_key):
                 found, said = emb.index.get(key), model.get(manifest_key)
                 check.fail(f"{base}/index.json: {key} {found!r}, manifest says {said!r}")
+    else:  # a model entry's own vectors: the model its entry names, and the manifest's record of the entry
+        want = folder_models(bundle, corpus).get(folder)
+        if want is None:
+            check.fail(f"{base}/: no shipped ranker or declared model entry ranks by the vectors here")
+        elif emb.index.get("model") != want:
+            check.fail(f"{base}/index.json: model {emb.index.get('model')!r}, the model entry names {want!r}")
+        recorded = (bundle.json("evidence/manifest.json").get("models") or {}).get(folder.rpartition("/")[2]) or {}
+        for key, manifest_key in (("model", "name"), ("weights_sha256", "weights_sha256")):
+            if emb.index.get(key) != recorded.get(manifest_key):
+                found, said = emb.index.get(key), recorded.get(manifest_key)
+                check.fail(f"{base}/index.json: {key} {found!r}, the manifest's models entry says {said!r}")
     n, d = emb.passages.shape
     source = f", supplied by the corpus ({emb.index.get('model')})" if isinstance(supplied, dict) else ""
-    return f"{n} passage and {len(emb.queries)} question vectors{source}, float32, {d} dimensions, unit length"
+    where = "" if folder == VECTORS else f"{folder}: "
+    return f"{where}{n} passage and {len(emb.queries)} question vectors{source}, float32, {d} dimensions, unit length"
 
 
 def _compare_ranked(check: Check, where: str, hits: list[dict], scores: dict[str, float], depth: int, tol: Any) -> int:
@@ -1191,9 +1224,10 @@ def _verify_bm25(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any],
 
 
 def _verify_dense(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any], rel: str) -> str:
-    if _vectors_withheld(bundle, corpus):
+    folder = vector_folder(bundle, corpus, str(run.get("ranker")))
+    if _vectors_withheld(bundle, corpus, folder):
         return _needs(check, "the cosine scores and order", "vectors")
-    emb = bundle.embeddings(corpus)
+    emb = bundle.embeddings(corpus, folder)
     for key in ("model", "weights_sha256"):
         if run["params"].get(key) != emb.index.get(key):
             check.fail(f"{rel}: params {key} {run['params'].get(key)!r}, index.json says {emb.index.get(key)!r}")
@@ -1204,7 +1238,7 @@ def _verify_dense(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any]
     present, done, batch = [q for q in run["queries"] if q in rows], 0, {}
     for qid, hits in run["queries"].items():
         if qid not in rows:
-            check.fail(f"{rel}: query {qid}: no vector in embeddings/queries.npy")
+            check.fail(f"{rel}: query {qid}: no vector in {folder}/queries.npy")
             continue
         if qid not in batch:  # float32 dot products, as documented, of DENSE_BATCH questions in one product
             ahead, done = present[done : done + DENSE_BATCH], done + DENSE_BATCH
@@ -1219,7 +1253,7 @@ def _verify_dense(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any]
         swaps += _compare_ranked(
             check, f"{rel}: query {qid}", hits, scores, run["depth"], lambda x, y: abs(x - y) <= tol
         )
-    return f"cosine over {len(emb.passages)} stored vectors; {swaps} ranks decided by near-ties"
+    return f"cosine over {len(emb.passages)} stored vectors in {folder}/; {swaps} ranks decided by near-ties"
 
 
 def _verify_rrf(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any], rel: str) -> str:
@@ -1464,6 +1498,9 @@ SHIPPED_RANKERS: dict[str, tuple[str, str]] = {
     "dense": ("dense", "exact cosine"),
     "rrf-dense-bm25": ("fusion", "reciprocal rank fusion"),
     "rrf-dense-bm25-stem": ("fusion", "reciprocal rank fusion"),
+    "dense-mpnet": ("dense", "exact cosine"),
+    "rrf-mpnet-bm25": ("fusion", "reciprocal rank fusion"),
+    "rrf-mpnet-bm25-stem": ("fusion", "reciprocal rank fusion"),
     "bm25-filtered": ("lexical", "okapi-bm25"),
     "dense-filtered": ("dense", "exact cosine"),
     "rrf-dense-bm25-filtered": ("fusion", "reciprocal rank fusion"),
@@ -1497,6 +1534,14 @@ REPRODUCTIONS: dict[str, tuple[str, int]] = {
 # embeddings/index.json says so, and `audit.py --corpora` compares them with the trusted checkout). Its
 # weights, and whether the stored vectors are what they give, only `sitegen audit --reembed` can tell.
 PACKAGED_MODEL = {"model": "sentence-transformers/all-MiniLM-L6-v2"}
+# The models sitegen packages, by the name a model entry gives them (sitegen.toml's [[models]], --model, a
+# corpus's "models"); any other entry names its model itself (a hub id or a folder).
+MPNET_MODEL = "sentence-transformers/all-mpnet-base-v2"
+PACKAGED_PROVIDERS = {"minilm": PACKAGED_MODEL["model"], "mpnet": MPNET_MODEL}
+# Each shipped ranker that ranks by a model entry's own vectors: its folder under evidence/<corpus>/ and the model.
+# Every other shipped dense or pgvector ranker ranks by dense's vectors in embeddings/ (PACKAGED_MODEL), and a
+# declared model entry NAME by those in embeddings/NAME/.
+SHIPPED_VECTORS: dict[str, tuple[str, str]] = {"dense-mpnet": (f"{VECTORS}/dense-mpnet", MPNET_MODEL)}
 # sha256 of bm25-stem's stop list as its run stores it: json.dumps(sorted list), UTF-8.
 STOP_WORDS_SHA256 = "037fbab82f57a03b08902b5c9e6bb53350579965cfc88bd3a133bcfa5cc5e57b"
 _BM25 = {"k1": 1.2, "b": 0.75}
@@ -1520,6 +1565,9 @@ PINNED_PARAMS: dict[str, dict[str, Any]] = {
     "dense": {},
     "rrf-dense-bm25": _fusion("dense", "bm25"),
     "rrf-dense-bm25-stem": _fusion("dense", "bm25-stem"),
+    "dense-mpnet": {},
+    "rrf-mpnet-bm25": _fusion("dense-mpnet", "bm25"),
+    "rrf-mpnet-bm25-stem": _fusion("dense-mpnet", "bm25-stem"),
     "bm25-filtered": {**_BM25, "stemmed": False, "stop_words": [], "filtered": True},
     "dense-filtered": {"filtered": True},
     "rrf-dense-bm25-filtered": {**_fusion("dense-filtered", "bm25-filtered"), "filtered": True},
@@ -1563,6 +1611,7 @@ class BuildCommand:
     depth: int
     redact: tuple[str, ...] = ()  # --redact NAME: published without its texts
     publish_vectors: bool = False  # --publish-vectors: a redacted corpus's vectors published all the same
+    models: dict[str, str] = field(default_factory=dict)  # --model NAME=MODEL (or a JSON entry): name -> model
 
 
 _VALUED_OPTIONS = (
@@ -1576,6 +1625,7 @@ _VALUED_OPTIONS = (
     "--title",
     "--description",
     "--redact",
+    "--model",
 )
 _FLAG_OPTIONS = ("--allow-edited", "--publish-vectors")
 
@@ -1616,7 +1666,55 @@ def recorded_command(bundle: Bundle) -> BuildCommand:
         int(depth),
         tuple(values["--redact"]),
         "--publish-vectors" in flags,
+        dict(_model_entry(text, spec) for spec in values["--model"]),
     )
+
+
+def _model_entry(text: str, spec: str) -> tuple[str, str]:
+    """A recorded ``--model`` value, ``NAME=MODEL`` or a JSON object with name and model: (name, model)."""
+    if spec.lstrip().startswith("{"):
+        try:
+            entry = json.loads(spec)
+        except json.JSONDecodeError:
+            entry = None
+    else:
+        name, sep, model = spec.partition("=")
+        entry = {"name": name, "model": model} if sep else None
+    if not (isinstance(entry, dict) and isinstance(entry.get("name"), str) and isinstance(entry.get("model"), str)):
+        raise AuditError(f"evidence/manifest.json: command {text!r}: --model {spec!r} names no model entry")
+    return entry["name"], entry["model"]
+
+
+def declared_models(bundle: Bundle, corpus: str) -> dict[str, str]:
+    """The model entries this corpus's dense rankers come from, beyond the shipped ones: the recorded command's
+    --model and inputs/sitegen.json's "models", each name -> the model it names (a packaged one by its name)."""
+    rel = f"evidence/{corpus}/inputs/sitegen.json"
+    config = bundle.json(rel) if (bundle.site / rel).is_file() else {}
+    entries = dict(recorded_command(bundle).models)
+    for entry in config.get("models", []) if isinstance(config.get("models"), list) else []:
+        if isinstance(entry, dict) and isinstance(entry.get("name"), str) and isinstance(entry.get("model"), str):
+            entries[entry["name"]] = entry["model"]
+    return {name: PACKAGED_PROVIDERS.get(model, model) for name, model in entries.items()}
+
+
+def vector_folder(bundle: Bundle, corpus: str, ranker: str) -> str:
+    """The folder (under evidence/<corpus>/) of the vectors a dense ranker ranks by, by this file's tables and
+    the declared model entries: a shipped entry's own folder, ``embeddings/NAME`` for a declared entry NAME,
+    else dense's ``embeddings``."""
+    if ranker in SHIPPED_VECTORS:
+        return SHIPPED_VECTORS[ranker][0]
+    if ranker not in SHIPPED_RANKERS and ranker in declared_models(bundle, corpus):
+        return f"{VECTORS}/{ranker}"
+    return VECTORS
+
+
+def folder_models(bundle: Bundle, corpus: str) -> dict[str, str]:
+    """The model each model entry's vector folder must hold, by folder (shipped and declared entries)."""
+    found = {folder: model for folder, model in SHIPPED_VECTORS.values()}
+    for name, model in declared_models(bundle, corpus).items():
+        if name not in SHIPPED_RANKERS:
+            found[f"{VECTORS}/{name}"] = model
+    return found
 
 
 @dataclass(frozen=True)
@@ -1679,6 +1777,9 @@ def expected_rankers(bundle: Bundle, corpus: str) -> dict[str, str]:
             need[name] = f"the recorded command scores it with --run {name}={where}:..."
     for name in command.retrievers:
         need[name] = f"the recorded command runs it with --retriever {name}=..."
+    for name in declared_models(bundle, corpus):
+        if name not in need:
+            need[name] = "the recorded command (--model) or inputs/sitegen.json declares it as a model entry"
     for name in declared_fusions(bundle, corpus):
         need[name] = "inputs/sitegen.json declares it among its fusions"
     return need
@@ -1857,12 +1958,14 @@ def check_run(check: Check, bundle: Bundle, corpus: str, ranker: str) -> str:
                 check.fail(
                     f"{rel}: fusion {ranker}: {key} is {params.get(key)!r}, inputs/sitegen.json declares {want!r}"
                 )
-    if family == "dense" and ranker in PINNED_PARAMS:
-        index = bundle.json(f"evidence/{corpus}/embeddings/index.json")
-        if "supplied" not in index and any(index.get(k) != v for k, v in PACKAGED_MODEL.items()):
+    if family == "dense" and (ranker in PINNED_PARAMS or ranker in declared_models(bundle, corpus)):
+        folder = vector_folder(bundle, corpus, ranker)
+        want = folder_models(bundle, corpus).get(folder, PACKAGED_MODEL["model"])
+        index = bundle.json(f"evidence/{corpus}/{folder}/index.json")
+        if "supplied" not in index and index.get("model") != want:
             check.fail(
-                f"{rel}: {ranker} ranks by vectors of model {index.get('model')!r}, not the packaged "
-                f"{PACKAGED_MODEL['model']}, and the corpus supplied no vectors"
+                f"{rel}: {ranker} ranks by vectors of model {index.get('model')!r}, not {want}"
+                + (", and the corpus supplied no vectors" if folder == VECTORS else "")
             )
     if sorted(run["queries"]) != sorted(inputs.queries):
         check.fail(f"{rel}: its query ids differ from inputs/queries.jsonl's")
@@ -3826,6 +3929,8 @@ def check_referenced(check: Check, bundle: Bundle, corpus: str) -> str:
         must += ["embeddings/passages.npy", "embeddings/queries.npy"]
     if not published.vectors and (bundle.site / base / "embeddings" / "sweep-index.json").is_file():
         must.append("embeddings/sweep-passages.npy")
+    for index in sorted((bundle.site / base / VECTORS).glob("*/index.json")) if not published.vectors else []:
+        must += [f"{VECTORS}/{index.parent.name}/passages.npy", f"{VECTORS}/{index.parent.name}/queries.npy"]
     for name in must:
         if name not in files:
             check.fail(f"{rel}: does not hold {name}, which a redacted corpus withholds")

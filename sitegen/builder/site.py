@@ -25,7 +25,7 @@ from sitegen.compare.changes import write_changes
 from sitegen.compare.vector_drift import DriftTracker, VectorDrift, compare_with_source
 from sitegen.embedding.cache import Embedder, EmbeddingCache, ProgressFactory, cache_key, default_cache_dir
 from sitegen.embedding.model import MODEL_NAME, MODEL_PACKAGE, EmbeddingModel
-from sitegen.embedding.models import DEFAULT_SPEC, ModelSpec
+from sitegen.embedding.models import DEFAULT_SPEC, ModelSpec, model_name
 from sitegen.embedding.vectors import EmbedStats
 from sitegen.errors import BuildError, BundleError, SitegenError
 from sitegen.inputs.binding import git_source
@@ -76,6 +76,8 @@ class _Embedded:
     model: Mapping[str, str] | None
     postgres: Mapping[str, str] | None
     drift: VectorDrift | None
+    #: Each other model entry's model, by entry name, for the manifest's ``models``; None when there is none.
+    models: Mapping[str, Mapping[str, str]] | None = None
 
 
 def step_cache(options: BuildOptions) -> StepCache:
@@ -205,9 +207,17 @@ def _build_corpora(
             "config_sha256": model.config.sha256(),
             "package": MODEL_PACKAGE,
         }
+    entries = {
+        name: {
+            "name": getattr(other.model, "name", MODEL_NAME),
+            "weights_sha256": other.model.weights_sha256,
+            "config_sha256": other.model.config.sha256(),
+        }
+        for name, (other, _) in others.items()
+    }
     embedded_any = model is not None or bool(others)
     result_drift = drift.result(options.vectors_source) if options.reembed and embedded_any else None
-    return _Embedded(total, model_info, pg_versions, result_drift)
+    return _Embedded(total, model_info, pg_versions, result_drift, entries or None)
 
 
 def _model_for(request: _Request, spec: ModelSpec) -> EmbeddingModel:
@@ -216,7 +226,19 @@ def _model_for(request: _Request, spec: ModelSpec) -> EmbeddingModel:
     given = request.model
     if isinstance(given, Mapping):
         given = given.get(spec.name)
+    elif given is not None and spec != DEFAULT_SPEC:
+        given = _AsEntry(given, model_name(spec))
     return given if given is not None else EmbeddingModel(device=request.options.device, spec=spec)
+
+
+class _AsEntry:
+    """One model passed for every entry (a test's fake), publishing its vectors under the entry's model name."""
+
+    def __init__(self, model: Any, name: str) -> None:
+        self._model, self.name = model, name
+
+    def __getattr__(self, attribute: str) -> Any:
+        return getattr(self._model, attribute)
 
 
 def _embedder(request: _Request, model: EmbeddingModel, stack: ExitStack) -> tuple[Embedder, StoredVectors]:
@@ -250,6 +272,7 @@ def _write_site_files(
         command,
         {"title": options.title, "description": options.description},
         source.as_dict() if source is not None else None,
+        embedded.models,
     )
 
 

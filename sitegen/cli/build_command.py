@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from sitegen.cli.common import CommandError, _ExternalRun, _os_problem, _Progress, _Retriever
+from sitegen.cli.common import CommandError, _ExternalRun, _ModelEntry, _os_problem, _Progress, _Retriever
 from sitegen.cli.config import CONFIG_FILE, apply_config, load_config
 from sitegen.errors import SitegenError
 from sitegen.wording import count
@@ -52,6 +52,15 @@ if TYPE_CHECKING:
     multiple=True,
     metavar="NAME",
     help="Run only this ranker, plus what it fuses (repeatable) [default: every ranker; see `sitegen rankers`].",
+)
+@click.option(
+    "--model",
+    "models",
+    multiple=True,
+    type=_ModelEntry(),
+    help="Add a dense ranker NAME ranking with MODEL's vectors (repeatable): a packaged model (minilm, mpnet), a "
+    'folder, or a Hugging Face hub id read from the local cache; or a JSON entry {"name", "model", "query_prefix", '
+    '"passage_prefix", "max_seq_length", "batch_size"}, as sitegen.toml\'s [[models]] gives it.',
 )
 @click.option(
     "--depth",
@@ -182,6 +191,7 @@ def build(
     force: bool,
     only: tuple[str, ...],
     ranker_names: tuple[str, ...],
+    models: tuple[Any, ...],
     depth: int,
     cache_dir: Path | None,
     external_runs: tuple[tuple[str, str, Path], ...],
@@ -205,7 +215,7 @@ def build(
     """Run every ranker over every corpus, score it, and write the evidence and pages.
 
     Settings not given on the command line are read from sitegen.toml in the current folder when it exists
-    (title, description, corpora, out, only, rankers, runs, retrievers; see `sitegen init`); flags override it.
+    (title, description, corpora, out, only, rankers, runs, retrievers, models; see `sitegen init`); flags override it.
 
     Embeddings are frozen inputs: a text's vector is taken from the output site's bundle (or
     --vectors-from) when it was embedded with the same model configuration, so a rebuild on
@@ -252,6 +262,7 @@ def build(
                 "out_dir": out_dir,
                 "only": only,
                 "ranker_names": ranker_names,
+                "models": models,
                 "external_runs": external_runs,
                 "retrievers": retrievers,
                 "title": title,
@@ -260,12 +271,14 @@ def build(
         )
         corpora_dir, out_dir, only = settings["corpora_dir"], settings["out_dir"], settings["only"]
         ranker_names, external_runs = settings["ranker_names"], settings["external_runs"]
+        models = settings["models"]
         retrievers, title, description = settings["retrievers"], settings["title"], settings["description"]
     options = BuildOptions(
         corpora_dir=corpora_dir,
         out_dir=out_dir,
         only=tuple(only),
         rankers=tuple(ranker_names) or DEFAULT_RANKERS,
+        models=tuple(models),
         depth=depth,
         cache_dir=cache_dir,
         external_runs=tuple(external_runs),

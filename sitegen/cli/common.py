@@ -52,6 +52,22 @@ class _Retriever(click.ParamType):
             self.fail(str(exc), param, ctx)
 
 
+class _ModelEntry(click.ParamType):
+    """``NAME=MODEL`` or a JSON model entry: a dense ranker NAME ranking with MODEL's vectors."""
+
+    name = "NAME=MODEL"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        from sitegen.embedding.models import ModelEntryError, ModelSpec, parse_model_option
+
+        if isinstance(value, ModelSpec):
+            return value
+        try:
+            return parse_model_option(str(value))
+        except ModelEntryError as exc:
+            self.fail(str(exc), param, ctx)
+
+
 class _Tolerance(click.ParamType):
     """A finite number >= 0: NaN would make every comparison false, infinity would accept anything."""
 

@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from sitegen.cli.common import _ExternalRun, _Retriever
+from sitegen.embedding.models import ModelEntryError, ModelSpec, parse_model_entries
 from sitegen.errors import SitegenError
 
 if sys.version_info >= (3, 11):
@@ -49,6 +50,8 @@ class ProjectConfig:
     rankers: tuple[str, ...] = ()
     runs: tuple[tuple[str, str, Path], ...] = ()
     retrievers: tuple[tuple[str, str], ...] = ()
+    #: ``[[models]]``: each a dense ranker (:class:`sitegen.embedding.models.ModelSpec`).
+    models: tuple[ModelSpec, ...] = ()
 
 
 def _string(value: Any) -> str | None:
@@ -71,6 +74,7 @@ _KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "rankers": ("a list of ranker names (strings)", _strings),
     "runs": ('a list of "NAME=CORPUS:PATH" strings', _strings),
     "retrievers": ('a list of "NAME=module:callable" strings', _strings),
+    "models": ("[[models]] tables, each with name and model", lambda v: v if isinstance(v, list) else None),
 }
 
 
@@ -112,6 +116,7 @@ def load_config(path: Path) -> ProjectConfig:
         except click.BadParameter as exc:
             raise ConfigError(path, f"{key}: {exc.message}", _line_of(text, key)) from None
     runs, retrievers = parsed["runs"], parsed["retrievers"]
+    models = _models(path, text, values.get("models", []))
     return ProjectConfig(
         title=values.get("title"),
         description=values.get("description"),
@@ -121,7 +126,20 @@ def load_config(path: Path) -> ProjectConfig:
         rankers=values.get("rankers", ()),
         runs=runs,
         retrievers=retrievers,
+        models=models,
     )
+
+
+def _models(path: Path, text: str, raw: list[Any]) -> tuple[ModelSpec, ...]:
+    """The ``[[models]]`` entries, checked one by one so an error names the line of the entry that has it."""
+    headers = [n for n, line in enumerate(text.splitlines(), 1) if re.match(r"^\s*\[\[\s*models\s*\]\]", line)]
+    for number in range(1, len(raw) + 1):
+        try:
+            parse_model_entries(raw[:number])
+        except ModelEntryError as exc:
+            line = headers[number - 1] if number <= len(headers) else _line_of(text, "models")
+            raise ConfigError(path, str(exc), line) from None
+    return parse_model_entries(raw)
 
 
 #: ``sitegen build``'s parameter -> the ``ProjectConfig`` field that supplies it when the flag is not given.
@@ -134,6 +152,7 @@ BUILD_PARAMETERS = {
     "retrievers": "retrievers",
     "title": "title",
     "description": "description",
+    "models": "models",
 }
 
 

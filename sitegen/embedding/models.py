@@ -47,6 +47,7 @@ __all__ = [
     "Provider",
     "hub_cache_dir",
     "hub_snapshot",
+    "model_name",
     "model_option",
     "parse_model_entries",
     "parse_model_option",
@@ -142,6 +143,11 @@ PROVIDERS: dict[str, Provider] = _providers()
 DEFAULT_SPEC = ModelSpec("dense", "minilm")
 #: ``dense-mpnet``: all-mpnet-base-v2 from ``sitegen[mpnet]``.
 MPNET_SPEC = ModelSpec("dense-mpnet", "mpnet")
+
+
+def model_name(spec: ModelSpec) -> str:
+    """The name an entry's vectors are published under: a packaged provider's model, else ``model`` as given."""
+    return PROVIDERS[spec.model].model_name if spec.model in PROVIDERS else spec.model
 
 
 def hub_cache_dir() -> Path:

@@ -455,12 +455,14 @@ def write_manifest(
     command: str = "sitegen build",
     report: Mapping[str, str] | None = None,
     source: Mapping[str, Any] | None = None,
+    models: Mapping[str, Mapping[str, str]] | None = None,
 ) -> dict[str, Any]:
     """Write ``evidence/manifest.json``: the sha256 and size of every evidence file
     (paths relative to the site root, sorted), plus tool, Python, library and model versions, the
     command that built it, the report's title and description (from ``sitegen.toml`` or ``--title``) and,
     in a git checkout, the commit and tree the corpora folder comes from (``source``, see
-    :class:`sitegen.inputs.binding.GitSource`)."""
+    :class:`sitegen.inputs.binding.GitSource`). ``models``: each other model entry's model (name, weights and
+    configuration sha256) by entry name, whose vectors lie in ``embeddings/<entry>/``; left out when none."""
     evidence_dir = site_dir / EVIDENCE_DIR
     manifest_path = site_dir / MANIFEST
     files = {}
@@ -474,6 +476,7 @@ def write_manifest(
         "python": ".".join(platform.python_version_tuple()[:2]),
         "libraries": library_versions(),
         "model": dict(model) if model else None,
+        **({"models": {name: dict(entry) for name, entry in sorted(models.items())}} if models else {}),
         "postgres": dict(postgres) if postgres else None,
         "corpora": corpora,
         "command": command,
