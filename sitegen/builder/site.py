@@ -193,7 +193,8 @@ def _build_corpora(
         embedder = None
         if model is not None:
             embedder, stored = _embedder(request, model, stack)
-        others = {spec.name: _embedder(request, _model_for(request, spec), stack) for spec in _model_specs(loaded)}
+        specs = {spec.name: spec for spec in _model_specs(loaded)}
+        others = {name: _embedder(request, _model_for(request, spec), stack) for name, spec in specs.items()}
         postgres = _start_postgres(loaded.rankers, options, log, stack)
         run = BuildRun(options, staging, log, timer, steps, loaded.rankers, embedder, stored, drift, postgres, others)
         for source in loaded.corpora:
@@ -212,8 +213,10 @@ def _build_corpora(
             "name": getattr(other.model, "name", MODEL_NAME),
             "weights_sha256": other.model.weights_sha256,
             "config_sha256": other.model.config.sha256(),
+            "entry": spec.as_dict(),
         }
         for name, (other, _) in others.items()
+        for spec in [specs[name]]
     }
     embedded_any = model is not None or bool(others)
     result_drift = drift.result(options.vectors_source) if options.reembed and embedded_any else None

@@ -155,12 +155,12 @@ def audit(
         for result in results:
             if result.not_checked is not None:
                 vectors = count(result.vectors, "vector")
-                click.echo(f"SKIP reembed:{result.corpus}: {vectors} not re-embedded: {result.not_checked}")
+                click.echo(f"SKIP reembed:{result.label}: {vectors} not re-embedded: {result.not_checked}")
                 continue
             status = "PASS" if result.ok else "FAIL"
             weights = "" if result.weights_match else ", stored weights sha256 differs from the installed model's"
             click.echo(
-                f"{status} reembed:{result.corpus}: {count(result.vectors, 'vector')}, largest component difference "
+                f"{status} reembed:{result.label}: {count(result.vectors, 'vector')}, largest component difference "
                 f"{result.max_abs_diff:.2e} ({result.worst or 'all identical'}), "
                 f"tolerance {REEMBED_TOLERANCE:.0e}{weights}"
             )

@@ -27,9 +27,11 @@ DEFAULT_RECORD = Path("verification") / "last.json"
 
 
 def vector_files(corpus: str) -> tuple[str, str]:
-    """The site paths of a corpus's stored vectors, the files a re-embedding checks."""
-    files = CorpusFiles(corpus)
-    return files.passage_vectors, files.query_vectors
+    """The site paths of a corpus's stored vectors, the files a re-embedding checks: ``corpus`` is a corpus name
+    (``dense``'s vectors) or ``corpus/entry`` (a model entry's own, in ``embeddings/<entry>/``)."""
+    name, _, model = corpus.partition("/")
+    _, passages, queries = CorpusFiles(name).model_vectors(model or None)
+    return passages, queries
 
 
 def file_sha256(site: Path, rel: str) -> str | None:

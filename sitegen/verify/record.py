@@ -75,14 +75,14 @@ def verification_record(
             "sample": sample,
             "seed": seed,
             "corpora": {
-                r.corpus: {
+                r.label: {
                     "status": "not checked" if r.not_checked else "pass" if r.ok else "fail",
                     "vectors": r.vectors,
                     "max_abs_diff": r.max_abs_diff,
                     "worst": r.worst,
                     "weights_match": r.weights_match,
                     "not_checked": r.not_checked,
-                    "files_sha256": {rel: file_sha256(site, rel) for rel in vector_files(r.corpus)},
+                    "files_sha256": {rel: file_sha256(site, rel) for rel in vector_files(r.label)},
                 }
                 for r in results
             },
