@@ -3763,6 +3763,77 @@ def _first_differences(got: Any, want: Any, where: str, tol: float, out: list[st
         out.append(f"{where}: {json.dumps(got)[:120]}, recomputed {json.dumps(want)[:120]}")
 
 
+def _vector_rankers(bundle: Bundle, corpus: str) -> dict[str, list[str]]:
+    """The rankers that rank by each folder of vectors, directly (by this file's verifier table and
+    vector_folder) or through the runs they fuse."""
+    folders: dict[str, set[str]] = {}
+
+    def of(name: str) -> set[str]:
+        if name not in folders:
+            folders[name] = set()
+            try:
+                verifier = expected_contract(bundle, corpus, name, bundle.run(corpus, name))[1]
+            except AuditError:
+                return folders[name]
+            own = {vector_folder(bundle, corpus, name)} if "vectors" in VERIFIER_BASIS.get(verifier, ()) else set()
+            folders[name] = own.union(*(of(c) for c in _components(bundle, corpus, name)))
+        return folders[name]
+
+    found: dict[str, list[str]] = {}
+    for ranker in bundle.json(f"evidence/{corpus}/corpus.json")["rankers"]:
+        for folder in sorted(of(ranker)):
+            found.setdefault(folder, []).append(ranker)
+    return found
+
+
+def _row_sha256(row: np.ndarray) -> str:
+    return hashlib.sha256(np.asarray(row, dtype="<f4").tobytes()).hexdigest()
+
+
+def _vector_changes(bundle: Bundle, corpus: str, before: dict[str, Any], stated: Any) -> list[dict[str, Any]]:
+    """changes.json's "vectors", recomputed from baseline.json's row hashes and this bundle's vectors. How far
+    changed vectors moved needs the baseline's own vectors, which the bundle does not copy: that one value is
+    taken as stated (the page says so), and must be 0 when nothing changed."""
+    base = f"evidence/{corpus}"
+    now: dict[str, tuple[dict[str, Any], dict[tuple[str, str], str]]] = {}
+    for index_path in sorted((bundle.site / base / VECTORS).glob("**/index.json")):
+        folder = index_path.parent.relative_to(bundle.site / base).as_posix()
+        if folder != VECTORS and folder.count("/") != 1:
+            continue
+        index = bundle.json(f"{base}/{folder}/index.json")
+        rows = {}
+        for key in ("passages", "queries"):
+            if bundle.has(f"{base}/{folder}/{key}.npy"):
+                matrix = np.load(bundle.file(f"{base}/{folder}/{key}.npy"), allow_pickle=False)
+                rows.update({(key, str(i)): _row_sha256(r) for i, r in zip(index.get(key) or [], matrix, strict=False)})
+        now[folder] = ({k: index.get(k) for k in ("model", "weights_sha256", "config_sha256")}, rows)
+    by_folder = _vector_rankers(bundle, corpus)
+    stated_max = {e.get("folder"): e.get("max_abs_diff") for e in stated or [] if isinstance(e, dict)}
+    entries = []
+    for folder in sorted(set(before) | set(now)):
+        old = before.get(folder)
+        old_rows = {(k, i): h for k, by_id in (old or {}).get("rows", {}).items() for i, h in by_id.items()}
+        new_id, new_rows = now.get(folder, (None, {}))
+        shared = set(old_rows) & set(new_rows)
+        changed = sum(1 for key in shared if new_rows[key] != old_rows[key])
+        old_id = {k: old.get(k) for k in ("model", "weights_sha256", "config_sha256")} if old is not None else None
+        entries.append(
+            {
+                "folder": folder,
+                "rankers": by_folder.get(folder, []),
+                "before": old_id,
+                "now": new_id,
+                "model_changed": old_id != new_id,
+                "compared": len(shared),
+                "changed": changed,
+                "added": len(set(new_rows) - set(old_rows)),
+                "removed": len(set(old_rows) - set(new_rows)),
+                "max_abs_diff": stated_max.get(folder) if changed else (0.0 if shared else None),
+            }
+        )
+    return entries
+
+
 def check_changes(check: Check, bundle: Bundle, corpus: str) -> str:
     """``changes.json`` (sitegen build --baseline) recomputed from the baseline copy in ``baseline/`` and this
     bundle: the input diff, every metric's means, difference, randomisation p and adjusted p, the questions
@@ -3877,6 +3948,7 @@ def check_changes(check: Check, bundle: Bundle, corpus: str) -> str:
         "moved": moved,
         "moved_questions": sorted({m["query_id"] for m in moved}, key=_natural),
         "agreement": agreement,
+        "vectors": _vector_changes(bundle, corpus, kept.get("vectors") or {}, changes.get("vectors")),
     }
     differences: list[str] = []
     _first_differences(changes, want, rel + "#", TOLERANCES["metric_absolute"], differences)

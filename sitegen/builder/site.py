@@ -32,9 +32,10 @@ from sitegen.inputs.binding import git_source
 from sitegen.publish.audit_stage import audit_and_render
 from sitegen.publish.bundle import StoredVectors, has_manifest, stored_vectors
 from sitegen.publish.evidence import write_manifest
-from sitegen.publish.layout import VERIFICATION, retriever_timing
+from sitegen.publish.layout import VERIFICATION, model_vector_dir, retriever_timing
 from sitegen.publish.timings import copy_timing_files, load_timing_files
 from sitegen.publish.verification import read_verification
+from sitegen.rankers.base import Basis
 from sitegen.rankers.retriever import RetrieverRanker, write_latency_file
 from sitegen.stepcache import StepCache
 from sitegen.swap import TargetLock, fresh_sibling, swap_into_place
@@ -229,7 +230,7 @@ def _model_for(request: _Request, spec: ModelSpec) -> EmbeddingModel:
     given = request.model
     if isinstance(given, Mapping):
         given = given.get(spec.name)
-    elif given is not None and spec != DEFAULT_SPEC:
+    if given is not None and spec != DEFAULT_SPEC and not hasattr(given, "name"):
         given = _AsEntry(given, model_name(spec))
     return given if given is not None else EmbeddingModel(device=request.options.device, spec=spec)
 
@@ -265,7 +266,7 @@ def _write_site_files(
     the manifest, which lists every evidence file and the ``command`` that built them."""
     if loaded.baseline is not None:
         corrections = {c.name: str(c.config.get("significance", {}).get("correction", "holm")) for c in loaded.corpora}
-        write_changes(staging, loaded.baseline, loaded.names, corrections)
+        write_changes(staging, loaded.baseline, loaded.names, corrections, _vector_rankers(loaded))
     source = git_source(options.corpora_dir)
     write_manifest(
         staging,
@@ -277,6 +278,27 @@ def _write_site_files(
         source.as_dict() if source is not None else None,
         embedded.models,
     )
+
+
+def _vector_rankers(loaded: LoadedInputs) -> dict[str, list[str]]:
+    """The rankers that rank by each folder of vectors (``embeddings`` for ``dense``'s, ``embeddings/<entry>``),
+    directly or through what they fuse, read from their contracts."""
+    rankers = [*loaded.rankers]
+    for corpus in loaded.names:
+        rankers += [*loaded.models.get(corpus, ()), *loaded.fusions.get(corpus, ())]
+    folder_of: dict[str, set[str]] = {}
+    for ranker in rankers:  # build order: components come first
+        contract = ranker.contract
+        own = {model_vector_dir(contract.model.vectors_folder if contract.model else None)}
+        folders = own if Basis.VECTORS in contract.basis else set()
+        for component in contract.components:
+            folders |= folder_of.get(component, set())
+        folder_of[ranker.name] = folders
+    found: dict[str, list[str]] = {}
+    for name, folders in folder_of.items():
+        for folder in sorted(folders):
+            found.setdefault(folder, []).append(name)
+    return found
 
 
 def _write_retriever_timings(

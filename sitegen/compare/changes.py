@@ -7,7 +7,8 @@ is copied into the new bundle, beside the baseline manifest's sha256:
 
 - ``evidence/<corpus>/baseline/inputs/...``: the baseline's input files (the input diff is recomputed from them);
 - ``evidence/<corpus>/baseline/baseline.json``: ``{"schema_version", "manifest_sha256", "command", "inputs": [name],
-  "rankers": [r], "per_query": {r: {qid: {metric: value}}}, "first_relevant": {r: {qid: rank | null}}}``.
+  "rankers": [r], "per_query": {r: {qid: {metric: value}}}, "first_relevant": {r: {qid: rank | null}},
+  "vectors": {folder: {"model", "weights_sha256", "config_sha256", "rows": {"passages" | "queries": {id: sha256}}}}}``.
 
 ``evidence/<corpus>/changes.json`` is then a pure function (:func:`changes_report`) of that copy and the
 new evidence. Its shape::
@@ -26,7 +27,9 @@ new evidence. Its shape::
      "moved": [{"query_id", "ranker", "before", "after", "distance"}],
      "moved_questions": [query_id],
      "agreement": [{"ranker", "metric", "questions", "mean_difference", "ci_low", "ci_high",
-                    "points": [{"query_id", "mean", "difference"}]}]}
+                    "points": [{"query_id", "mean", "difference"}]}],
+     "vectors": [{"folder", "rankers", "before", "now", "model_changed", "compared", "changed", "added",
+                  "removed", "max_abs_diff"}]}   (sitegen.compare.vector_changes)
 
 Statistics are the corpus page's (:mod:`sitegen.scoring.experiments`): the paired randomisation test per
 ranker x metric over the questions scored in both builds, one family per corpus adjusted with the corpus's
@@ -41,12 +44,13 @@ import json
 import math
 import shutil
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from sitegen.compare.diff import compare_first_relevant, first_relevant_ranks
 from sitegen.compare.order import natural_key
+from sitegen.compare.vector_changes import VectorSet, read_vector_sets, vector_changes, vector_record
 from sitegen.errors import BuildError, BundleError
 from sitegen.hashing import sha256_file
 from sitegen.inputs.corpus import CORPUS_FILE, QRELS_FILE, QUERIES_FILE, json_lines
@@ -82,6 +86,8 @@ class BaselineCorpus:
 
     inputs: Mapping[str, bytes]
     record: Mapping[str, Any]
+    #: The baseline's vectors, by folder, for how far changed vectors moved (``baseline.json`` keeps their sha256).
+    vectors: Mapping[str, VectorSet] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -114,6 +120,7 @@ def open_baseline(path: Path) -> Baseline:
             inputs = {input_of(rel): bundle.require(reader.files.at(rel)).read_bytes() for rel in summary.inputs}
             grades = reader.grades()
             rankers = list(summary.rankers)
+            vectors = read_vector_sets(bundle, list(bundle.files), name)
             record = {
                 "schema_version": CHANGES_SCHEMA_VERSION,
                 "manifest_sha256": manifest_sha256,
@@ -122,8 +129,9 @@ def open_baseline(path: Path) -> Baseline:
                 "rankers": rankers,
                 "per_query": {r: metrics[r]["per_query"] for r in rankers},
                 "first_relevant": {r: first_relevant_ranks(reader.run(r), grades) for r in rankers},
+                "vectors": vector_record(vectors),
             }
-            corpora[name] = BaselineCorpus(inputs, record)
+            corpora[name] = BaselineCorpus(inputs, record, vectors)
     except BundleError as exc:
         raise BuildError(f"--baseline {path} is refused: {exc}") from None
     except (KeyError, TypeError, UnicodeDecodeError) as exc:
@@ -307,9 +315,11 @@ def changes_report(
     depth: int,
     correction: str,
     settings: ExperimentSettings = DEFAULT_SETTINGS,
+    vectors: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
     """``changes.json`` for one corpus from the baseline record (``baseline.json``), the input diff
-    (:func:`input_changes`), and the new build's rankers, per-question metrics and first relevant ranks."""
+    (:func:`input_changes`), the new build's rankers, per-question metrics and first relevant ranks, and what
+    changed in its stored vectors (:func:`sitegen.compare.vector_changes.vector_changes`)."""
     compared = [r for r in rankers if r in baseline["rankers"]]
     rows, family = _metric_rows(baseline["per_query"], per_query, compared, settings, correction)
     moved = []
@@ -350,6 +360,7 @@ def changes_report(
         "moved": moved,
         "moved_questions": sorted({m["query_id"] for m in moved}, key=natural_key),
         "agreement": _agreement(baseline["per_query"], per_query, compared, settings),
+        "vectors": [dict(v) for v in vectors],
     }
 
 
@@ -357,10 +368,16 @@ def changes_report(
 
 
 def write_changes(
-    site_dir: Path, baseline: Baseline, corpora: Sequence[str], correction: Mapping[str, str]
+    site_dir: Path,
+    baseline: Baseline,
+    corpora: Sequence[str],
+    correction: Mapping[str, str],
+    vector_rankers: Mapping[str, Sequence[str]] | None = None,
 ) -> list[str]:
     """For each corpus in both builds: copy the baseline's inputs and record under ``<corpus>/baseline/`` and
-    write ``<corpus>/changes.json`` from that copy and the new evidence. Returns the corpora compared."""
+    write ``<corpus>/changes.json`` from that copy and the new evidence. ``vector_rankers``: the rankers that
+    rank by each folder of vectors (``embeddings``, ``embeddings/<entry>``), directly or through what they fuse.
+    Returns the corpora compared."""
     done = []
     for name in corpora:
         kept = baseline.corpora.get(name)
@@ -379,6 +396,12 @@ def write_changes(
         metrics = reader.json(files.metrics)
         grades = reader.grades()
         rankers = list(summary.rankers)
+        folder = site_dir / files.embeddings
+        found = sorted(p.relative_to(site_dir).as_posix() for p in folder.rglob("*.json")) if folder.is_dir() else []
+        by_folder = {f: [r for r in rankers if r in (vector_rankers or {}).get(f, ())] for f in (vector_rankers or {})}
+        vectors = vector_changes(
+            kept.record.get("vectors", {}), read_vector_sets(SiteFolder(site_dir), found, name), by_folder, kept.vectors
+        )
         report = changes_report(
             kept.record,
             input_changes(old_inputs, reader.inputs(summary)),
@@ -387,6 +410,7 @@ def write_changes(
             {r: first_relevant_ranks(reader.run(r), grades) for r in rankers},
             int(summary.depth),
             correction.get(name, "holm"),
+            vectors=vectors,
         )
         write_json(site_dir / files.changes, report)
         done.append(name)
