@@ -20,7 +20,9 @@ after adding one unit of it for the rounding of both values, so a one-question c
 ``{"rule": "fixed", "value": x}`` (``--tolerance``). A fixed 0.001 is smaller than one question's effect on any
 question set under 1,000 questions, so noise read as OK*.
 Beside the checks, ``"inputs"`` records each corpus's question set as the recorded site's ``corpus.json`` gives
-it: the sha256 of ``qrels/test.tsv`` and ``queries.jsonl``. A check against a site built from other questions
+it: the sha256 of ``qrels/test.tsv`` and ``queries.jsonl``; and its stored vectors as the manifest hashes them, each
+model's ``embeddings/.../index.json`` (which names the model and its configuration) and vector files, so a build
+with another model, configuration or vectors is named too. A check against a site built from other questions
 or labels FAILs and names the files (``--allow-changed-inputs`` reports them and goes on): scores of another
 question set are not the same measurement, and an edited question once passed as "217 OK, 8 OK*".
 ``expected`` is the overall value of ``metric`` for ``ranker`` in ``evidence/<corpus>/metrics.json``,
@@ -50,8 +52,9 @@ from typing import Any
 
 from sitegen.errors import SitegenError
 from sitegen.inputs.binding import QUESTION_SET_FILES
+from sitegen.inputs.vectors import SUPPLIED_DIR
 from sitegen.publish.bundle import load_json, open_bundle
-from sitegen.publish.layout import METRICS, SUMMARY, corpus_file
+from sitegen.publish.layout import METRICS, SUMMARY, CorpusFiles, corpus_file, vector_index_files
 from sitegen.publish.reader import CorpusReader
 
 __all__ = [
@@ -255,16 +258,29 @@ def unchecked(expectations: Iterable[Expectation], observed: Observed) -> list[s
     ]
 
 
+def _is_vector_file(name: str) -> bool:
+    return name.startswith(f"{SUPPLIED_DIR}/")
+
+
 def changed_inputs(recorded: InputHashes, observed: InputHashes) -> list[str]:
-    """One line per question-set file whose sha256 differs from the recorded one, or is missing on either side."""
+    """One line per question-set file, or file of stored vectors (a model's ``index.json``, which names the model
+    and its configuration, and its vectors), whose sha256 differs from the recorded one, or is missing on either
+    side. Vectors are compared only for a corpus whose recorded inputs list some (gate files recorded before
+    vectors were are read as they were)."""
     lines = []
     for corpus in sorted(recorded):
         if corpus not in observed:
             continue  # the metric checks already fail for a corpus the site lacks
-        for name in sorted({*recorded[corpus], *observed[corpus]}):
+        with_vectors = any(map(_is_vector_file, recorded[corpus]))
+        names = {*recorded[corpus], *(n for n in observed[corpus] if with_vectors or not _is_vector_file(n))}
+        for name in sorted(names):
             want, got = recorded[corpus].get(name), observed[corpus].get(name)
             if want != got:
-                lines.append(f"{corpus}: {name}: sha256 {got or 'not recorded'}, the gate recorded {want or 'none'}")
+                what = " (stored vectors: the model, its configuration or its vectors changed)"
+                lines.append(
+                    f"{corpus}: {name}: sha256 {got or 'not recorded'}, the gate recorded {want or 'none'}"
+                    + (what if _is_vector_file(name) else "")
+                )
     return lines
 
 
@@ -457,7 +473,15 @@ def _observed(site: Path) -> tuple[dict[str, dict[str, dict[str, Any]]], dict[st
         place = corpus_file(rel)
         if place is not None and place[1] == SUMMARY:
             recorded = CorpusReader(bundle, place[0]).summary().input_sha256
-            inputs[place[0]] = {name: recorded[name] for name in QUESTION_SET_FILES if name in recorded}
+            inputs.setdefault(place[0], {}).update(
+                {name: recorded[name] for name in QUESTION_SET_FILES if name in recorded}
+            )
+        if place is not None and vector_index_files(place[1]) is not None and "sweep" not in place[1]:
+            matrices = [m for _, m in vector_index_files(place[1]) or ()]
+            for name in (place[1], *matrices):  # a model's index.json and its vectors, as the manifest hashes them
+                sha = bundle.files.get(CorpusFiles(place[0]).at(name))
+                if sha is not None:
+                    inputs.setdefault(place[0], {})[name] = sha
         if place is None or place[1] != METRICS:
             continue
         path = bundle.path(rel)
