@@ -934,7 +934,7 @@ def check_summary(check: Check, bundle: Bundle, corpus: str) -> str:
         "judged_pairs": inputs.judged_pairs,
         "kinds": {k: sum(1 for q in qs if q["kind"] == k and q["answerable"]) for k in kinds},
         "kind_order": kinds,
-        "embeddings": (bundle.site / "evidence" / corpus / "embeddings").is_dir(),
+        "embeddings": (bundle.site / "evidence" / corpus / "embeddings" / "index.json").is_file(),
         "publish": publication(bundle, corpus).as_dict(),
         "metrics": configured_metrics(bundle, corpus),
     }
