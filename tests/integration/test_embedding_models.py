@@ -172,3 +172,40 @@ def test_a_change_of_model_is_named_by_the_changes_page_and_the_gate(models_site
     assert outcome.failed
     assert any("embeddings/dense-mpnet/index.json" in line for line in outcome.changed_inputs)
     assert not any(line.startswith("tiny: embeddings/index.json") for line in outcome.changed_inputs)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(mpnet.part_files() is None, reason="the all-mpnet-base-v2 parts (sitegen[mpnet]) are not installed")
+def test_dense_mpnet_ndcg_equals_an_independent_exact_cosine_ranking(tmp_path: Path) -> None:
+    """dense-mpnet's nDCG@10 on a committed corpus equals, to 4 decimals, that of a ranking made here with
+    SentenceTransformer.encode on the joined model folder, numpy cosine and ir_measures."""
+    import ir_measures
+    from sentence_transformers import SentenceTransformer
+
+    from tests.helpers import REPO
+
+    corpus = REPO / "corpora" / "llm-reliability"
+    build(corpus.parent, tmp_path / "site", only=("llm-reliability",), rankers=("dense-mpnet",), model={})
+    stored = json.loads((tmp_path / "site" / "evidence" / "llm-reliability" / "metrics.json").read_text())
+    ours = {q: scores["ndcg@10"] for q, scores in stored["dense-mpnet"]["per_query"].items()}
+
+    docs = [json.loads(line) for line in (corpus / "corpus.jsonl").read_text().splitlines() if line.strip()]
+    queries = [json.loads(line) for line in (corpus / "queries.jsonl").read_text().splitlines() if line.strip()]
+    model = SentenceTransformer(str(EmbeddingModel(spec=MPNET_SPEC).folder), device="cpu")
+    texts = [f"{d['title']}\n{d['text']}" if d.get("title") else d["text"] for d in docs]
+    doc_vectors = model.encode(texts, batch_size=1, normalize_embeddings=True).astype(np.float64)
+    query_vectors = model.encode([q["text"] for q in queries], batch_size=1, normalize_embeddings=True)
+    run = {}
+    for query, vector in zip(queries, query_vectors.astype(np.float64), strict=True):
+        scores = doc_vectors @ vector
+        ranked = sorted(range(len(docs)), key=lambda i: (-scores[i], docs[i]["_id"]))[:10]
+        run[query["_id"]] = {docs[i]["_id"]: float(10 - r) for r, i in enumerate(ranked)}
+    qrels: dict[str, dict[str, int]] = {}
+    for line in (corpus / "qrels" / "test.tsv").read_text().splitlines()[1:]:
+        qid, did, grade = line.split("\t")
+        qrels.setdefault(qid, {})[did] = int(grade)
+    theirs = {m.query_id: m.value for m in ir_measures.iter_calc([ir_measures.nDCG @ 10], qrels, run)}
+    judged = [q for q in qrels if any(g > 0 for g in qrels[q].values())]
+    assert judged and all(round(ours[q], 4) == round(theirs.get(q, 0.0), 4) for q in judged), (ours, theirs)
+    mean = sum(ours[q] for q in judged) / len(judged)
+    assert round(mean, 4) == round(sum(theirs.get(q, 0.0) for q in judged) / len(judged), 4)
