@@ -225,11 +225,14 @@ def _build_corpora(
 
 
 def _model_for(request: _Request, spec: ModelSpec) -> EmbeddingModel:
-    """The model of an entry: the one the caller passed (one for every entry, or a mapping by entry name), else
-    the entry's own, found by :func:`sitegen.embedding.models.resolve_model`."""
+    """The model of an entry: the one the caller passed (by entry name in a mapping; a single one serves its own
+    entry, or, a stand-in without a spec such as a test's fake, every entry), else the entry's own, found by
+    :func:`sitegen.embedding.models.resolve_model`."""
     given = request.model
     if isinstance(given, Mapping):
         given = given.get(spec.name)
+    elif isinstance(getattr(given, "spec", None), ModelSpec) and given.spec != spec:  # type: ignore[union-attr]
+        given = None  # a real model is another entry's model: this entry loads its own
     if given is not None and spec != DEFAULT_SPEC and not hasattr(given, "name"):
         given = _AsEntry(given, model_name(spec))
     return given if given is not None else EmbeddingModel(device=request.options.device, spec=spec)

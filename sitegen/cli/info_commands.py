@@ -22,7 +22,7 @@ def rankers(as_json: bool) -> None:
     """
     import json
 
-    from sitegen.embedding.model import MODEL_NAME
+    from sitegen.embedding.models import DEFAULT_SPEC, model_name
     from sitegen.rankers import RANKERS
 
     rows = []
@@ -36,7 +36,7 @@ def rankers(as_json: bool) -> None:
         if params.get("stemmed"):
             keys.append(f"stop list ({len(params.get('stop_words', []))} words), plurals stripped")
         if contract.family.value == "dense" or "ef_search" in params or "vector_list" in params:  # ranks by vectors
-            keys.append(f"vectors of {MODEL_NAME}")
+            keys.append(f"vectors of {model_name(contract.model or DEFAULT_SPEC)}")
         if contract.components:
             keys.append("fuses " + " + ".join(contract.components))
         if contract.filtered:
