@@ -209,3 +209,19 @@ def test_dense_mpnet_ndcg_equals_an_independent_exact_cosine_ranking(tmp_path: P
     assert judged and all(round(ours[q], 4) == round(theirs.get(q, 0.0), 4) for q in judged), (ours, theirs)
     mean = sum(ours[q] for q in judged) / len(judged)
     assert round(mean, 4) == round(sum(theirs.get(q, 0.0) for q in judged) / len(judged), 4)
+
+
+def test_a_corpus_declares_a_model_entry_and_fuses_it_in_its_sitegen_json(tmp_path: Path) -> None:
+    folder = write_corpus(tmp_path / "corpora" / "tiny")
+    config = {
+        "models": [{"name": "dense-own", "model": "acme/own"}],
+        "fusions": [{"name": "rrf-own-bm25", "components": ["dense-own", "bm25"]}],
+    }
+    (folder / "sitegen.json").write_text(json.dumps(config), encoding="utf-8")
+    fake = _other_config(FakeEmbeddingModel())
+    result = build(tmp_path / "corpora", tmp_path / "site", rankers=("bm25",), model={"dense-own": fake})
+    assert result.rankers == ("bm25", "dense-own", "rrf-own-bm25") and result.audit_verdict == "pass"
+    index = json.loads(
+        (tmp_path / "site" / "evidence" / "tiny" / "embeddings" / "dense-own" / "index.json").read_text()
+    )
+    assert index["model"] == "acme/own"
