@@ -11,7 +11,8 @@ What a pass proves:
   sha256 and size it has on disk; nothing listed is missing, nothing unlisted is there;
 - every BM25 run is what BM25 over the bundle's own copy of the corpus and questions
   gives with the parameters the run states (doc ids, ranks, hit counts, scores);
-- every dense run is the exact cosine ranking of the stored, unit-length embeddings;
+- every dense run is the exact cosine ranking of its model's stored, unit-length embeddings (``embeddings/`` for
+  dense, ``embeddings/<entry>/`` for dense-mpnet and any declared model entry), made by the model that entry names;
 - every fusion run is RRF of the component runs stored beside it, component ranks included;
 - every metric (per question, per kind, overall) follows from the runs and the qrels
   copy by trec_eval's definitions; the ``.trec`` files agree with the JSON runs
