@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
 from sitegen.errors import BundleError
 from sitegen.inputs.corpus import json_lines
+from sitegen.inputs.vectors import SUPPLIED_DIR
 from sitegen.publish.bundle import Bundle, load_json
 from sitegen.publish.evidence import expand_run
 from sitegen.publish.layout import METRICS, CorpusFiles, corpus_file, input_of, run_ranker, vector_rows
@@ -462,7 +463,7 @@ class BundlePair:
         for corpus, name in sorted(found_a.keys() & found_b.keys()):
             yield VectorPair(
                 corpus,
-                PurePosixPath(name).name,
+                name.removeprefix(f"{SUPPLIED_DIR}/"),  # passages.npy, or dense-mpnet/passages.npy: a model's own
                 _vector_ids(self.a, corpus, name),
                 _matrix(self.a, found_a[corpus, name]),
                 _vector_ids(self.b, corpus, name),
