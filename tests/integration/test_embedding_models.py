@@ -168,6 +168,11 @@ def test_a_change_of_model_is_named_by_the_changes_page_and_the_gate(models_site
     assert 0 < moved["max_abs_diff"] < 1e-5
     page = (tmp_path / "new" / "corpora" / "tiny" / "changes.html").read_text()
     assert "The model or its configuration changed" in page and "rrf-mpnet-bm25-stem" in page
+    from sitegen.compare.diff import diff_bundles
+
+    compared = diff_bundles(models_site, tmp_path / "new")
+    assert any(e.file == "dense-mpnet/passages.npy" and e.max_abs_diff for e in compared.embeddings)
+    assert any(c.field == "models.dense-mpnet.config_sha256" for c in compared.manifest)
     outcome = check_gate(gate, tmp_path / "new")
     assert outcome.failed
     assert any("embeddings/dense-mpnet/index.json" in line for line in outcome.changed_inputs)
