@@ -478,8 +478,9 @@ def _observed(site: Path) -> tuple[dict[str, dict[str, dict[str, Any]]], dict[st
             )
         if place is not None and vector_index_files(place[1]) is not None and "sweep" not in place[1]:
             matrices = [m for _, m in vector_index_files(place[1]) or ()]
+            held = _held_by_reference(bundle, place[0])
             for name in (place[1], *matrices):  # a model's index.json and its vectors, as the manifest hashes them
-                sha = bundle.files.get(CorpusFiles(place[0]).at(name))
+                sha = bundle.files.get(CorpusFiles(place[0]).at(name)) or held.get(name)  # withheld: referenced.json's
                 if sha is not None:
                     inputs.setdefault(place[0], {})[name] = sha
         if place is None or place[1] != METRICS:
@@ -494,6 +495,19 @@ def _observed(site: Path) -> tuple[dict[str, dict[str, dict[str, Any]]], dict[st
     if not observed:
         raise GateError(f"{site}: the bundle holds no evidence/<corpus>/metrics.json")
     return observed, {corpus: files for corpus, files in inputs.items() if corpus in observed}
+
+
+def _held_by_reference(bundle: Any, corpus: str) -> dict[str, str]:
+    """The sha256 of each file a redacted corpus holds by reference (``referenced.json``), by its name."""
+    rel = CorpusFiles(corpus).referenced
+    if not bundle.has(rel):
+        return {}
+    files = load_json(bundle.path(rel)).get("files")
+    if not isinstance(files, Mapping):
+        return {}
+    return {
+        name: e["sha256"] for name, e in files.items() if isinstance(e, Mapping) and isinstance(e.get("sha256"), str)
+    }
 
 
 def _write_atomic(path: Path, text: str) -> None:

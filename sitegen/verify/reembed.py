@@ -141,6 +141,8 @@ def reembed_bundle(
     from the manifest."""
     manifest = load_json(site_dir / MANIFEST)
     models_by_entry: dict[str | None, EmbeddingModel | None] = {None: model}
+    if models is None and model is not None and not hasattr(model, "spec"):
+        models = dict.fromkeys(manifest.get("models") or {}, model)  # a stand-in (a test's fake) for every entry
     models_by_entry.update(_entry_models(manifest, models))
     if model is None and any(_vector_index(site_dir, corpus) is not None for corpus in manifest["corpora"]):
         models_by_entry[None] = EmbeddingModel()
@@ -188,6 +190,13 @@ def _reembed_model(
                 continue
             stored = np.load(site_dir / rel)[rows]
             fresh = model.encode([prefixes[name] + texts[name][index[name][n]] for n in rows])
+            if fresh.shape != stored.shape:  # another model altogether: every vector differs
+                worst, worst_where, count = (
+                    float("inf"),
+                    f"{name}: {fresh.shape[1]} dimensions, stored {stored.shape[1]}",
+                    count + len(rows),
+                )
+                continue
             diff = np.abs(fresh.astype(np.float64) - stored.astype(np.float64)).max(axis=1)
             count += len(diff)
             if len(diff) and diff.max() > worst:
