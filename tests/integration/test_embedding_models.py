@@ -179,19 +179,32 @@ def test_a_change_of_model_is_named_by_the_changes_page_and_the_gate(models_site
     assert not any(line.startswith("tiny: embeddings/index.json") for line in outcome.changed_inputs)
 
 
+_NO_PARTS = mpnet.part_files() is None
+
+
+@pytest.fixture(scope="module")
+def mpnet_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """llm-reliability built with the real all-mpnet-base-v2 (joined from the installed parts)."""
+    from tests.helpers import REPO
+
+    root = tmp_path_factory.mktemp("mpnet")
+    rankers = ("bm25", "dense-mpnet", "rrf-mpnet-bm25")
+    build(REPO / "corpora", root / "site", only=("llm-reliability",), rankers=rankers, model={}, cache=root / "cache")
+    return root / "site"
+
+
 @pytest.mark.slow
-@pytest.mark.skipif(mpnet.part_files() is None, reason="the all-mpnet-base-v2 parts (sitegen[mpnet]) are not installed")
-def test_dense_mpnet_ndcg_equals_an_independent_exact_cosine_ranking(tmp_path: Path) -> None:
-    """dense-mpnet's nDCG@10 on a committed corpus equals, to 4 decimals, that of a ranking made here with
-    SentenceTransformer.encode on the joined model folder, numpy cosine and ir_measures."""
+@pytest.mark.skipif(_NO_PARTS, reason="the all-mpnet-base-v2 parts (sitegen[mpnet]) are not installed")
+def test_dense_mpnet_ndcg_equals_an_independent_exact_cosine_ranking(mpnet_site: Path) -> None:
+    """dense-mpnet's nDCG@10 on a committed corpus equals, per question and on average, to 4 decimals, that of a
+    ranking made here with SentenceTransformer.encode on the joined model folder, numpy cosine and ir_measures."""
     import ir_measures
     from sentence_transformers import SentenceTransformer
 
     from tests.helpers import REPO
 
     corpus = REPO / "corpora" / "llm-reliability"
-    build(corpus.parent, tmp_path / "site", only=("llm-reliability",), rankers=("dense-mpnet",), model={})
-    stored = json.loads((tmp_path / "site" / "evidence" / "llm-reliability" / "metrics.json").read_text())
+    stored = json.loads((mpnet_site / "evidence" / "llm-reliability" / "metrics.json").read_text())
     ours = {q: scores["ndcg@10"] for q, scores in stored["dense-mpnet"]["per_query"].items()}
 
     docs = [json.loads(line) for line in (corpus / "corpus.jsonl").read_text().splitlines() if line.strip()]
@@ -214,6 +227,27 @@ def test_dense_mpnet_ndcg_equals_an_independent_exact_cosine_ranking(tmp_path: P
     assert judged and all(round(ours[q], 4) == round(theirs.get(q, 0.0), 4) for q in judged), (ours, theirs)
     mean = sum(ours[q] for q in judged) / len(judged)
     assert round(mean, 4) == round(sum(theirs.get(q, 0.0) for q in judged) / len(judged), 4)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(_NO_PARTS, reason="the all-mpnet-base-v2 parts (sitegen[mpnet]) are not installed")
+def test_without_the_parts_a_rebuild_from_the_frozen_mpnet_vectors_is_byte_identical(
+    mpnet_site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fresh clone without sitegen[mpnet]: no parts, an empty cache; the stored vectors are all it needs."""
+    from tests.helpers import REPO
+
+    monkeypatch.setattr(mpnet, "part_files", lambda: None)
+    monkeypatch.setenv("SITEGEN_CACHE", str(tmp_path / "empty-cache"))
+    rankers = ("bm25", "dense-mpnet", "rrf-mpnet-bm25")
+    again = tmp_path / "again"
+    result = build(
+        REPO / "corpora", again, only=("llm-reliability",), rankers=rankers, model={}, cache=tmp_path / "empty-cache",
+        vectors_from=mpnet_site,
+    )  # fmt: skip
+    assert result.embed_stats.embedded == 0 and result.embed_stats.frozen > 0
+    evidence = sorted(p.relative_to(mpnet_site).as_posix() for p in (mpnet_site / "evidence").rglob("*") if p.is_file())
+    assert [rel for rel in evidence if (again / rel).read_bytes() != (mpnet_site / rel).read_bytes()] == []
 
 
 def test_a_corpus_declares_a_model_entry_and_fuses_it_in_its_sitegen_json(tmp_path: Path) -> None:
