@@ -232,7 +232,7 @@ class EmbeddingModel:
             if self.folder is None:
                 raise ModelNotFound(
                     f"model {self.spec.name} ({self.name}) is needed to embed new texts, and is not installed: "
-                    f"{self.install_hint}"
+                    f"{self.install_hint}; or leave out the rankers that use it (--ranker, or rankers in sitegen.toml)"
                 )
             os.environ["HF_HUB_OFFLINE"] = "1"
             os.environ["TRANSFORMERS_OFFLINE"] = "1"
