@@ -476,8 +476,9 @@ def _observed(site: Path) -> tuple[dict[str, dict[str, dict[str, Any]]], dict[st
             inputs.setdefault(place[0], {}).update(
                 {name: recorded[name] for name in QUESTION_SET_FILES if name in recorded}
             )
-        if place is not None and vector_index_files(place[1]) is not None and "sweep" not in place[1]:
-            matrices = [m for _, m in vector_index_files(place[1]) or ()]
+        found = vector_index_files(place[1]) if place is not None else None
+        if place is not None and found is not None and "queries" in dict(found):  # not the chunking sweep's
+            matrices = [m for _, m in found]
             held = _held_by_reference(bundle, place[0])
             for name in (place[1], *matrices):  # a model's index.json and its vectors, as the manifest hashes them
                 sha = bundle.files.get(CorpusFiles(place[0]).at(name)) or held.get(name)  # withheld: referenced.json's

@@ -32,7 +32,6 @@ from sitegen.publish.reader import Source
 __all__ = ["VectorSet", "read_vector_sets", "vector_changes", "vector_record", "vector_row_sha256"]
 
 _IDENTITY = ("model", "weights_sha256", "config_sha256")
-_SWEEP = "sweep-index.json"
 
 
 @dataclass(frozen=True)
@@ -56,11 +55,9 @@ def read_vector_sets(source: Source, files: Sequence[str], corpus: str) -> dict[
     found: dict[str, VectorSet] = {}
     for rel in sorted(files):
         place = corpus_file(rel)
-        if place is None or place[0] != corpus or PurePosixPath(place[1]).name == _SWEEP:
-            continue
-        matrices = vector_index_files(place[1])
-        if matrices is None:
-            continue
+        matrices = vector_index_files(place[1]) if place is not None and place[0] == corpus else None
+        if matrices is None or "queries" not in dict(matrices):
+            continue  # not vectors, or the chunking sweep's (passages only: chunks, not the corpus's texts)
         index = json.loads(source.path(rel).read_text(encoding="utf-8"))
         rows: dict[tuple[str, str], np.ndarray] = {}
         for key, matrix_name in matrices:

@@ -264,3 +264,14 @@ def test_a_corpus_declares_a_model_entry_and_fuses_it_in_its_sitegen_json(tmp_pa
         (tmp_path / "site" / "evidence" / "tiny" / "embeddings" / "dense-own" / "index.json").read_text()
     )
     assert index["model"] == "acme/own"
+
+
+def test_a_bundle_without_dense_mpnets_vectors_fails_the_audit(models_site: Path, tmp_path: Path) -> None:
+    import shutil
+
+    site = copy_site(models_site, tmp_path / "site")
+    shutil.rmtree(site / "evidence" / "tiny" / "embeddings" / "dense-mpnet")
+    rehash_manifest(site)
+    failed = evidence_failures(audit.run_audit(site, echo=lambda _: None))
+    lines = [line for found in failed.values() for line in found]
+    assert any("embeddings/dense-mpnet/passages.npy: missing, and required" in line for line in lines), lines

@@ -252,3 +252,18 @@ def test_a_bundle_refuses_a_file_its_manifest_does_not_list(tmp_path: Path) -> N
     assert reader.grades() == {}  # the qrels copy is on disk but not listed: not evidence
     with pytest.raises(BundleError, match=r"does not list evidence/c/inputs/queries\.jsonl"):
         reader.queries()
+
+
+def test_a_model_entrys_vectors_lie_in_a_folder_of_their_own_laid_out_as_dense_s() -> None:
+    from sitegen.publish.layout import model_vector_files, vector_index_files, vector_rows
+
+    assert model_vector_files(None) == ("embeddings/index.json", "embeddings/passages.npy", "embeddings/queries.npy")
+    index, passages, queries = model_vector_files("dense-mpnet")
+    assert (index, passages, queries) == (
+        "embeddings/dense-mpnet/index.json",
+        "embeddings/dense-mpnet/passages.npy",
+        "embeddings/dense-mpnet/queries.npy",
+    )
+    assert vector_rows(passages) == (index, "passages") and vector_rows(queries) == (index, "queries")
+    assert vector_index_files(index) == (("passages", passages), ("queries", queries))
+    assert vector_index_files("embeddings/a/b/index.json") is None and vector_rows("embeddings/a/b/c.npy") is None
