@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 __all__ = [
+    "DifferenceBand",
     "ForestRow",
     "GroupRow",
     "RankGroup",
@@ -97,11 +98,18 @@ def line_svg(
         return _svg(fig)
 
 
+class DifferenceBand(NamedTuple):
+    """The mean of paired differences and the ends of its 95% interval."""
+
+    mean: float
+    low: float
+    high: float
+
+
 def difference_svg(
     means: Sequence[float],
     differences: Sequence[float],
-    mean_difference: float,
-    interval: tuple[float, float],
+    band: DifferenceBand,
     title: str,
     xlabel: str,
     ylabel: str,
@@ -113,12 +121,12 @@ def difference_svg(
 
     with matplotlib.rc_context(_STYLE):
         fig, ax = plt.subplots(figsize=(5.2, 3.2))
-        ax.axhspan(interval[0], interval[1], color="#c9daf8", alpha=0.6, label="95% interval of the mean difference")
+        ax.axhspan(band.low, band.high, color="#c9daf8", alpha=0.6, label="95% interval of the mean difference")
         ax.axhline(0.0, color="#888888", linewidth=0.8)
         from sitegen.publish.pages.base import format_delta  # here: the pages import this module
 
-        label = f"mean difference {format_delta(mean_difference)}"
-        ax.axhline(mean_difference, color="#1f5fbf", linewidth=1.2, label=label)
+        label = f"mean difference {format_delta(band.mean)}"
+        ax.axhline(band.mean, color="#1f5fbf", linewidth=1.2, label=label)
         ax.scatter(list(means), list(differences), s=14, color="#333333", alpha=0.7)
         ax.set_xlim(-0.05, 1.05)
         _label(ax, title, xlabel, ylabel, (-1.05, 1.05))
