@@ -26,7 +26,7 @@ from sitegen.cli import cli
 from sitegen.errors import SitegenError
 from sitegen.inputs.importers import import_beir
 from sitegen.rankers import RANKERS
-from sitegen.rankers.bm25 import BM25Ranker
+from sitegen.rankers.bm25 import BM25Params, BM25Ranker
 from sitegen.verify.held import prepare_inputs
 from tests.helpers import REPO, FakeEmbeddingModel, build, write_corpus
 
@@ -188,7 +188,7 @@ def test_a_bm25_tuned_behind_redaction_passes_alone_and_fails_with_the_collectio
         def params(self) -> dict[str, Any]:
             return {**super().params(), "k1": 1.2, "b": 0.75}
 
-    monkeypatch.setitem(RANKERS, "bm25", lambda: Tuned("bm25", stemmed=False, k1=3.0, b=0.2))
+    monkeypatch.setitem(RANKERS, "bm25", lambda: Tuned("bm25", stemmed=False, bm25=BM25Params(3.0, 0.2)))
     build(collection, tmp_path / "site", rankers=("bm25",), redact=("cranfield",))
     code, output = shipped_audit(tmp_path / "site")
     assert code == 0, output
