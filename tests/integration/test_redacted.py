@@ -24,7 +24,7 @@ from click.testing import CliRunner
 
 from sitegen.cli import cli
 from sitegen.errors import SitegenError
-from sitegen.inputs.importers import import_beir
+from sitegen.inputs.importers import ImportOptions, import_beir
 from sitegen.rankers import RANKERS
 from sitegen.rankers.bm25 import BM25Params, BM25Ranker
 from sitegen.verify.held import prepare_inputs
@@ -92,7 +92,7 @@ def _line(output: str, start: str) -> str:
 def collection(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The corpora folder: the fixture imported as ``cranfield``, with a citation fixture quoting a passage."""
     corpora = tmp_path_factory.mktemp("collection") / "corpora"
-    import_beir(FIXTURE, "cranfield", license_text="research use (test)", to=corpora)
+    import_beir(FIXTURE, ImportOptions("cranfield", "research use (test)", to=corpora))
     folder = corpora / "cranfield"
     first = json.loads((folder / "corpus.jsonl").read_text(encoding="utf-8").splitlines()[0])
     citations = {
