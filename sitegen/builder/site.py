@@ -335,7 +335,9 @@ def _stored_vectors(options: BuildOptions, model: EmbeddingModel, log: Log) -> S
         note = f" ({stored.skipped} left out: another model configuration or unusable)" if stored.skipped else ""
         use = "compared with the new ones" if options.reembed else "reused as frozen inputs"
         name = getattr(model, "name", MODEL_NAME)
-        log(f"stored vectors of {name}: {len(stored.vectors)} in {source}, {use}{note}")
+        spec = getattr(model, "spec", None)
+        entry = f" ({spec.name})" if isinstance(spec, ModelSpec) and spec != DEFAULT_SPEC else ""
+        log(f"stored vectors of {name}{entry}: {len(stored.vectors)} in {source}, {use}{note}")
     return stored
 
 
