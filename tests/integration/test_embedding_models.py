@@ -211,8 +211,8 @@ def test_dense_mpnet_ndcg_equals_an_independent_exact_cosine_ranking(mpnet_site:
     queries = [json.loads(line) for line in (corpus / "queries.jsonl").read_text().splitlines() if line.strip()]
     model = SentenceTransformer(str(EmbeddingModel(spec=MPNET_SPEC).folder), device="cpu")
     texts = [f"{d['title']}\n{d['text']}" if d.get("title") else d["text"] for d in docs]
-    doc_vectors = model.encode(texts, batch_size=1, normalize_embeddings=True).astype(np.float64)
-    query_vectors = model.encode([q["text"] for q in queries], batch_size=1, normalize_embeddings=True)
+    doc_vectors = model.encode(texts, normalize_embeddings=True).astype(np.float64)
+    query_vectors = model.encode([q["text"] for q in queries], normalize_embeddings=True)
     run = {}
     for query, vector in zip(queries, query_vectors.astype(np.float64), strict=True):
         scores = doc_vectors @ vector
