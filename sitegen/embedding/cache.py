@@ -154,7 +154,7 @@ class Embedder:
         if keys:
             matrix = np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
         else:
-            matrix = np.zeros((0, EMBEDDING_DIM), dtype=np.float32)
+            matrix = np.zeros((0, self.model.config.dimensions), dtype=np.float32)
         cached_count = len(unique) - len(missing) - from_bundle
         stats = EmbedStats(embedded=len(missing), cached=cached_count, frozen=from_bundle, rejected=rejected)
         return matrix, stats
