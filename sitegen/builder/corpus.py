@@ -4,6 +4,7 @@ one corpus brings is its :class:`CorpusJob`."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ from sitegen.scoring.metrics import configured_metric_names, evaluate
 from sitegen.scoring.packing import packing_report
 from sitegen.scoring.postgres_report import postgres_report
 from sitegen.scoring.report import derive_report, filtering_report
+from sitegen.scoring.rerank_sweep import rerank_sweep
 from sitegen.scoring.ties import ties_report
 from sitegen.stepcache import StepCache
 from sitegen.timer import StageTimer
@@ -135,7 +137,9 @@ def build_corpus(run: BuildRun, job: CorpusJob) -> EmbedStats:
         stats += sweep.stats
     ranked = _rank_corpus(run, job, embeddings)
     with run.timer.stage("experiments"):
-        tables = _derive(run, job, ranked, sweep)
+        inputs = RankInputs(corpus=job.corpus, embeddings=embeddings, runs=ranked.runs)
+        reranks = rerank_sweep([*run.rankers, *job.fusions], inputs, run.options.depth)
+        tables = dataclasses.replace(_derive(run, job, ranked, sweep), rerank=reranks)
         run.log(f"{job.corpus.name}: experiments done (sweeps, held-out selection, significance, ablation, packing)")
     with run.timer.stage("write"):
         source = git_source(job.corpus.root)

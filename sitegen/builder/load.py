@@ -19,12 +19,14 @@ from sitegen.inputs.corpus import CONFIG_FILE, RUNS_DIR, Corpus, discover_corpor
 from sitegen.inputs.dates import source_date_epoch
 from sitegen.inputs.freeze import check_frozen
 from sitegen.inputs.fusion_settings import parse_fusions
+from sitegen.inputs.rerank_settings import parse_reranks
 from sitegen.inputs.vectors import SuppliedVectors, read_supplied_vectors
 from sitegen.publish.layout import external_run_input
 from sitegen.publish.redaction import check_redaction
 from sitegen.rankers import make_rankers
 from sitegen.rankers.external import ExternalRunRanker, check_ids, read_trec_run
 from sitegen.rankers.fusion import RRFRanker
+from sitegen.rankers.rerank import RerankRanker
 from sitegen.rankers.retriever import RetrieverRanker, load_retriever, retriever_ranker
 from sitegen.scoring.hygiene import flag_lines, hygiene_report
 from sitegen.wording import count
@@ -34,6 +36,7 @@ __all__ = [
     "Log",
     "check_run_corpora",
     "config_fusions",
+    "config_reranks",
     "external_rankers",
     "load_inputs",
     "question_hygiene",
@@ -185,6 +188,26 @@ def config_fusions(corpus: Corpus, builtin: Sequence[str], externals: Sequence[s
     return fusions
 
 
+def config_reranks(corpus: Corpus, known: Sequence[str]) -> list[RerankRanker]:
+    """The rerank stages the corpus's ``sitegen.json`` asks for (``"reranks"``), in its order: each first stage
+    is a ranker, run or fusion of this build for the corpus (``known``), or an earlier rerank of the list."""
+    path = corpus.root / CONFIG_FILE
+    names = list(known)
+    reranks: list[RerankRanker] = []
+    for entry in parse_reranks(corpus.config.get("reranks", [])):
+        if entry.name in names:
+            raise CorpusError(path, f"rerank {entry.name!r}: the name is already a ranker or run of this corpus")
+        if entry.first_stage not in names:
+            raise CorpusError(
+                path,
+                f"rerank {entry.name!r}: first_stage {entry.first_stage} is not a ranker or run of this build for "
+                f"corpus {corpus.name}; known: {', '.join(names)}",
+            )
+        reranks.append(RerankRanker(entry.name, entry.first_stage, entry.candidates, entry.scorer))
+        names.append(entry.name)
+    return reranks
+
+
 def question_hygiene(corpora: Sequence[Corpus], strict: bool, log: Log = quiet) -> dict[str, dict[str, Any]]:
     """Each corpus's ``hygiene.json``, computed while loading; a flag is a warning on ``log``, or with
     ``strict`` (``--strict-questions``) an error naming the corpus, the flag and the question ids."""
@@ -206,8 +229,8 @@ class LoadedInputs:
     rankers: tuple[Any, ...]
     #: Per corpus: its runs from other systems (``runs/*.trec``, ``--run``), then the ``--retriever`` runs.
     externals: Mapping[str, tuple[ExternalRunRanker, ...]]
-    #: Per corpus: the fusions its ``sitegen.json`` asks for.
-    fusions: Mapping[str, tuple[RRFRanker, ...]]
+    #: Per corpus: the fusions its ``sitegen.json`` asks for, then its rerank stages (``"reranks"``).
+    fusions: Mapping[str, tuple[RRFRanker | RerankRanker, ...]]
     #: Per corpus: the ``--retriever`` runs alone, whose call times go to ``timings/``.
     retrieved: Mapping[str, tuple[RetrieverRanker, ...]]
     #: Per corpus: ``hygiene.json``.
@@ -250,7 +273,11 @@ def load_inputs(options: BuildOptions, log: Log) -> LoadedInputs:
     runs = {c.name: external_rankers(c, options, builtin, log) for c in corpora}
     retrieved = retriever_rankers(corpora, options, builtin, runs, log)
     externals = {name: (*found, *retrieved[name]) for name, found in runs.items()}
-    fusions = {c.name: tuple(config_fusions(c, builtin, [e.name for e in externals[c.name]])) for c in corpora}
+    fusions: dict[str, tuple[RRFRanker | RerankRanker, ...]] = {}
+    for c in corpora:
+        fused = config_fusions(c, builtin, [e.name for e in externals[c.name]])
+        known = [*builtin, *(e.name for e in externals[c.name]), *(f.name for f in fused)]
+        fusions[c.name] = (*fused, *config_reranks(c, known))
     return LoadedInputs(
         corpora=tuple(corpora),
         rankers=tuple(rankers),

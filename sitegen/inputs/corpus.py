@@ -259,6 +259,7 @@ def _load_config(path: Path) -> dict[str, Any]:
      "packing": {"budgets": [20, 200, 1000]},
      "significance": {"correction": "holm" | "bh"},
      "fusions": [{"name": NAME, "components": [NAME, ...], "k": 60, "candidates": 20}],
+     "reranks": [{"name": NAME, "first_stage": NAME, "candidates": 50, "scorer": {"kind": ...}}],
      "publish": "full" | "redacted"}
 
     ``"publish": "redacted"`` publishes the report without a passage's or question's text (see
@@ -268,7 +269,7 @@ def _load_config(path: Path) -> dict[str, Any]:
     config = _parse_json(path, None, text)
     if not isinstance(config, dict):
         raise CorpusError(path, "expected a JSON object")
-    known = ("ablation", "chunking", "filters", "fusions", "metrics", "packing", "publish", "significance")
+    known = ("ablation", "chunking", "filters", "fusions", "metrics", "packing", "publish", "reranks", "significance")
     unknown = sorted(set(config) - set(known))
     if unknown:
         raise CorpusError(path, f"unknown setting(s) {', '.join(unknown)}; known: {', '.join(known)}")
@@ -301,6 +302,14 @@ def _load_config(path: Path) -> dict[str, Any]:
             parse_fusions(config["fusions"])
         except FusionSettingsError as exc:
             line = next((n for n, row in enumerate(text.splitlines(), 1) if '"fusions"' in row), None)
+            raise CorpusError(path, str(exc), line) from None
+    if "reranks" in config:
+        from sitegen.inputs.rerank_settings import RerankSettingsError, parse_reranks
+
+        try:
+            parse_reranks(config["reranks"])
+        except RerankSettingsError as exc:
+            line = next((n for n, row in enumerate(text.splitlines(), 1) if '"reranks"' in row), None)
             raise CorpusError(path, str(exc), line) from None
     packing = config.get("packing", {})
     budgets = packing.get("budgets", []) if isinstance(packing, dict) else None

@@ -133,6 +133,7 @@ PACKING = "packing.json"
 POSTGRES = "postgres.json"
 CHUNKING = "chunking.json"
 FILTERING = "filtering.json"
+RERANK = "rerank.json"
 TIES = "ties.json"
 HYGIENE = "hygiene.json"
 CHANGES = "changes.json"
@@ -212,6 +213,7 @@ class CorpusFiles:
     postgres = property(lambda self: self.at(POSTGRES))
     chunking = property(lambda self: self.at(CHUNKING))
     filtering = property(lambda self: self.at(FILTERING))
+    rerank = property(lambda self: self.at(RERANK))
     ties = property(lambda self: self.at(TIES))
     hygiene = property(lambda self: self.at(HYGIENE))
     changes = property(lambda self: self.at(CHANGES))
