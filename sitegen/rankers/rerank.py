@@ -48,6 +48,7 @@ __all__ = [
     "RerankRanker",
     "Scorer",
     "frozen_vectors",
+    "local_weights_sha256",
     "rerank_order",
 ]
 
@@ -118,7 +119,7 @@ class BiEncoderScorer:
         return score
 
 
-def _local_sha256(folder: Path) -> str | None:
+def local_weights_sha256(folder: Path) -> str | None:
     """sha256 of a local model folder's weights file, None where it has none the build recognises."""
     for name in ("model.safetensors", "pytorch_model.bin"):
         if (folder / name).is_file():
@@ -149,7 +150,7 @@ class CrossEncoderScorer:
         return {
             "scorer": "cross-encoder",
             "model": self.model,
-            "model_sha256": _local_sha256(folder) if folder.is_dir() else None,
+            "model_sha256": local_weights_sha256(folder) if folder.is_dir() else None,
             "max_length": self.max_length,
             "score": "CrossEncoder.predict on (question text, passage title and text) pairs, float32 widened",
         }
