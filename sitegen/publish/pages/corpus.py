@@ -415,6 +415,7 @@ def corpus_pages(c: CorpusView, site: Site) -> list[Page]:
         "postgres": c.postgres,
         "chunking": c.chunking,
         "filtering": c.filtering,
+        "rerank": c.rerank,
         "hygiene": c.hygiene,
         "ties": _ties_table(c),
         "chunk_plot": _chunk_plot(c, site),
