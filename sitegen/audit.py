@@ -830,6 +830,7 @@ def required_files(bundle: Bundle, corpus: str) -> dict[str, str]:
             "hygiene.json",
             "trec_eval.json",
             "qrels.trec",
+            "cost.json",
         )
     }
     try:
@@ -3375,6 +3376,98 @@ def check_rerank(check: Check, bundle: Bundle, corpus: str) -> str:
     return f"{len(stages)} rerank stage(s) swept over {want['depths']} candidates, recomputed from the stored vectors"
 
 
+# What the packaged model weighs, pinned: cost.json must say so for every index of vectors it made.
+PACKAGED_MODEL_SIZE = {"parameters": 22_713_728, "weights_bytes": 90_868_376}
+COST_DEFINITIONS = {
+    "vectors": "passages x dimensions x 4 (float32 passage vectors of one embedding model)",
+    "postings": "(terms + 1) x 8 + postings x (4 + 8): BM25's starts, passage indices and float64 weights",
+    "index_bytes": "the indexes the ranker reads, its own and its components', each counted once",
+    "model": "parameters from the weights file's safetensors header; weights_bytes: that file's size",
+}
+
+
+def bm25_postings_bytes(words: Words) -> int:
+    """BM25's compressed-column postings as cost.json defines them: (terms + 1) int64 starts, and per (term,
+    passage) pair an int32 passage index and a float64 weight."""
+    lengths = np.diff(words.starts)
+    docs = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
+    pairs = np.unique(docs * max(len(words.vocab), 1) + words.ids.astype(np.int64)).size
+    index_width = 4 if len(lengths) < 2**31 else 8
+    return (len(words.vocab) + 1) * 8 + pairs * (index_width + 8)
+
+
+def check_cost(check: Check, bundle: Bundle, corpus: str) -> str:
+    """cost.json: each ranker's indexes and their sizes, recomputed from the stored vectors' shape and the
+    passages' tokens, and the packaged model's size against this file's pin."""
+    rel = f"evidence/{corpus}/cost.json"
+    stored, inputs = bundle.json(rel), bundle.inputs(corpus)
+    rankers = [r for r in bundle.rankers(corpus) if (bundle.site / f"evidence/{corpus}/runs/{r}.json").is_file()]
+    own: dict[str, list[str]] = {}
+    indexes: dict[str, int] = {}
+    models: dict[str, dict[str, Any]] = {}
+    needs = ""
+    for name in rankers:
+        run = bundle.run(corpus, name)
+        try:
+            verifier = expected_contract(bundle, corpus, name, run)[1]
+        except AuditError:
+            continue
+        if "vectors" in VERIFIER_BASIS.get(verifier, ()):
+            index = bundle.json(f"evidence/{corpus}/embeddings/index.json")
+            model = str(run["params"].get("model") or index.get("model"))
+            key = f"vectors:{model}"
+            indexes[key] = len(index.get("passages") or []) * int(index.get("dimensions") or 0) * 4
+            own[name] = [key]
+            if "supplied" not in index and model == PACKAGED_MODEL["model"]:
+                models[model] = {**PACKAGED_MODEL_SIZE, "index": key}
+        elif verifier == "okapi-bm25":
+            stem, stop = bool(run["params"].get("stemmed")), frozenset(run["params"].get("stop_words") or [])
+            key = f"postings:{'stemmed' if stem else 'plain'}"
+            if key not in indexes:
+                if not inputs.texts:
+                    needs = _needs(check, "the BM25 postings' size")
+                    indexes[key] = (stored.get("indexes") or {}).get(key)
+                else:
+                    indexes[key] = bm25_postings_bytes(filtered_words(bundle.words(corpus), stop, stem))
+            own[name] = [key]
+
+    def reads(name: str, seen: tuple[str, ...] = ()) -> list[str]:
+        if name not in rankers or name in seen:
+            return []
+        found: list[str] = []
+        for component in _components(bundle, corpus, name):
+            found += [component, *reads(component, (*seen, name))]
+        return list(dict.fromkeys(found))
+
+    by_index = {m["index"]: name for name, m in models.items()}
+    table = {}
+    for name in rankers:
+        uses = reads(name)
+        keys = list(dict.fromkeys(k for r in (name, *uses) for k in own.get(r, ())))
+        table[name] = {
+            "own": own.get(name, []),
+            "reads": uses,
+            "indexes": keys,
+            "index_bytes": sum(indexes[k] or 0 for k in keys),
+            "models": [by_index[k] for k in keys if k in by_index],
+        }
+    want = {
+        "schema_version": 1,
+        "passages": len(inputs.doc_text),
+        "definitions": COST_DEFINITIONS,
+        "indexes": dict(sorted(indexes.items())),
+        "models": dict(sorted(models.items())),
+        "rankers": table,
+    }
+    for key, value in want.items():
+        if stored.get(key) != value:
+            check.fail(
+                f"{rel}: {key} is {json.dumps(stored.get(key), sort_keys=True)[:200]}, recomputed "
+                f"{json.dumps(value, sort_keys=True)[:200]}"
+            )
+    return needs or f"{len(indexes)} indexes, {len(models)} model(s) of {len(rankers)} rankers recomputed"
+
+
 def check_filtering(check: Check, bundle: Bundle, corpus: str) -> str:
     """filtering.json: passages failing the question's filter, and superseded ones, in each top 5."""
     rel = f"evidence/{corpus}/filtering.json"
@@ -4110,6 +4203,7 @@ CORPUS_CHECKS: list[tuple[str, Callable[[Check, Bundle, str], str]]] = [
     ("chunking", check_chunking),
     ("filtering", check_filtering),
     ("rerank", check_rerank),
+    ("cost", check_cost),
     ("ties", check_ties),
     ("changes", check_changes),
     ("hygiene", check_hygiene),

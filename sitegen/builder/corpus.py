@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sitegen.builder.cost import corpus_cost
 from sitegen.builder.load import LoadedInputs, Log
 from sitegen.builder.options import BuildOptions
 from sitegen.compare.vector_drift import DriftTracker
@@ -139,7 +140,8 @@ def build_corpus(run: BuildRun, job: CorpusJob) -> EmbedStats:
     with run.timer.stage("experiments"):
         inputs = RankInputs(corpus=job.corpus, embeddings=embeddings, runs=ranked.runs)
         reranks = rerank_sweep([*run.rankers, *job.fusions], inputs, run.options.depth)
-        tables = dataclasses.replace(_derive(run, job, ranked, sweep), rerank=reranks)
+        costs = corpus_cost(job.corpus, ranked.runs, embeddings)
+        tables = dataclasses.replace(_derive(run, job, ranked, sweep), rerank=reranks, cost=costs)
         run.log(f"{job.corpus.name}: experiments done (sweeps, held-out selection, significance, ablation, packing)")
     with run.timer.stage("write"):
         source = git_source(job.corpus.root)

@@ -134,6 +134,7 @@ POSTGRES = "postgres.json"
 CHUNKING = "chunking.json"
 FILTERING = "filtering.json"
 RERANK = "rerank.json"
+COST = "cost.json"
 TIES = "ties.json"
 HYGIENE = "hygiene.json"
 CHANGES = "changes.json"
@@ -214,6 +215,7 @@ class CorpusFiles:
     chunking = property(lambda self: self.at(CHUNKING))
     filtering = property(lambda self: self.at(FILTERING))
     rerank = property(lambda self: self.at(RERANK))
+    cost = property(lambda self: self.at(COST))
     ties = property(lambda self: self.at(TIES))
     hygiene = property(lambda self: self.at(HYGIENE))
     changes = property(lambda self: self.at(CHANGES))

@@ -62,6 +62,7 @@ def test_check_registries_name_every_check_family() -> None:
         "chunking",
         "filtering",
         "rerank",
+        "cost",
         "ties",
         "changes",
         "hygiene",
