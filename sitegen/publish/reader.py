@@ -176,6 +176,8 @@ class CorpusEvidence:
     referenced: Mapping[str, Any] | None
     #: ``rerank.json``: the depth sweep of the bi-encoder rerank stages (sitegen.scoring.rerank_sweep); None: none.
     rerank: Mapping[str, Any] | None
+    #: ``cost.json``: each ranker's index and model sizes (sitegen.scoring.cost); None in a bundle from before it.
+    cost: Mapping[str, Any] | None
 
     @property
     def rankers(self) -> tuple[str, ...]:
@@ -343,6 +345,7 @@ class CorpusReader:
             config=self.optional(files.config_input) or {},
             referenced=self.optional(files.referenced),
             rerank=self.optional(files.rerank),
+            cost=self.optional(files.cost),
         )
 
 
