@@ -39,7 +39,8 @@ def rankers(as_json: bool) -> None:
         if contract.family.value == "dense" or "ef_search" in params or "vector_list" in params:  # ranks by vectors
             keys.append(f"vectors of {MODEL_NAME}")
         if contract.family is Family.RERANK:
-            scorer = str(params.get("scorer")) + (f" of {params['embedding']}'s vectors" if "embedding" in params else "")
+            vectors = f" of {params['embedding']}'s vectors" if "embedding" in params else ""
+            scorer = f"{params.get('scorer')}{vectors}"
             keys.append(f"reranks the top {params.get('candidates')} of {contract.components[0]} by {scorer}")
         elif contract.components:
             keys.append("fuses " + " + ".join(contract.components))
