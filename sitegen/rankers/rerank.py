@@ -187,12 +187,16 @@ class CrossEncoderScorer:
 
 
 def load_hook(target: str) -> Callable[..., Any]:
-    """Import ``module:callable``; one-line SitegenError when that fails."""
+    """Import ``module:callable`` from the current project (the working directory first on ``sys.path``, as for a
+    ``--retriever``); one-line SitegenError when that fails."""
     module_name, colon, attribute = target.partition(":")
     if not (colon and module_name and attribute):
         raise SitegenError(f"reranker hook {target!r} is not module:callable")
+    from sitegen.rankers.retriever import _project_on_path  # the same rule as a --retriever: the project first
+
     try:
-        found: Any = importlib.import_module(module_name)
+        with _project_on_path():
+            found: Any = importlib.import_module(module_name)
         for part in attribute.split("."):
             found = getattr(found, part)
     except Exception as exc:

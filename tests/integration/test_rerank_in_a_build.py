@@ -165,3 +165,25 @@ def test_bi_encoder_rerank_of_bm25_top_100_equals_an_independent_exact_cosine_re
     first = {q: [hit["doc_id"] for hit in hits[:100]] for q, hits in bm25.items()}
     got = read_evidence(site, "evidence/cranfield/metrics.json")["rerank-bm25"]["overall"]["ndcg@10"]
     assert round(got, 4) == round(_independent_ndcg(corpus, model_folder(), first), 4)
+
+
+def test_a_hook_declared_in_sitegen_json_reranks_from_the_project_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "proj_rerank.py").write_text(
+        "def score(question, candidates, *, corpus, query_id):\n"
+        "    return [float(c.rank) for c in candidates] if corpus == 'tiny' else []\n",
+        encoding="utf-8",
+    )
+    tiny = write_corpus(tmp_path / "corpora" / "tiny")
+    scorer = {"kind": "hook", "hook": "proj_rerank:score"}
+    reranks = [{"name": "rerank-mine", "first_stage": "bm25", "candidates": 2, "scorer": scorer}]
+    (tiny / "sitegen.json").write_text(json.dumps({"reranks": reranks}), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    build(Path("corpora"), Path("site"), rankers=("bm25",))
+    run = read_evidence(tmp_path / "site", "evidence/tiny/runs/rerank-mine.json")
+    bm25 = read_evidence(tmp_path / "site", "evidence/tiny/runs/bm25.json")
+    for qid, hits in run["queries"].items():
+        # the hook scores a candidate by its first-stage rank, so it turns the first stage's top 2 around
+        assert [h["doc_id"] for h in hits] == [h["doc_id"] for h in bm25["queries"][qid][:2]][::-1]
+    assert run["params"]["method"] == "hook rerank" and run["params"]["hook"] == "proj_rerank:score"
