@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parent.parent
 if importlib.util.find_spec("sitegen") is None:  # not installed: use the checkout this script is in
     sys.path.insert(0, str(REPO))
 
-from sitegen.bench.cost import COST_KIND, QUESTIONS, REPEATS, corpus_timings  # noqa: E402
+from sitegen.bench.cost import COPIES, COST_KIND, QUESTIONS, REPEATS, corpus_timings  # noqa: E402
 from sitegen.bench.machine import cpu_ticks, machine, other_cpu_share  # noqa: E402
 from sitegen.embedding.model import MODEL_NAME, EmbeddingModel  # noqa: E402
 from sitegen.embedding.vectors import CorpusEmbeddings  # noqa: E402
@@ -51,6 +51,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results-cost.json")
     args = parser.parse_args()
     model = EmbeddingModel()
+    model.encode(["warm-up"])  # loading the model is not embedding time
     ticks, started = cpu_ticks(), time.perf_counter()
     corpora = []
     for folder in discover_corpora(args.corpora):
@@ -71,7 +72,9 @@ def main() -> int:
             tuple(q.query_id for q in corpus.queries),
             queries,
         )
-        corpora.append(corpus_timings(corpus, embeddings, model.encode, RANKERS, passages_s))
+        print(f"{corpus.name}: {len(docs)} passages embedded in {passages_s:.1f} s", file=sys.stderr, flush=True)
+        log = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+        corpora.append(corpus_timings(corpus, embeddings, model.encode, RANKERS, passages_s, log=log))
         print(f"{corpus.name}: {len(corpus.documents)} passages timed", file=sys.stderr)
     busy, own = cpu_ticks()
     result = {
@@ -79,8 +82,9 @@ def main() -> int:
         "schema_version": 1,
         "machine": machine(),
         "run_at": datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
-        "method": f"per question: best of {REPEATS} warm Ranker.rank calls on that one question less the same on "
-        f"none, over the first {QUESTIONS} questions; embedding one text per pass with {MODEL_NAME}",
+        "method": f"per question: (best of {REPEATS} warm Ranker.rank calls on that question asked {COPIES} "
+        f"times, less the same on none) / {COPIES}, over the first {QUESTIONS} questions; embedding one text per "
+        f"pass with {MODEL_NAME}",
         "other_cpu_share": other_cpu_share(busy - ticks[0], own - ticks[1], time.perf_counter() - started),
         "corpora": corpora,
     }

@@ -5,12 +5,13 @@ Timings describe one machine on one day, so they never enter the evidence: this 
 ``timings/`` and the corpus pages show beside the sizes of ``cost.json``.
 
 How a ranker is timed, whatever it is: :meth:`Ranker.rank` on the corpus with no question (``t0``: what it does
-once per call, such as building BM25's index, which is its indexing time) and with one question at a time
-(``t_q``); a question's latency is ``t_q - t0``, the best of ``repeats`` calls each after a warm-up call, over
-the first ``questions`` questions in file order. A fusion's or a rerank's own latency leaves out its first
-stages, whose runs it is given; ``pipeline`` adds theirs (each counted once) and, where a ranker of the pipeline
-ranks by vectors, the question's embedding time, which a deployment pays once per question. Embedding time is
-the passages' encoding with the packaged model, one text per pass as a build embeds.
+once per call, such as building BM25's index, which is its indexing time) and with one question asked
+:data:`COPIES` times (``t_q``); a question's latency is ``(t_q - t0) / COPIES``, each time the best of
+:data:`REPEATS` calls after a warm-up call, over the first :data:`QUESTIONS` questions in file order. A fusion's
+or a rerank's own latency leaves out its first stages, whose runs it is given; ``pipeline`` adds theirs (each
+counted once) and, where a ranker of the pipeline ranks by vectors, the question's embedding time, which a
+deployment pays once per question. Embedding time is the passages' encoding with the packaged model, one text
+per pass as a build embeds.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ __all__ = ["COST_KIND", "corpus_timings", "percentile"]
 COST_KIND = "sitegen-cost"
 QUESTIONS = 30
 REPEATS = 3
+COPIES = 10
 
 
 def percentile(values: Sequence[float], share: float) -> float:
@@ -58,9 +60,11 @@ def _best(call: Callable[[], Any], repeats: int, clock: Callable[[], float]) -> 
 
 
 def _one_question(inputs: RankInputs, row: int | None) -> RankInputs:
-    """``inputs`` with the corpus asking only question ``row`` (none when None), and only its vector."""
+    """``inputs`` with the corpus asking only question ``row``, :data:`COPIES` times over (none when None), with
+    only its vector: the work of one question repeated, so that a per-call cost (an index built in the call)
+    varies less than the question's own time."""
     corpus, vectors = inputs.corpus, inputs.embeddings
-    chosen = corpus.queries[row : row + 1] if row is not None else ()
+    chosen = corpus.queries[row : row + 1] * COPIES if row is not None else ()
     asked = dataclasses.replace(corpus, queries=tuple(chosen))
     if vectors is not None:
         rows = [vectors.query_ids.index(q.query_id) for q in chosen]
@@ -78,6 +82,7 @@ def corpus_timings(
     passages_s: float,
     depth: int = 100,
     clock: Callable[[], float] = time.perf_counter,
+    log: Callable[[str], None] = lambda _: None,
 ) -> dict[str, Any]:
     """One corpus's timings: ``{"passages", "questions_timed", "embedding": {"passages_s", "question_p50_ms",
     "question_p95_ms"}, "rankers": {name: {"index_s", "p50_ms", "p95_ms", "pipeline_p50_ms", "pipeline_p95_ms",
@@ -101,9 +106,10 @@ def corpus_timings(
         latencies = []
         for row in questions:
             asked = functools.partial(rank, _one_question(full, row))
-            latencies.append(max(_best(asked, REPEATS, clock) - empty, 0.0) * 1000)
+            latencies.append(max(_best(asked, REPEATS, clock) - empty, 0.0) / COPIES * 1000)
         own[ranker.name] = latencies
         table[ranker.name] = _row(ranker.name, runs, own, embed_ms, empty)
+        log(f"{corpus.name}: {ranker.name}: p50 {table[ranker.name]['p50_ms']:.3f} ms")
     return {
         "corpus": corpus.name,
         "passages": len(corpus.documents),
