@@ -35,14 +35,15 @@ __all__ = ["COST_KIND", "corpus_timings", "percentile"]
 COST_KIND = "sitegen-cost"
 QUESTIONS = 30
 REPEATS = 3
-COPIES = 10
+COPIES = 50
 
 
-def percentile(values: Sequence[float], share: float) -> float:
-    """Linear interpolation between the closest ranks (numpy's default)."""
-    ordered = sorted(values)
-    if not ordered:
-        return math.nan
+def percentile(values: Sequence[float], share: float) -> float | None:
+    """Linear interpolation between the closest ranks (numpy's default), over the values measured (not NaN); None
+    when fewer than half the questions were measured."""
+    ordered = sorted(v for v in values if not math.isnan(v))
+    if not ordered or len(ordered) * 2 < len(values):
+        return None
     position = share * (len(ordered) - 1)
     low = math.floor(position)
     high = min(low + 1, len(ordered) - 1)
@@ -106,7 +107,9 @@ def corpus_timings(
         latencies = []
         for row in questions:
             asked = functools.partial(rank, _one_question(full, row))
-            latencies.append(max(_best(asked, REPEATS, clock) - empty, 0.0) / COPIES * 1000)
+            gap = _best(asked, REPEATS, clock) - empty
+            # no larger than the per-call cost's own variation: below this method's resolution, not 0
+            latencies.append(gap / COPIES * 1000 if gap > 0 else math.nan)
         own[ranker.name] = latencies
         table[ranker.name] = _row(ranker.name, runs, own, embed_ms, empty)
         log(f"{corpus.name}: {ranker.name}: p50 {table[ranker.name]['p50_ms']:.3f} ms")
