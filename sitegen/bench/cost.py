@@ -112,7 +112,7 @@ def corpus_timings(
             latencies.append(gap / COPIES * 1000 if gap > 0 else math.nan)
         own[ranker.name] = latencies
         table[ranker.name] = _row(ranker.name, runs, own, embed_ms, empty)
-        log(f"{corpus.name}: {ranker.name}: p50 {table[ranker.name]['p50_ms']:.3f} ms")
+        log(f"{corpus.name}: {ranker.name}: p50 {table[ranker.name]['p50_ms']} ms")
     return {
         "corpus": corpus.name,
         "passages": len(corpus.documents),
