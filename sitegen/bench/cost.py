@@ -139,7 +139,11 @@ def _row(
     reads = _reads(name, runs)
     pipeline = [name, *reads]
     embeds = any(Basis.VECTORS in runs[r].contract.basis for r in pipeline)
-    per_question = [sum(own[r][i] for r in pipeline) + (embed_ms[i] if embeds else 0.0) for i in range(len(own[name]))]
+    # a stage's time below the method's resolution counts as 0 in a pipeline's sum, so every question has a sum
+    per_question = [
+        math.fsum(0.0 if math.isnan(own[r][i]) else own[r][i] for r in pipeline) + (embed_ms[i] if embeds else 0.0)
+        for i in range(len(own[name]))
+    ]
     return {
         "index_s": empty if runs[name].contract.family is Family.LEXICAL else None,
         "p50_ms": percentile(own[name], 0.5),
