@@ -36,6 +36,7 @@ COST_KIND = "sitegen-cost"
 QUESTIONS = 30
 REPEATS = 3
 COPIES = 50
+DEPTH = 100  # a build's depth
 
 
 def percentile(values: Sequence[float], share: float) -> float | None:
@@ -81,14 +82,13 @@ def corpus_timings(
     encode: Callable[[Sequence[str]], np.ndarray],
     ranker_names: Sequence[str],
     passages_s: float,
-    depth: int = 100,
-    clock: Callable[[], float] = time.perf_counter,
     log: Callable[[str], None] = lambda _: None,
 ) -> dict[str, Any]:
     """One corpus's timings: ``{"passages", "questions_timed", "embedding": {"passages_s", "question_p50_ms",
     "question_p95_ms"}, "rankers": {name: {"index_s", "p50_ms", "p95_ms", "pipeline_p50_ms", "pipeline_p95_ms",
     "reads", "embeds_questions"}}}``; ``passages_s`` is how long ``embeddings``' passage vectors took to make.
-    PostgreSQL rankers are left to ``sitegen bench-pg``."""
+    PostgreSQL rankers are left to ``sitegen bench-pg``; every list is ranked to :data:`DEPTH`."""
+    depth, clock = DEPTH, time.perf_counter
     questions = list(range(min(QUESTIONS, len(corpus.queries))))
     embed_ms = [_best(lambda r=r: encode([corpus.queries[r].text]), 1, clock) * 1000 for r in questions]
     rankers = [r for r in make_rankers(ranker_names) if not r.contract.uses_postgres]
