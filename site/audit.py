@@ -22,9 +22,14 @@ What a pass proves:
 - every derived table the pages show (``report.json``: hit counts, best values, rank of
   the first relevant passage, rank-1 disagreements, wins and losses, sample questions)
   follows from the runs, the metrics and the qrels;
-- every experiment (``experiments.json``: RRF sweeps, the held-out split and choices,
-  paired randomisation tests and bootstrap intervals re-run from their recorded seed,
-  the ablation table, the unanswerable-question view) follows from the runs;
+- every experiment (``experiments.json``: RRF sweeps, the held-out split, choices and their paired tests,
+  paired randomisation tests by the fixed rule of method (exact lattice convolution, exact split-half
+  enumeration, or Monte Carlo with at least 20 m / alpha rounds) and bootstrap intervals re-run from the pinned
+  seed, identical rankers merged into one row, the minimum detectable effects, the rank groups and the
+  headline, the ablation table, the unanswerable-question view) follows from the runs;
+- the failure taxonomy (each question's class at k = 10, what each fusion lost and rescued) and the judged
+  depth (judged@10, nDCG@10 and the condensed nDCG@10 per ranker) in ``report.json`` follow from the runs, the
+  qrels and this file's own table of what each verifier's lists are made of;
 - every pack (``packing.json``: whole passages in rank order within a character budget,
   skipped when too long, later ones still tried), every "answer reached the prompt"
   count and every citation verdict follows from the runs, the inputs and the fixture.
@@ -33,10 +38,30 @@ What a pass proves:
   near-duplicate questions, questions equal to a passage title, labelled passages with an unlabelled
   near-duplicate) is what the rules fixed in this file give on the bundled inputs, no more and no fewer.
 
+- the publisher's choices are the ones allowed: every shipped ranker has its pinned parameters
+  (``PINNED_PARAMS``), the paired tests use the pinned seed, rounds, level and minimum
+  (``SIGNIFICANCE_SETTINGS``), the runs are exactly those the recorded build command and the inputs
+  call for (``check_choices``), every input copy has the sha256 ``corpus.json`` records, and a frozen
+  corpus's edited files are recomputed from its bundled FROZEN.json; rows the audit cannot recompute
+  (external runs, PostgreSQL text search, fusions over them) never hold a best mark over verified ones.
+
+With ``--corpora DIR`` (a trusted checkout's corpora folder) it also proves that every input copy is
+that checkout's file, byte for byte: a corpus edited and frozen again passes everything else, not this.
+
 What it does not prove: that the relevance labels are right, that the questions are
 fair, that the embeddings are what the named model gives for these texts (that needs
-the model), that the parameters are good ones, or that any quote on a page entails the
-claim beside it. It checks arithmetic and provenance, nothing more.
+the model: ``sitegen audit --reembed``), that PostgreSQL gives the stored text-search runs
+(``sitegen audit --postgres``), that the parameters are good ones, or that any quote on a page
+entails the claim beside it. It checks arithmetic and provenance, nothing more.
+
+A redacted corpus (``"publish": "redacted"`` in its sitegen.json, or ``--redact NAME`` in the recorded command)
+has no text in the bundle: ``referenced.json`` gives each withheld file's sha256, size and source, and
+``referenced/`` the records standing in for its lines, each text by its sha256. This file then verifies all that
+needs no text (the manifest, counts, qrels, metrics, derived tables, experiments, fusions, ties, the pages) and
+says, in each check's line, what needs the collection: BM25 scores, packing and citations, hygiene, chunking,
+and, when the vectors are withheld too, the dense scores. ``--inputs DIR`` brings the files back
+(``DIR/<corpus>/corpus.jsonl``, ``DIR/<corpus>/embeddings/passages.npy``: a corpus folder's layout), checks each
+against its recorded sha256, names every passage or question whose text differs, and reruns those checks on them.
 
 Tolerances (also written to ``audit.json``):
 
@@ -64,6 +89,7 @@ import html.parser
 import itertools
 import json
 import math
+import posixpath
 import re
 import shlex
 import sys
@@ -114,6 +140,9 @@ class Check:
     name: str
     mismatches: list[str] = field(default_factory=list)
     detail: str = ""
+    #: What this check could not recompute, because the bundle withholds the texts or vectors it needs ("" when
+    #: it recomputed everything); ``--inputs DIR`` reruns it on the files brought.
+    needs: str = ""
 
     def fail(self, message: str) -> None:
         self.mismatches.append(message)
@@ -136,6 +165,9 @@ class Inputs:
     doc_meta: dict[str, dict[str, Any]] = field(default_factory=dict)
     filters: dict[str, tuple[str, str]] = field(default_factory=dict)  # filter key -> (metadata field, op)
     passages: list[tuple[str, str, str]] = field(default_factory=list)  # corpus.jsonl's (id, title, text), every row
+    # False when the bundle withholds the texts and --inputs did not bring them: every text above is then None,
+    # read from the records (ids, metadata, kinds, filters, spans), and a check needing a text says so
+    texts: bool = True
 
 
 @dataclass
@@ -148,9 +180,19 @@ class Embeddings:
 class Bundle:
     """Cached access to one site's files; a load failure is cached and raised to every check needing it."""
 
-    def __init__(self, site: Path) -> None:
+    def __init__(self, site: Path, held: dict[str, Path] | None = None) -> None:
         self.site = site
+        #: Files the bundle holds by reference, brought with --inputs and checked against their sha256: the
+        #: site path a copy would have -> the file brought.
+        self.held = dict(held or {})
         self._memo: dict[tuple[str, str], tuple[Any, AuditError | None]] = {}
+
+    def file(self, rel: str) -> Path:
+        """Where a site path's bytes are: the file brought for it with --inputs, else the site's own."""
+        return self.held.get(rel, self.site / rel)
+
+    def has(self, rel: str) -> bool:
+        return self.file(rel).is_file()
 
     def _cached(self, key: tuple[str, str], load: Callable[[], Any]) -> Any:
         if key not in self._memo:
@@ -171,10 +213,10 @@ class Bundle:
 
     def text(self, rel: str) -> str:
         def load() -> str:
-            if not (self.site / rel).is_file():
+            if not self.has(rel):
                 raise AuditError(f"{rel}: file is missing")
             try:
-                return (self.site / rel).read_text(encoding="utf-8")
+                return self.file(rel).read_text(encoding="utf-8")
             except UnicodeDecodeError as exc:
                 raise AuditError(f"{rel}: not valid UTF-8 (byte {exc.start})") from None
 
@@ -294,7 +336,16 @@ class Bundle:
         return self._cached(("words", corpus), lambda: words_of(self.inputs(corpus).doc_text.values()))
 
 
-def _jsonl(bundle: Bundle, rel: str) -> Iterator[tuple[int, dict[str, Any]]]:
+def _jsonl(bundle: Bundle, rel: str, text: str = "text") -> Iterator[tuple[int, dict[str, Any]]]:
+    """The records of a JSONL input, each with a string ``_id`` and ``text`` (a redacted bundle's records:
+    ``text_sha256``)."""
+    for number, obj in _json_records(bundle, rel):
+        if not isinstance(obj.get("_id"), str) or not isinstance(obj.get(text), str):
+            raise AuditError(f"{rel}: line {number}: expected an object with string _id and {text}")
+        yield number, obj
+
+
+def _json_records(bundle: Bundle, rel: str) -> Iterator[tuple[int, dict[str, Any]]]:
     for number, line in enumerate(bundle.lines(rel), start=1):
         if not line.strip():
             continue
@@ -302,9 +353,16 @@ def _jsonl(bundle: Bundle, rel: str) -> Iterator[tuple[int, dict[str, Any]]]:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
             raise AuditError(f"{rel}: line {number}: malformed JSON: {exc.msg}") from None
-        if not isinstance(obj, dict) or not isinstance(obj.get("_id"), str) or not isinstance(obj.get("text"), str):
-            raise AuditError(f"{rel}: line {number}: expected an object with string _id and text")
+        if not isinstance(obj, dict):
+            raise AuditError(f"{rel}: line {number}: expected a JSON object")
         yield number, obj
+
+
+def _text_file(bundle: Bundle, corpus: str, name: str) -> tuple[str, str]:
+    """Where to read a text input (``corpus.jsonl``) and its text field: the copy (or the file --inputs brought
+    for it), else, in a redacted bundle, the records standing in for it, whose field is ``text_sha256``."""
+    copy, records = f"evidence/{corpus}/inputs/{name}", f"evidence/{corpus}/referenced/inputs/{name}"
+    return (records, "text_sha256") if not bundle.has(copy) and bundle.has(records) else (copy, "text")
 
 
 def _read_inputs(bundle: Bundle, corpus: str) -> Inputs:
@@ -313,24 +371,28 @@ def _read_inputs(bundle: Bundle, corpus: str) -> Inputs:
     doc_text: dict[str, str] = {}
     documents: dict[str, dict[str, Any]] = {}
     passages: list[tuple[str, str, str]] = []
-    for number, obj in _jsonl(bundle, f"{base}/corpus.jsonl"):
+    corpus_rel, field_name = _text_file(bundle, corpus, "corpus.jsonl")
+    queries_rel, query_field = _text_file(bundle, corpus, "queries.jsonl")
+    texts = field_name == query_field == "text"
+    for number, obj in _jsonl(bundle, corpus_rel, field_name):
         title = obj.get("title") or ""
         if not isinstance(title, str):
-            raise AuditError(f"{base}/corpus.jsonl: line {number}: title must be a string")
+            raise AuditError(f"{corpus_rel}: line {number}: title must be a string")
         if obj["_id"] in doc_text:
-            problems.append(f"{base}/corpus.jsonl: line {number}: duplicate doc id {obj['_id']}")
-        doc_text[obj["_id"]] = f"{title}\n{obj['text']}" if title else obj["text"]
+            problems.append(f"{corpus_rel}: line {number}: duplicate doc id {obj['_id']}")
+        text = obj["text"] if texts else None
+        doc_text[obj["_id"]] = (f"{title}\n{text}" if title else text) if texts else None
         documents[obj["_id"]] = obj
-        passages.append((obj["_id"], title, obj["text"]))
+        passages.append((obj["_id"], title if texts else None, text))
     queries: dict[str, dict[str, Any]] = {}
-    for number, obj in _jsonl(bundle, f"{base}/queries.jsonl"):
+    for number, obj in _jsonl(bundle, queries_rel, query_field):
         kind, answerable = obj.get("kind", "unlabelled"), obj.get("answerable", True)
         if not isinstance(kind, str) or not isinstance(answerable, bool):
-            raise AuditError(f"{base}/queries.jsonl: line {number}: kind must be a string, answerable a boolean")
+            raise AuditError(f"{queries_rel}: line {number}: kind must be a string, answerable a boolean")
         if obj["_id"] in queries:
-            problems.append(f"{base}/queries.jsonl: line {number}: duplicate query id {obj['_id']}")
+            problems.append(f"{queries_rel}: line {number}: duplicate query id {obj['_id']}")
         queries[obj["_id"]] = {
-            "text": obj["text"],
+            "text": obj["text"] if texts else None,
             "kind": kind,
             "answerable": answerable,
             "filter": obj.get("filter") or {},
@@ -357,13 +419,16 @@ def _read_inputs(bundle: Bundle, corpus: str) -> Inputs:
     doc_meta = {d: dict(obj.get("metadata") or {}) for d, obj in documents.items()}
     if isinstance(config.get("chunking"), dict):  # the inputs say how to chunk, not chunking.json
         setting = chunk_setting(config["chunking"].get("default", {}))
-        doc_text, doc_meta, qrels = _chunk_inputs(documents, queries, setting)
+        if texts:
+            doc_text, doc_meta, qrels = _chunk_inputs(documents, queries, setting)
+        else:  # the chunk boundaries, from the records of the withheld chunks.jsonl; checked with the texts
+            doc_text, doc_meta, qrels = _withheld_chunks(bundle, corpus, queries)
         judged = sum(len(grades) for grades in qrels.values())
     for qid, query in queries.items():
         if query["answerable"] != any(g > 0 for g in qrels.get(qid, {}).values()):
-            problems.append(f"{base}/queries.jsonl: query {qid}: answerable={query['answerable']} disagrees with qrels")
+            problems.append(f"{queries_rel}: query {qid}: answerable={query['answerable']} disagrees with qrels")
     filters = {k: (v["field"], v["op"]) for k, v in config.get("filters", {}).items()}
-    return Inputs(doc_text, queries, qrels, judged, problems, doc_meta, filters, passages)
+    return Inputs(doc_text, queries, qrels, judged, problems, doc_meta, filters, passages, texts)
 
 
 def chunk_ranges(text: str, method: str, size: int, overlap: float) -> list[tuple[int, int]]:
@@ -425,8 +490,7 @@ def sweep_settings(chunking: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _chunk_inputs(documents: dict[str, dict], queries: dict[str, dict], setting: dict) -> tuple[dict, dict, dict]:
-    """Passages, metadata and span-derived qrels of the chunked corpus: a chunk takes the best grade of
-    the spans it overlaps by at least half of the shorter of the two."""
+    """Passages, metadata and span-derived qrels of the chunked corpus (see :func:`_chunk_grades`)."""
     doc_text: dict[str, str] = {}
     doc_meta: dict[str, dict[str, Any]] = {}
     qrels: dict[str, dict[str, int]] = {}
@@ -437,18 +501,41 @@ def _chunk_inputs(documents: dict[str, dict], queries: dict[str, dict], setting:
             piece = obj["text"][start:end]
             doc_text[cid] = f"{title}\n{piece}" if title else piece
             doc_meta[cid] = {**(obj.get("metadata") or {}), "doc_id": doc_id, "start": start, "end": end}
-            for qid, query in queries.items():
-                grade = 0
-                for span in query["spans"]:
-                    shared = min(end, span["end"]) - max(start, span["start"])
-                    if (
-                        span["doc_id"] == doc_id
-                        and shared > 0
-                        and 2 * shared >= min(end - start, span["end"] - span["start"])
-                    ):
-                        grade = max(grade, span["grade"])
-                if grade:
-                    qrels.setdefault(qid, {})[cid] = grade
+            for qid, grade in _chunk_grades(queries, doc_id, start, end).items():
+                qrels.setdefault(qid, {})[cid] = grade
+    return doc_text, doc_meta, qrels
+
+
+def _chunk_grades(queries: dict[str, dict], doc_id: str, start: int, end: int) -> dict[str, int]:
+    """Each question's grade for one chunk (characters start:end of document doc_id): the best grade of the
+    spans it overlaps by at least half of the shorter of the two; questions grading it 0 are left out."""
+    grades = {}
+    for qid, query in queries.items():
+        grade = 0
+        for span in query["spans"]:
+            shared = min(end, span["end"]) - max(start, span["start"])
+            if span["doc_id"] == doc_id and shared > 0 and 2 * shared >= min(end - start, span["end"] - span["start"]):
+                grade = max(grade, span["grade"])
+        if grade:
+            grades[qid] = grade
+    return grades
+
+
+def _withheld_chunks(bundle: Bundle, corpus: str, queries: dict[str, dict]) -> tuple[dict, dict, dict]:
+    """A redacted chunked corpus without its texts: the chunks the records of its chunks.jsonl name (each with
+    its document and character range in its metadata) and the grades the spans give them. Whether those are
+    the chunks the texts give is the chunking check's, with --inputs."""
+    rel = f"evidence/{corpus}/referenced/chunks.jsonl"
+    doc_text: dict[str, None] = {}
+    doc_meta: dict[str, dict[str, Any]] = {}
+    qrels: dict[str, dict[str, int]] = {}
+    for number, obj in _jsonl(bundle, rel, "text_sha256"):
+        meta = obj.get("metadata") or {}
+        if not isinstance(meta.get("doc_id"), str) or not all(type(meta.get(k)) is int for k in ("start", "end")):
+            raise AuditError(f"{rel}: line {number}: metadata needs doc_id, start and end")
+        doc_text[obj["_id"]], doc_meta[obj["_id"]] = None, dict(meta)
+        for qid, grade in _chunk_grades(queries, meta["doc_id"], meta["start"], meta["end"]).items():
+            qrels.setdefault(qid, {})[obj["_id"]] = grade
     return doc_text, doc_meta, qrels
 
 
@@ -477,7 +564,7 @@ def _read_embeddings(bundle: Bundle, corpus: str) -> Embeddings:
     arrays = []
     for name in ("passages", "queries"):
         try:
-            matrix = np.load(bundle.site / base / f"{name}.npy", allow_pickle=False)
+            matrix = np.load(bundle.file(f"{base}/{name}.npy"), allow_pickle=False)
         except (OSError, ValueError) as exc:
             raise AuditError(f"{base}/{name}.npy: cannot load: {exc}") from None
         want = (len(index[name]), index.get("dimensions"))
@@ -624,15 +711,27 @@ def rrf(lists: dict[str, list[str]], k: float, candidates: int | None, weights: 
     return fused, ranks
 
 
+MEASURES = ("hit", "recall", "precision", "mrr", "ndcg", "map", "rprec")
+DEFAULT_CUTOFFS = (1, 3, 5, 10, 20, 100)
+TIE_MEASURES = ("hit", "recall", "precision", "mrr", "ndcg")  # ties.json leaves MAP and R-precision out
+# Reported whatever a corpus's "metrics" setting says: the pages' tables, plots and experiments read them.
+REQUIRED_METRICS = ("hit@1", "hit@3", "hit@5", "hit@10", "recall@10", "precision@5", "mrr@10", "ndcg@10")
+
+
 def metric(name: str, ranking: list[str], grades: dict[str, int]) -> float:
-    """hit/recall/precision/mrr/ndcg@k with trec_eval's definitions; relevant means grade > 0."""
+    """hit/recall/precision/mrr/ndcg/map/rprec@k with trec_eval's definitions (map and Rprec with -M k);
+    relevant means grade > 0."""
     family, _, cut = name.partition("@")
-    if not cut.isdigit() or int(cut) < 1 or family not in ("hit", "recall", "precision", "mrr", "ndcg"):
+    if not cut.isdigit() or int(cut) < 1 or family not in MEASURES:
         raise AuditError(f"cannot verify metric {name!r}: unknown name")
     k = int(cut)
     relevant = {d for d, g in grades.items() if g > 0}
     top = ranking[:k]
     found = [r for r, d in enumerate(top, start=1) if d in relevant]
+    if family == "map":
+        return math.fsum((n + 1) / r for n, r in enumerate(found)) / len(relevant)
+    if family == "rprec":
+        return len([r for r in found if r <= len(relevant)]) / len(relevant)
     if family == "hit":
         return 1.0 if found else 0.0
     if family == "recall":
@@ -655,6 +754,25 @@ def _sha256(path: Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def _needs(check: Check, what: str, withheld: str = "texts") -> str:
+    """The detail of a check that cannot recompute ``what``: the bundle withholds the ``withheld`` it needs (a
+    redacted corpus). The check passes on what it could verify, and --inputs DIR reruns it on the files brought."""
+    check.needs = f"{what} (the {withheld} are withheld)"
+    how = (
+        "audit.py --inputs DIR recomputes them from the collection"
+        if withheld == "texts"
+        else "bring them with --inputs DIR (DIR/<corpus>/embeddings/), or let sitegen audit --inputs DIR re-embed"
+    )
+    return f"{what}: not recomputed, the bundle withholds the {withheld}; {how}"
+
+
+def _vectors_withheld(bundle: Bundle, corpus: str) -> bool:
+    """The stored vectors are held by reference and were not brought with --inputs."""
+    return not bundle.has(f"evidence/{corpus}/embeddings/passages.npy") and (
+        "embeddings/passages.npy" in referenced_files(bundle, corpus)
+    )
 
 
 def check_manifest(check: Check, bundle: Bundle) -> str:
@@ -712,10 +830,20 @@ def required_files(bundle: Bundle, corpus: str) -> dict[str, str]:
             "hygiene.json",
             "trec_eval.json",
             "qrels.trec",
-            "inputs/corpus.jsonl",
-            "inputs/queries.jsonl",
         )
     }
+    try:
+        published = publication(bundle, corpus)
+    except AuditError:
+        published = Publication(False, True)  # the choices check reports an unreadable command
+    withheld = "inputs/sitegen.json or the recorded command publishes it redacted: its texts are held by reference"
+    for name in ("corpus.jsonl", "queries.jsonl"):
+        if published.redacted:
+            need[f"{base}/referenced/inputs/{name}"] = withheld
+        else:
+            need[f"{base}/inputs/{name}"] = "every corpus has it"
+    if published.redacted:
+        need[f"{base}/referenced.json"] = withheld
     try:
         inputs = bundle.inputs(corpus)
     except AuditError:
@@ -725,7 +853,8 @@ def required_files(bundle: Bundle, corpus: str) -> dict[str, str]:
     config_rel = f"{base}/inputs/sitegen.json"
     config = bundle.json(config_rel) if (bundle.site / config_rel).is_file() else {}
     if isinstance(config.get("chunking"), dict):
-        for name in ("chunking.json", "chunks.jsonl"):
+        chunks = "referenced/chunks.jsonl" if published.redacted else "chunks.jsonl"
+        for name in ("chunking.json", chunks):
             need[f"{base}/{name}"] = "inputs/sitegen.json asks for chunking"
     copy_rel = f"{base}/baseline/baseline.json"
     if (bundle.site / base / "changes.json").is_file() or (bundle.site / copy_rel).is_file():
@@ -745,7 +874,7 @@ def required_files(bundle: Bundle, corpus: str) -> dict[str, str]:
         except AuditError:
             continue
         if family in ("dense", "postgres"):
-            for name in ("index.json", "passages.npy", "queries.npy"):
+            for name in ("index.json", "passages.npy", "queries.npy") if published.vectors else ("index.json",):
                 need[f"{base}/embeddings/{name}"] = f"{ranker} ranks by the stored vectors"
         if verifier in POSTGRES_VERIFIERS:
             need[f"{base}/postgres.json"] = f"{ranker} ran in PostgreSQL"
@@ -769,6 +898,23 @@ def check_inputs(check: Check, bundle: Bundle, corpus: str) -> str:
     return f"{len(inputs.doc_text)} passages, {len(inputs.queries)} questions, {inputs.judged_pairs} judged pairs"
 
 
+def configured_metrics(bundle: Bundle, corpus: str) -> list[str]:
+    """The metrics the corpus's inputs/sitegen.json asks for ("metrics": {"cutoffs", "measures"}), else every
+    measure at every default cut-off: what corpus.json and metrics.json must hold, whatever they say."""
+    config_rel = f"evidence/{corpus}/inputs/sitegen.json"
+    config = bundle.json(config_rel) if (bundle.site / config_rel).is_file() else {}
+    raw = config.get("metrics") or {}
+    cutoffs = raw.get("cutoffs", DEFAULT_CUTOFFS)
+    measures = raw.get("measures", MEASURES)
+    wanted = {f"{m}@{k}" for m in measures for k in cutoffs} | set(REQUIRED_METRICS)
+    return [
+        f"{m}@{k}"
+        for m in MEASURES
+        for k in range(1, max(int(n.split("@")[1]) for n in wanted) + 1)
+        if f"{m}@{k}" in wanted
+    ]
+
+
 def check_summary(check: Check, bundle: Bundle, corpus: str) -> str:
     rel = f"evidence/{corpus}/corpus.json"
     summary, inputs = bundle.json(rel), bundle.inputs(corpus)
@@ -784,21 +930,23 @@ def check_summary(check: Check, bundle: Bundle, corpus: str) -> str:
         "kinds": {k: sum(1 for q in qs if q["kind"] == k and q["answerable"]) for k in kinds},
         "kind_order": kinds,
         "embeddings": (bundle.site / "evidence" / corpus / "embeddings").is_dir(),
+        "publish": publication(bundle, corpus).as_dict(),
+        "metrics": configured_metrics(bundle, corpus),
     }
+    # A bundle written before the publication was recorded published everything: its absence reads as that.
+    summary = {"publish": {"mode": "full", "vectors": True}, **summary}
     for key, want in expected.items():
         if summary.get(key) != want:
             check.fail(f"{rel}: {key} is {summary.get(key)!r}, the inputs give {want!r}")
-    # "frozen" ({"date", "edited_files"}) is informational: it comes from the corpus folder's FROZEN.json,
-    # which is not in the bundle, so only its shape can be checked here, never its content.
-    frozen = summary.get("frozen")
-    if frozen is not None and not (
-        isinstance(frozen, dict)
-        and set(frozen) == {"date", "edited_files"}
-        and isinstance(frozen["date"], str)
-        and isinstance(frozen["edited_files"], list)
-        and all(isinstance(name, str) for name in frozen["edited_files"])
-    ):
-        check.fail(f'{rel}: frozen is {frozen!r}, expected {{"date": DATE, "edited_files": [FILE, ...]}}')
+    hashes = input_hashes(bundle, corpus)
+    if summary.get("input_sha256") != hashes:
+        check.fail(f"{rel}: input_sha256 is {summary.get('input_sha256')!r}, the input copies give {hashes!r}")
+    if summary.get("question_set_sha256") != (question_set := question_set_sha256(hashes)):
+        stated = summary.get("question_set_sha256")
+        check.fail(f"{rel}: question_set_sha256 is {stated!r}, the inputs give {question_set}")
+    if summary.get("frozen") != (frozen := frozen_summary(bundle, corpus)):
+        stated = summary.get("frozen")
+        check.fail(f"{rel}: frozen is {stated!r}, inputs/{FROZEN_FILE} and the input copies give {frozen!r}")
     run_files = sorted(p.stem for p in (bundle.site / "evidence" / corpus / "runs").glob("*.json"))
     for what, names in (("runs/*.json files", run_files), ("metrics.json rankers", sorted(metrics))):
         if sorted(summary.get("rankers", [])) != names:
@@ -810,7 +958,85 @@ def check_summary(check: Check, bundle: Bundle, corpus: str) -> str:
     return f"counts, kinds, rankers and inputs agree ({len(run_files)} runs); so do qrels.trec and trec_eval.json"
 
 
-_TREC_EVAL_MEASURES = {"hit": "success", "recall": "recall", "precision": "P", "mrr": "recip_rank", "ndcg": "ndcg_cut"}
+FROZEN_FILE = "FROZEN.json"
+QUESTION_SET_FILES = ("qrels/test.tsv", "queries.jsonl")
+
+
+def input_hashes(bundle: Bundle, corpus: str) -> dict[str, str]:
+    """sha256 of every input, by its path in the corpus folder (``inputs/`` left off): each copy's, recomputed,
+    and each input a redacted bundle holds by reference, as ``referenced.json`` records it (``--inputs`` and
+    ``--corpora`` hold those to the files)."""
+    base = bundle.site / "evidence" / corpus / "inputs"
+    hashes = {p.relative_to(base).as_posix(): _sha256(p) for p in sorted(base.rglob("*")) if p.is_file()}
+    for name, entry in referenced_files(bundle, corpus).items():
+        if name.startswith("inputs/") and name[7:] not in hashes:
+            hashes[name[7:]] = entry["sha256"]
+    return dict(sorted(hashes.items()))
+
+
+def referenced_files(bundle: Bundle, corpus: str) -> dict[str, dict[str, Any]]:
+    """``referenced.json``'s files (none when the bundle copies every input), each entry's shape checked."""
+    rel = f"evidence/{corpus}/referenced.json"
+    if not (bundle.site / rel).is_file():
+        return {}
+    files = bundle.json(rel).get("files")
+    if not isinstance(files, dict) or not all(
+        isinstance(e, dict)
+        and isinstance(e.get("sha256"), str)
+        and re.fullmatch(r"[0-9a-f]{64}", e["sha256"])
+        and type(e.get("bytes")) is int
+        and isinstance(e.get("source"), str)
+        and e["source"]
+        for e in files.values()
+    ):
+        raise AuditError(f'{rel}: expected {{"files": {{name: {{"sha256", "bytes", "source", "records"?}}}}}}')
+    return files
+
+
+def question_set_sha256(hashes: dict[str, str]) -> str:
+    """The question set's one hash: sha256 of ``sha256sum qrels/test.tsv queries.jsonl``'s output, so a
+    reader can recompute it in a checkout with ``sha256sum qrels/test.tsv queries.jsonl | sha256sum``."""
+    listing = "".join(f"{hashes.get(name, '-')}  {name}\n" for name in QUESTION_SET_FILES)
+    return hashlib.sha256(listing.encode("utf-8")).hexdigest()
+
+
+def frozen_summary(bundle: Bundle, corpus: str) -> dict[str, Any] | None:
+    """``corpus.json``'s ``frozen``, recomputed: the date of the bundled FROZEN.json and the files whose copy
+    differs from its record, was added or was removed; None when the corpus was not frozen. The files a
+    freeze covers are the inputs (README.md and FROZEN.json aside), the corpus folder's own runs (not those of
+    --run or --retriever) and the vectors it supplied (their sha256 as embeddings/index.json records them)."""
+    rel = f"evidence/{corpus}/inputs/{FROZEN_FILE}"
+    if not (bundle.site / rel).is_file():
+        return None
+    record = bundle.json(rel)
+    files = record.get("files")
+    if not isinstance(files, dict) or not isinstance(record.get("date"), str):
+        raise AuditError(f'{rel}: expected {{"date": DATE, "files": {{path: sha256}}, "format": ...}}')
+    command = recorded_command(bundle)
+    outside = {name for name, (where, _) in command.runs.items() if where == corpus} | set(command.retrievers)
+    current = {
+        name: digest
+        for name, digest in input_hashes(bundle, corpus).items()
+        if name not in ("README.md", FROZEN_FILE) and not (name.startswith("runs/") and name[5:-5] in outside)
+    }
+    index_rel = f"evidence/{corpus}/embeddings/index.json"
+    supplied = bundle.json(index_rel).get("supplied") if (bundle.site / index_rel).is_file() else None
+    if isinstance(supplied, dict) and isinstance(supplied.get("files_sha256"), dict):
+        current.update(supplied["files_sha256"])
+    edited = sorted(n for n in {*files, *current} if files.get(n) != current.get(n))
+    return {"date": record["date"], "edited_files": edited}
+
+
+_TREC_EVAL_MEASURES = {
+    "hit": "success",
+    "recall": "recall",
+    "precision": "P",
+    "mrr": "recip_rank",
+    "ndcg": "ndcg_cut",
+    "map": "map",
+    "rprec": "Rprec",
+}
+_UNCUT = ("mrr", "map", "rprec")  # trec_eval measures without a cut-off of their own: -M k cuts them
 
 
 def _trec_column(identifier: str) -> str:
@@ -842,7 +1068,7 @@ def _check_trec_contract(check: Check, bundle: Bundle, corpus: str, summary: dic
         if family not in _TREC_EVAL_MEASURES or not cut.isdigit():
             raise AuditError(f"{base}/corpus.json: cannot map metric {name!r} to a trec_eval measure")
         measure, k = _TREC_EVAL_MEASURES[family], int(cut)
-        flag, line = (measure, measure) if family == "mrr" else (f"{measure}.{k}", f"{measure}_{k}")
+        flag, line = (measure, measure) if family in _UNCUT else (f"{measure}.{k}", f"{measure}_{k}")
         by_cutoff.setdefault(k, []).append((name, flag, line))
     rankers = [r for r in summary.get("rankers", []) if isinstance(r, str)]
 
@@ -878,6 +1104,12 @@ def check_embeddings(check: Check, bundle: Bundle, corpus: str) -> str:
     base = f"evidence/{corpus}/embeddings"
     if not (bundle.site / base).exists():
         return "no embeddings in this bundle"
+    if _vectors_withheld(bundle, corpus):
+        index, inputs = bundle.json(f"{base}/index.json"), bundle.inputs(corpus)
+        for name, want in (("passages", inputs.doc_text), ("queries", inputs.queries)):
+            if sorted(index.get(name) or []) != sorted(want):
+                check.fail(f"{base}/index.json: {name} ids differ from the ids in the inputs")
+        return _needs(check, "the vectors' shapes and norms", "vectors")
     emb, inputs = bundle.embeddings(corpus), bundle.inputs(corpus)
     tol = TOLERANCES["embedding_norm_absolute"]
     for name, matrix, want in (("passages", emb.passages, inputs.doc_text), ("queries", emb.queries, inputs.queries)):
@@ -938,6 +1170,8 @@ def _verify_bm25(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any],
     if not (_is_number(k1) and _is_number(b) and isinstance(stem, bool) and isinstance(stop, list)):
         raise AuditError(f"{rel}: params need numeric k1 and b, boolean stemmed, a stop_words list")
     inputs, stop_set = bundle.inputs(corpus), frozenset(stop)
+    if not inputs.texts:
+        return _needs(check, "the BM25 scores and order")
     queries = {q: tokens(inputs.queries[q]["text"], stop_set, stem) for q in run["queries"] if q in inputs.queries}
     rel_tol = TOLERANCES["bm25_score_relative"]
 
@@ -957,6 +1191,8 @@ def _verify_bm25(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any],
 
 
 def _verify_dense(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any], rel: str) -> str:
+    if _vectors_withheld(bundle, corpus):
+        return _needs(check, "the cosine scores and order", "vectors")
     emb = bundle.embeddings(corpus)
     for key in ("model", "weights_sha256"):
         if run["params"].get(key) != emb.index.get(key):
@@ -1081,6 +1317,8 @@ def _verify_pgvector(check: Check, bundle: Bundle, corpus: str, run: dict[str, A
     ``ef_search`` at least the number of passages, where the HNSW search visits every passage), each question
     must get min(depth, passages) hits (filtered: min(depth, passages passing its filter)) and every rank
     must hold the exact cosine ranking's score at that rank; below that, neither can be checked."""
+    if _vectors_withheld(bundle, corpus):
+        return _needs(check, "the cosine scores", "vectors")
     emb = bundle.embeddings(corpus)
     rows = {q: i for i, q in enumerate(emb.index["queries"])}
     position = {d: i for i, d in enumerate(emb.index["passages"])}
@@ -1194,10 +1432,15 @@ def _verify_tsvector(check: Check, bundle: Bundle, corpus: str, run: dict[str, A
                 if (-previous["score"], previous["doc_id"]) >= (-hit["score"], hit["doc_id"]):
                     check.fail(f"{rel}: query {qid}: ranks {rank - 1} and {rank} are out of (score, id) order")
     filtered = "every hit passes its question's filter; " if run["params"].get("filtered") else ""
+    empty_rule = (
+        f"no hits for the {empty} questions without letters or digits"
+        if inputs.texts
+        else _needs(check, "which questions have no letters or digits (and so no hits)")
+    )
     return (
         f"checked without PostgreSQL: positive scores, (score, id) order, at most {run['depth']} hits, ids in "
-        f"the corpus; {filtered}no hits for the {empty} questions without letters or digits. Which passages "
-        "match and their ts_rank_cd scores need PostgreSQL: `sitegen audit --postgres` reruns them"
+        f"the corpus; {filtered}{empty_rule}. Which passages match and their ts_rank_cd scores need PostgreSQL: "
+        "`sitegen audit --postgres` reruns them"
     )
 
 
@@ -1248,6 +1491,313 @@ REPRODUCTIONS: dict[str, tuple[str, int]] = {
 }
 
 
+# ---------------------------------------------------------------- the publisher's choices, pinned
+
+# The model every shipped dense ranker embeds with, unless the corpus supplied its own vectors (then
+# embeddings/index.json says so, and `audit.py --corpora` compares them with the trusted checkout). Its
+# weights, and whether the stored vectors are what they give, only `sitegen audit --reembed` can tell.
+PACKAGED_MODEL = {"model": "sentence-transformers/all-MiniLM-L6-v2"}
+# sha256 of bm25-stem's stop list as its run stores it: json.dumps(sorted list), UTF-8.
+STOP_WORDS_SHA256 = "037fbab82f57a03b08902b5c9e6bb53350579965cfc88bd3a133bcfa5cc5e57b"
+_BM25 = {"k1": 1.2, "b": 0.75}
+_RRF = {"k": 60.0, "candidates_per_list": 20}
+_HNSW = {"ef_search": 1000}
+_HYBRID = {"k": 60.0, "candidates_per_list": 20}
+
+
+def _fusion(*components: str, base: dict[str, Any] = _RRF) -> dict[str, Any]:
+    return {**base, "components": list(components), "weights": dict.fromkeys(components, 1.0)}
+
+
+# Each shipped ranker's defining parameters, whatever a bundle says: a run that claims a shipped name with
+# other values fails, so nobody can tune bm25's k1 and b on the test questions and publish it as bm25, or
+# trade the names of two runs. A tuned variant needs a name of its own (a fusion in inputs/sitegen.json, a
+# --ranker plugin), and its page says where its settings came from. Every run has the recorded command's
+# depth (100 unless it says --depth); a shipped run's method is its verifier's, which check_run holds it to.
+PINNED_PARAMS: dict[str, dict[str, Any]] = {
+    "bm25": {**_BM25, "stemmed": False, "stop_words": []},
+    "bm25-stem": {**_BM25, "stemmed": True, "stop_words_sha256": STOP_WORDS_SHA256},
+    "dense": {},
+    "rrf-dense-bm25": _fusion("dense", "bm25"),
+    "rrf-dense-bm25-stem": _fusion("dense", "bm25-stem"),
+    "bm25-filtered": {**_BM25, "stemmed": False, "stop_words": [], "filtered": True},
+    "dense-filtered": {"filtered": True},
+    "rrf-dense-bm25-filtered": {**_fusion("dense-filtered", "bm25-filtered"), "filtered": True},
+    "pg-vector": dict(_HNSW),
+    "pg-tsvector": {},
+    "rrf-pgvector-tsvector": _fusion("pg-vector", "pg-tsvector"),
+    "pg-hybrid-sql": _fusion("pg-vector", "pg-tsvector", base=_HYBRID),
+    "pg-vector-filtered": {**_HNSW, "filtered": True},
+    "pg-tsvector-filtered": {"filtered": True},
+    "rrf-pgvector-tsvector-filtered": {**_fusion("pg-vector-filtered", "pg-tsvector-filtered"), "filtered": True},
+    "pg-hybrid-sql-filtered": {**_fusion("pg-vector-filtered", "pg-tsvector-filtered", base=_HYBRID), "filtered": True},
+}
+# Rankers that need PostgreSQL, themselves or through a component: they may all be "not run" together
+# (postgres.json says why), never some of them.
+NEEDS_POSTGRES: tuple[str, ...] = ()
+for _name, (_family, _) in SHIPPED_RANKERS.items():  # registry order: components come first
+    if _family == "postgres" or set(PINNED_PARAMS[_name].get("components", ())) & set(NEEDS_POSTGRES):
+        NEEDS_POSTGRES += (_name,)
+# The paired tests' settings, fixed here: a bundle recording another seed, number of rounds, level or minimum
+# is refused, so nobody can shop for the seed or the minimum that makes a difference significant. The held-out
+# split and Tukey HSD use the same seed. Only the correction is a corpus's choice, in inputs/sitegen.json.
+SIGNIFICANCE_SETTINGS: dict[str, Any] = {
+    "seed": 20261129,
+    "rounds": 10_000,
+    "alpha": 0.05,
+    "min_differing": 10,
+    "metrics": ["hit@1", "hit@5", "mrr@10", "ndcg@10"],
+    "power": 0.8,
+    "min_interval_questions": 20,
+}
+
+
+@dataclass(frozen=True)
+class BuildCommand:
+    """What the manifest's recorded ``sitegen build`` command asks for, as far as it decides the rankers."""
+
+    only: tuple[str, ...]
+    rankers: tuple[str, ...]
+    runs: dict[str, tuple[str, str]]  # --run NAME=CORPUS:PATH, by name
+    retrievers: tuple[str, ...]
+    depth: int
+    redact: tuple[str, ...] = ()  # --redact NAME: published without its texts
+    publish_vectors: bool = False  # --publish-vectors: a redacted corpus's vectors published all the same
+
+
+_VALUED_OPTIONS = (
+    "--corpora",
+    "--only",
+    "--ranker",
+    "--depth",
+    "--run",
+    "--retriever",
+    "--baseline",
+    "--title",
+    "--description",
+    "--redact",
+)
+_FLAG_OPTIONS = ("--allow-edited", "--publish-vectors")
+
+
+def recorded_command(bundle: Bundle) -> BuildCommand:
+    """The manifest's ``command``, read as sitegen writes it (``shlex``-quoted words, each option followed by
+    its value); an option this file does not know is an error, so no option can hide a choice."""
+    text = bundle.json("evidence/manifest.json").get("command")
+    words = shlex.split(text) if isinstance(text, str) else []
+    if words[:2] != ["sitegen", "build"]:
+        raise AuditError(f"evidence/manifest.json: command {text!r} is not a recorded `sitegen build`")
+    values: dict[str, list[str]] = defaultdict(list)
+    flags: set[str] = set()
+    rest = words[2:]
+    while rest:
+        word = rest.pop(0)
+        option, _, inline = word.partition("=")
+        if option in _FLAG_OPTIONS and not inline:
+            flags.add(option)
+            continue
+        if option not in _VALUED_OPTIONS or (not inline and not rest):
+            raise AuditError(f"evidence/manifest.json: command {text!r}: {word!r} is not an option sitegen records")
+        values[option].append(inline or rest.pop(0))
+    runs = {}
+    for spec in values["--run"]:
+        name, _, target = spec.partition("=")
+        corpus, _, path = target.partition(":")
+        runs[name] = (corpus, path)
+    retrievers = tuple(spec.partition("=")[0] for spec in values["--retriever"])
+    depth = values["--depth"][-1] if values["--depth"] else str(TREC_DEPTH)
+    if not depth.isdigit() or int(depth) < 1:
+        raise AuditError(f"evidence/manifest.json: command {text!r}: --depth {depth} is not a positive integer")
+    return BuildCommand(
+        tuple(values["--only"]),
+        tuple(values["--ranker"]),
+        runs,
+        retrievers,
+        int(depth),
+        tuple(values["--redact"]),
+        "--publish-vectors" in flags,
+    )
+
+
+@dataclass(frozen=True)
+class Publication:
+    """What a corpus's bundle publishes, decided by its inputs and the recorded command, never by the bundle's
+    own word: its texts unless its sitegen.json says ``"publish": "redacted"`` or the command names it with
+    ``--redact``, and its vectors unless it is redacted without ``--publish-vectors``."""
+
+    redacted: bool
+    vectors: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        """``corpus.json``'s ``publish``."""
+        return {"mode": "redacted" if self.redacted else "full", "vectors": self.vectors}
+
+
+def publication(bundle: Bundle, corpus: str) -> Publication:
+    rel = f"evidence/{corpus}/inputs/sitegen.json"
+    config = bundle.json(rel) if (bundle.site / rel).is_file() else {}
+    command = recorded_command(bundle)
+    redacted = config.get("publish") == "redacted" or corpus in command.redact
+    return Publication(redacted, not redacted or command.publish_vectors)
+
+
+def expected_rankers(bundle: Bundle, corpus: str) -> dict[str, str]:
+    """Every run this corpus must have, with why: the rankers the recorded command asks for (every shipped
+    ranker unless it names some with --ranker, each with what it fuses), less the filtered ones where no
+    question has a filter and the PostgreSQL ones postgres.json says did not run, plus the corpus's own
+    runs, --run files, --retriever runs and the fusions inputs/sitegen.json declares."""
+    command, inputs = recorded_command(bundle), bundle.inputs(corpus)
+    asked: list[str] = []
+
+    def place(name: str) -> None:
+        if name in PINNED_PARAMS:
+            components = PINNED_PARAMS[name].get("components", [])
+        else:  # a ranker sitegen does not ship (a --ranker plugin): what its run fuses, checked by its verifier
+            present = (bundle.site / "evidence" / corpus / "runs" / f"{name}.json").is_file()
+            components = (bundle.run(corpus, name)["params"].get("components") or []) if present else []
+        for component in components:
+            place(component)
+        if name not in asked:
+            asked.append(name)
+
+    for name in command.rankers or SHIPPED_RANKERS:
+        place(name)
+    why = "the recorded command names it with --ranker" if command.rankers else "the recorded command runs every ranker"
+    filters = any(q["filter"] for q in inputs.queries.values())
+    dropped: set[str] = set()
+    need: dict[str, str] = {}
+    for name in asked:
+        pinned = PINNED_PARAMS.get(name, {})
+        if (pinned.get("filtered") and not filters) or set(pinned.get("components", [])) & dropped:
+            dropped.add(name)
+        else:
+            need[name] = why
+    for path in sorted((bundle.site / "evidence" / corpus / "inputs" / "runs").glob("*.trec")):
+        need[path.stem] = f"inputs/runs/{path.name} is among the inputs"
+    for name, (where, _) in command.runs.items():
+        if where == corpus:
+            need[name] = f"the recorded command scores it with --run {name}={where}:..."
+    for name in command.retrievers:
+        need[name] = f"the recorded command runs it with --retriever {name}=..."
+    for name in declared_fusions(bundle, corpus):
+        need[name] = "inputs/sitegen.json declares it among its fusions"
+    return need
+
+
+def check_choices(check: Check, bundle: Bundle, corpus: str) -> str:
+    """The rankers the bundle holds are those the recorded command and the inputs call for, no more, no fewer;
+    the corpora are those its --only names. Without this, leaving out a ranker that lost and rewriting the
+    command would pass every other check."""
+    command, need = recorded_command(bundle), expected_rankers(bundle, corpus)
+    present = set(bundle.rankers(corpus))
+    rel = f"evidence/{corpus}/postgres.json"
+    not_run = set(bundle.json(rel).get("not_run") or {}) if (bundle.site / rel).is_file() else set()
+    postgres = {r for r in need if r in NEEDS_POSTGRES}
+    if not_run and not_run != postgres:
+        check.fail(
+            f"{rel}: not_run names {sorted(not_run)}; when PostgreSQL fails every ranker that needs it is not run: "
+            f"{sorted(postgres)}"
+        )
+    for name, reason in need.items():
+        if name not in present and name not in not_run:
+            check.fail(f"evidence/{corpus}/runs/{name}.json: missing, and {reason}")
+    for name in sorted(present - set(need)):
+        check.fail(f"evidence/{corpus}/runs/{name}.json: ranker {name} is not one the recorded command calls for")
+    listed = bundle.json("evidence/manifest.json").get("corpora")
+    if command.only and sorted(set(command.only)) != listed:
+        check.fail(f"evidence/manifest.json: corpora {listed!r}, the recorded command builds --only {command.only}")
+    skipped = f"; {len(not_run)} not run (PostgreSQL)" if not_run else ""
+    return f"{len(need) - len(not_run)} runs, as the recorded command and the inputs call for{skipped}"
+
+
+def declared_fusions(bundle: Bundle, corpus: str) -> dict[str, dict[str, Any]]:
+    """The fusions inputs/sitegen.json declares (``"fusions"``), as their runs must state them: k 60, 20
+    candidates a list and weight 1 each unless the declaration says otherwise."""
+    rel = f"evidence/{corpus}/inputs/sitegen.json"
+    config = bundle.json(rel) if (bundle.site / rel).is_file() else {}
+    declared = {}
+    for entry in config.get("fusions", []) if isinstance(config.get("fusions"), list) else []:
+        if not (isinstance(entry, dict) and isinstance(entry.get("name"), str)):
+            continue
+        components = list(entry.get("components", []))
+        weights = entry.get("weights") or [1.0] * len(components)
+        declared[entry["name"]] = {
+            "components": components,
+            "k": float(entry.get("k", _RRF["k"])),
+            "candidates_per_list": entry.get("candidates", _RRF["candidates_per_list"]),
+            "weights": {c: float(w) for c, w in zip(components, weights, strict=False)},
+        }
+    return declared
+
+
+def pinned_params_problems(ranker: str, params: dict[str, Any]) -> list[str]:
+    """How a shipped ranker's stated params differ from this file's pins (empty: they agree)."""
+    problems = []
+    for key, want in PINNED_PARAMS.get(ranker, {}).items():
+        if key == "stop_words_sha256":
+            stop = params.get("stop_words")
+            got = hashlib.sha256(json.dumps(stop).encode("utf-8")).hexdigest() if isinstance(stop, list) else None
+            if got != want:
+                problems.append(f"its stop list has sha256 {got}, the shipped list's is {want}")
+        elif params.get(key, False if key == "filtered" else None) != want:
+            problems.append(f"{key} is {params.get(key)!r}, the shipped {ranker} has {want!r}")
+    return problems
+
+
+# What each verifier's check of a run's own lists rests on: the bundled inputs, the stored vectors (which only
+# `sitegen audit --reembed` can hold to the model), PostgreSQL (only `sitegen audit --postgres` reruns it) or an
+# external source (the ranking cannot be reproduced at all). A fusion's rest on its components'. A row resting
+# on PostgreSQL or an external source, and any fusion over it, is never marked best over a verified one.
+VERIFIER_BASIS: dict[str, tuple[str, ...]] = {
+    "okapi-bm25": ("inputs",),
+    "exact cosine": ("vectors",),
+    "pgvector-hnsw": ("vectors",),
+    "postgres-tsvector": ("postgres",),
+    "external trec run": ("external",),
+    "reciprocal rank fusion": (),
+    "postgres-hybrid-sql": (),
+}
+BASIS_ORDER = ("inputs", "vectors", "postgres", "external")
+RECOMPUTABLE_BASIS = frozenset({"inputs", "vectors"})
+
+
+def _components(bundle: Bundle, corpus: str, name: str) -> list[str]:
+    return bundle.run(corpus, name)["params"].get("components") or []
+
+
+def _own_basis(bundle: Bundle, corpus: str, name: str) -> tuple[str, ...]:
+    """The basis of a run's own lists; none for a run this audit refuses to check (its run check says why)."""
+    try:
+        return VERIFIER_BASIS[expected_contract(bundle, corpus, name, bundle.run(corpus, name))[1]]
+    except AuditError:
+        return ()
+
+
+def verification_basis(bundle: Bundle, corpus: str, rankers: list[str]) -> dict[str, list[str]]:
+    """What this audit's check of each ranker's lists rests on, its own basis and its components', by this
+    file's tables, not by what the runs declare."""
+
+    def rests_on(name: str) -> set[str]:
+        if name not in rankers:
+            return set()
+        return set(_own_basis(bundle, corpus, name)).union(*(rests_on(c) for c in _components(bundle, corpus, name)))
+
+    return {name: [b for b in BASIS_ORDER if b in rests_on(name)] for name in rankers}
+
+
+def unverified_rankers(bundle: Bundle, corpus: str, rankers: list[str]) -> dict[str, list[str]]:
+    """Each ranker whose lists this audit cannot recompute, with the rankers (itself, then its components')
+    that make it so."""
+
+    def rests_on(name: str) -> list[str]:
+        if name not in rankers:
+            return []
+        own = [] if set(_own_basis(bundle, corpus, name)) <= RECOMPUTABLE_BASIS else [name]
+        return list(dict.fromkeys([*own, *(r for c in _components(bundle, corpus, name) for r in rests_on(c))]))
+
+    return {name: found for name in rankers if (found := rests_on(name))}
+
+
 def family_of(bundle: Bundle, corpus: str, ranker: str, run: dict[str, Any]) -> str | None:
     """The family :func:`expected_contract` gives, or None where the run check reports why there is none."""
     try:
@@ -1296,6 +1846,24 @@ def check_run(check: Check, bundle: Bundle, corpus: str, ranker: str) -> str:
     for key, (got, want) in stated.items():
         if got != want:
             check.fail(f"{rel}: ranker {ranker}: {key} is {got!r}, expected {want!r}; checked as {family}: {verifier}")
+    if depth != (asked := recorded_command(bundle).depth):
+        check.fail(f"{rel}: depth {depth}, the recorded command ranks every ranker to {asked}")
+    for problem in pinned_params_problems(ranker, params):
+        check.fail(f"{rel}: ranker {ranker}: {problem}")
+    declared = declared_fusions(bundle, corpus).get(ranker)
+    if declared is not None:
+        for key, want in declared.items():
+            if params.get(key) != want:
+                check.fail(
+                    f"{rel}: fusion {ranker}: {key} is {params.get(key)!r}, inputs/sitegen.json declares {want!r}"
+                )
+    if family == "dense" and ranker in PINNED_PARAMS:
+        index = bundle.json(f"evidence/{corpus}/embeddings/index.json")
+        if "supplied" not in index and any(index.get(k) != v for k, v in PACKAGED_MODEL.items()):
+            check.fail(
+                f"{rel}: {ranker} ranks by vectors of model {index.get('model')!r}, not the packaged "
+                f"{PACKAGED_MODEL['model']}, and the corpus supplied no vectors"
+            )
     if sorted(run["queries"]) != sorted(inputs.queries):
         check.fail(f"{rel}: its query ids differ from inputs/queries.jsonl's")
     for qid, hits in run["queries"].items():
@@ -1308,7 +1876,8 @@ def check_run(check: Check, bundle: Bundle, corpus: str, ranker: str) -> str:
         if len(hits) > depth or len(set(ids)) != len(ids) or foreign:
             check.fail(f"{rel}: query {qid}: more than {depth} hits, a repeated doc id or a doc id not in the inputs")
     detail = VERIFIERS[verifier](check, bundle, corpus, run, rel)
-    return f"{sum(map(len, run['queries'].values()))} hits recomputed ({family}: {verifier}): {detail}"
+    done = "checked" if check.needs else "recomputed"
+    return f"{sum(map(len, run['queries'].values()))} hits {done} ({family}: {verifier}): {detail}"
 
 
 def check_trec(check: Check, bundle: Bundle, corpus: str, ranker: str) -> str:
@@ -1433,10 +2002,13 @@ def check_report(check: Check, bundle: Bundle, corpus: str) -> str:
             }
         return per_question[r, name]
 
+    unverified = unverified_rankers(bundle, corpus, rankers)
+    competing = [r for r in rankers if r not in unverified] or rankers
+
     def best(qids: list[str], name: str) -> list[str]:
-        """Rankers with the highest mean, recomputed from the runs (not read from metrics.json)."""
+        """Verified rankers with the highest mean, recomputed from the runs (not read from metrics.json)."""
         values = {}
-        for r in rankers:
+        for r in competing:
             scores = [question_scores(r, name)[q] for q in qids]
             values[r] = math.fsum(scores) / len(scores) if scores else 0.0  # no question: every ranker 0, as built
         top = max(values.values())
@@ -1444,7 +2016,7 @@ def check_report(check: Check, bundle: Bundle, corpus: str) -> str:
 
     def clear(qids: list[str], name: str) -> bool:
         """Whether the highest mean leads the next by more than one question (1/n), recomputed from the runs."""
-        values = [math.fsum(question_scores(r, name)[q] for q in qids) / len(qids) if qids else 0.0 for r in rankers]
+        values = [math.fsum(question_scores(r, name)[q] for q in qids) / len(qids) if qids else 0.0 for r in competing]
         top = max(values, default=0.0)
         rest = [v for v in values if top - v > 1e-12]
         return bool(rest) and len(qids) > 0 and top - max(rest) > 1 / len(qids) + 1e-12
@@ -1461,6 +2033,8 @@ def check_report(check: Check, bundle: Bundle, corpus: str) -> str:
     want = {
         "questions": {"overall": len(scored), "by_kind": {k: len(v) for k, v in kinds.items()}},
         "hit_counts": {"overall": hit_counts(scored), "by_kind": {k: hit_counts(v) for k, v in kinds.items()}},
+        "basis": verification_basis(bundle, corpus, rankers),
+        "unverified": unverified,
         "best": {
             "overall": {n: best(scored, n) for n in names},
             "by_kind": {k: {n: best(qids, n) for n in names} for k, qids in kinds.items()},
@@ -1483,6 +2057,10 @@ def check_report(check: Check, bundle: Bundle, corpus: str) -> str:
             {"kind": k, "query_id": next((q for q in qids if q in disputed), qids[0])} for k, qids in kinds.items()
         ],
     }
+    want["failures"] = _expected_failures(bundle, corpus, rankers, scored, inputs)
+    judged = _expected_judged(bundle, corpus, rankers, scored, inputs)
+    if not _close(stored.get("judged"), judged, TOLERANCES["metric_absolute"]):
+        check.fail(f"{rel}: judged: stored {stored.get('judged')!r}, recomputed {judged!r}")
     for key, value in want.items():
         got = stored.get(key)
         if got == value:
@@ -1494,6 +2072,106 @@ def check_report(check: Check, bundle: Bundle, corpus: str) -> str:
         else:
             check.fail(f"{rel}: {key}: stored {got!r}, recomputed {value!r}")
     return f"{len(want)} tables recomputed for {len(scored)} questions and {len(rankers)} rankers"
+
+
+# What each verifier's lists are made of, for the failure taxonomy (sitegen.scoring.diagnostics.signal).
+SIGNAL_OF_VERIFIER = {
+    "okapi-bm25": "lexical",
+    "postgres-tsvector": "lexical",
+    "exact cosine": "dense",
+    "pgvector-hnsw": "dense",
+    "reciprocal rank fusion": "fusion",
+    "postgres-hybrid-sql": "fusion",
+    "external trec run": "other",
+}
+FAILURE_DEPTH = 10
+FAILURE_CLASSES = ("all-miss", "only-lexical", "only-dense", "every-family", "only-fusion", "other")
+JUDGED_DEPTH = 10
+JUDGED_GAP = 0.1
+
+
+def _expected_failures(bundle: Bundle, corpus: str, rankers: list[str], scored: list[str], inputs: Inputs) -> dict:
+    """report.json's failures: each scored question's class at k = 10 and what each fusion lost or rescued,
+    from the runs and this file's own table of what each verifier's lists are made of."""
+    signal = {}
+    for r in rankers:
+        try:
+            signal[r] = SIGNAL_OF_VERIFIER.get(expected_contract(bundle, corpus, r, bundle.run(corpus, r))[1], "other")
+        except AuditError:
+            signal[r] = "other"
+    top = {r: bundle.run(corpus, r)["queries"] for r in rankers}
+    questions, lost, rescued = {}, {}, {}
+    fusions = [r for r in rankers if signal[r] == "fusion"]
+    lost = {f: [] for f in fusions}
+    rescued = {f: [] for f in fusions}
+    for q in scored:
+        relevant = {d for d, g in inputs.qrels[q].items() if g > 0}
+        found = {r for r in rankers if any(h["doc_id"] in relevant for h in top[r].get(q, [])[:FAILURE_DEPTH])}
+        made_of = {signal[r] for r in found}
+        if not found:
+            questions[q] = "all-miss"
+        elif "lexical" in made_of and "dense" in made_of:
+            questions[q] = "every-family"
+        elif "lexical" in made_of or "dense" in made_of:
+            questions[q] = "only-lexical" if "lexical" in made_of else "only-dense"
+        else:
+            questions[q] = "only-fusion" if "fusion" in made_of else "other"
+        for f in fusions:
+            parts = [c for c in _components(bundle, corpus, f) if c in rankers]
+            if any(c in found for c in parts) and f not in found:
+                lost[f].append(q)
+            if not any(c in found for c in parts) and f in found:
+                rescued[f].append(q)
+    by_kind: dict[str, dict[str, int]] = {}
+    for q in scored:
+        counts = by_kind.setdefault(inputs.queries[q]["kind"], dict.fromkeys(FAILURE_CLASSES, 0))
+        counts[questions[q]] += 1
+    return {
+        "k": FAILURE_DEPTH,
+        "classes": list(FAILURE_CLASSES),
+        "signals": {s: [r for r in rankers if signal[r] == s] for s in ("lexical", "dense", "fusion", "other")},
+        "questions": questions,
+        "counts": {"overall": {c: list(questions.values()).count(c) for c in FAILURE_CLASSES}, "by_kind": by_kind},
+        "fusion_lost": lost,
+        "fusion_rescued": rescued,
+    }
+
+
+def _expected_judged(bundle: Bundle, corpus: str, rankers: list[str], scored: list[str], inputs: Inputs) -> dict:
+    """report.json's judged: judged@10 (judged passages in the top 10 over 10, grade 0 counted as judged), nDCG@10
+    and the condensed nDCG@10 (unjudged passages dropped before the cut), per ranker over the scored questions."""
+    rows = {}
+    for r in rankers:
+        queries = bundle.run(corpus, r)["queries"]
+        share, plain, condensed = [], [], []
+        for q in scored:
+            ids = [h["doc_id"] for h in sorted(queries.get(q, []), key=lambda h: h["rank"])]
+            grades = inputs.qrels[q]
+            share.append(len([d for d in ids[:JUDGED_DEPTH] if d in grades]) / JUDGED_DEPTH)
+            plain.append(metric(f"ndcg@{JUDGED_DEPTH}", ids, grades))
+            condensed.append(metric(f"ndcg@{JUDGED_DEPTH}", [d for d in ids if d in grades], grades))
+        n = len(scored)
+        rows[r] = {
+            "judged": math.fsum(share) / n if n else 0.0,
+            "ndcg": math.fsum(plain) / n if n else 0.0,
+            "ndcg_condensed": math.fsum(condensed) / n if n else 0.0,
+        }
+    highest = max((row["judged"] for row in rows.values()), default=0.0)
+    for row in rows.values():
+        row["low"] = highest - row["judged"] > JUDGED_GAP + 1e-12
+    sizes = [len(inputs.qrels[q]) for q in scored]
+    return {
+        "k": JUDGED_DEPTH,
+        "gap": JUDGED_GAP,
+        "questions": len(scored),
+        "per_question": {
+            "mean": math.fsum(sizes) / len(sizes) if sizes else 0.0,
+            "min": min(sizes, default=0),
+            "max": max(sizes, default=0),
+        },
+        "relevant": {q: sum(1 for g in inputs.qrels[q].values() if g > 0) for q in scored},
+        "rankers": rows,
+    }
 
 
 def _close(got: Any, want: Any, tol: float) -> bool:
@@ -1511,20 +2189,82 @@ def _close(got: Any, want: Any, tol: float) -> bool:
     return got == want
 
 
-def _sign_test_p(d: np.ndarray, seed: int, rounds: int) -> tuple[float, int, str]:
-    """The randomisation test as documented in experiments.py, written independently.
+# The fixed rules of the paired tests (sitegen.scoring.statistics), pinned here: which exact method a test uses,
+# how many Monte Carlo rounds a family needs, the power and the smallest sample given an interval.
+LATTICE = 2520  # lcm(1..10): hit, precision and mrr@k<=10 differences are whole multiples of 1/2520
+LATTICE_BUDGET = 1 << 26  # n * sum(|units|) up to which the lattice distribution is computed
+SPLIT_HALF_MAX = 44  # differing questions up to which all 2^n sign patterns are counted
+MC_FACTOR = 20  # Monte Carlo rounds >= 20 m / alpha
+MIN_INTERVAL_QUESTIONS = 20
+POWER = 0.8
+HEADLINE_METRIC = "ndcg@10"
+DETECTABLE_EXAMPLES = (0.02, 0.05)
 
-    Zero differences are dropped; with n left, 2**n <= rounds enumerates every sign pattern (itertools.product)
-    for the exact p = extreme / 2**n, else PCG64 seeded ``seed`` draws 0/1 signs in blocks of 1,000 rounds and
-    p = (extreme + 1) / (rounds + 1). A pattern is extreme when |sum(s d)| >= |sum(d)| - 1e-12.
-    """
+
+def _lattice_sign_p(units: list[int]) -> float:
+    """The exact sign-flip p of integer differences: the differences of one magnitude v, c of them, add
+    v * (c - 2j) with probability C(c, j) / 2^c; those distributions are convolved magnitude by magnitude."""
+    magnitudes = Counter(abs(u) for u in units if u)
+    total = sum(v * c for v, c in magnitudes.items())
+    observed = abs(sum(units))
+    if observed == 0:
+        return 1.0
+    dist = np.zeros(2 * total + 1)
+    dist[total] = 1.0
+    for v, c in sorted(magnitudes.items()):
+        mixed = np.zeros_like(dist)
+        for j in range(c + 1):
+            shift = v * (c - 2 * j)
+            weight = math.comb(c, j) / 2.0**c
+            if shift >= 0:
+                mixed[shift:] += weight * dist[: dist.size - shift]
+            else:
+                mixed[:shift] += weight * dist[-shift:]
+        dist = mixed
+    outside = [dist[i] for i in range(dist.size) if abs(i - total) >= observed]
+    return math.fsum(outside)
+
+
+def _pattern_sums(d: np.ndarray) -> np.ndarray:
+    """sum(s * d) for every sign pattern s, pattern t flipping difference i when bit i of t is set."""
+    out = np.empty(2 ** len(d))
+    bits = np.arange(len(d), dtype=np.int64)
+    for start in range(0, out.size, 1 << 16):
+        t = np.arange(start, min(start + (1 << 16), out.size), dtype=np.int64)
+        out[start : start + t.size] = (1.0 - 2.0 * ((t[:, None] >> bits) & 1)) @ d
+    return out
+
+
+def _sign_test_p(d: np.ndarray, seed: int, rounds: int) -> tuple[float, int, str, str]:
+    """The randomisation test as documented in sitegen/scoring/statistics.py, written independently.
+
+    Zero differences are dropped; with n left: differences that are whole multiples of 1/2520 (within 1e-6)
+    with n * sum(|d| * 2520) <= 2^26 get the exact lattice distribution; else n <= 44 counts all 2^n patterns
+    (the two halves' sums met in sorted order); else PCG64 seeded ``seed`` draws 0/1 signs in blocks of 1,000
+    rounds and p = (extreme + 1) / (rounds + 1). A pattern is extreme when |sum(s d)| >= |sum(d)| - 1e-12.
+    Returns (p, n, method, kind)."""
     d = np.array([x for x in d.tolist() if x != 0], dtype=np.float64)
     n = len(d)
+    if n == 0:
+        return 1.0, 0, "no question differs", "lattice"
+    scaled = d * LATTICE
+    units = [round(x) for x in scaled.tolist()]
+    on_lattice = all(abs(x - u) <= 1e-6 for x, u in zip(scaled.tolist(), units, strict=True))
+    if on_lattice and n * sum(abs(u) for u in units) <= LATTICE_BUDGET:
+        p = _lattice_sign_p(units)
+        return p, n, f"exact: the sign-flip distribution over {n} questions (lattice)", "lattice"
     observed = abs(math.fsum(d.tolist()))
-    if 2**n <= rounds:
-        patterns = np.array(list(itertools.product((1.0, -1.0), repeat=n)), dtype=np.float64).reshape(2**n, n)
-        extreme = int(np.count_nonzero(np.abs(patterns @ d) >= observed - 1e-12))
-        return extreme / 2**n, n, f"exact enumeration of 2^{n} = {2**n} sign patterns"
+    if n <= SPLIT_HALF_MAX:
+        if observed - 1e-12 <= 0:
+            return 1.0, n, f"exact: all 2^{n} sign patterns (split-half)", "split-half"
+        first = np.sort(_pattern_sums(d[: n // 2]))  # sorted, so the searches below stay in the cache
+        second = np.sort(_pattern_sums(d[n // 2 :]))
+        extreme = 0
+        for start in range(0, first.size, 1 << 15):
+            x = first[start : start + (1 << 15)]
+            extreme += int(second.size * x.size - np.searchsorted(second, observed - 1e-12 - x, side="left").sum())
+            extreme += int(np.searchsorted(second, 1e-12 - observed - x, side="right").sum())
+        return extreme / 2**n, n, f"exact: all 2^{n} sign patterns (split-half)", "split-half"
     rng, extreme, done = np.random.default_rng(seed), 0, 0
     while done < rounds:
         block = min(1000, rounds - done)
@@ -1533,7 +2273,7 @@ def _sign_test_p(d: np.ndarray, seed: int, rounds: int) -> tuple[float, int, str
         flips -= 1.0
         extreme += int(np.count_nonzero(np.abs(flips @ d) >= observed - 1e-12))
         done += block
-    return (extreme + 1) / (rounds + 1), n, f"Monte Carlo, {rounds} rounds, seed {seed} (2^{n} patterns)"
+    return (extreme + 1) / (rounds + 1), n, f"Monte Carlo, {rounds} rounds, seed {seed} (2^{n} patterns)", "monte-carlo"
 
 
 _DRAWS_KEPT = 1 << 24  # bootstrap indices kept for reuse across pairs: 32 MB at most
@@ -1646,41 +2386,198 @@ def _wins_ties_losses(d: np.ndarray) -> dict[str, Any]:
     return out
 
 
-def _check_tukey(
-    compare: Callable[[str, Any, Any], None],
-    sig: dict[str, Any],
-    pairs: dict[tuple[str, str, str], dict[str, Any]],
-    rankers: list[str],
+def _maximal_cliques(items: list[str], apart: set[frozenset[str]]) -> list[list[str]]:
+    """Every maximal set of items no two of which are apart (Bron-Kerbosch, no pivot): the rank groups."""
+    found: list[list[str]] = []
+
+    def extend(clique: list[str], candidates: list[str], excluded: list[str]) -> None:
+        if not candidates and not excluded:
+            found.append(clique)
+            return
+        for item in list(candidates):
+            near = [c for c in candidates if c != item and frozenset((c, item)) not in apart]
+            far = [x for x in excluded if frozenset((x, item)) not in apart]
+            extend([*clique, item], near, far)
+            candidates = [c for c in candidates if c != item]
+            excluded = [*excluded, item]
+
+    if items:
+        extend([], list(items), [])
+    place = {item: i for i, item in enumerate(items)}
+    return sorted((sorted(c, key=place.__getitem__) for c in found), key=lambda c: [place[x] for x in c])
+
+
+def _letters(n: int) -> str:
+    alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    return alphabet[n] if n < len(alphabet) else f"g{n + 1}"
+
+
+def _z_sum(alpha: float, power: float) -> float:
+    from statistics import NormalDist
+
+    return NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
+
+
+def _expected_significance(
+    rows_of: dict[str, list[list[str]]],
     scores_of: Callable[[str, str], list[float]],
-    scored: list[str],
-) -> None:
-    """Adds the recomputed Tukey HSD p-values to ``pairs`` and compares the stored ``significance.tukey``."""
-    tukey = sig.get("tukey")
-    if not isinstance(tukey, dict) or not all(_is_number(tukey.get(k)) for k in ("seed", "rounds", "alpha")):
-        compare("significance.tukey (seed, rounds, alpha)", tukey, "a recorded seed, rounds and alpha")
-        return
-    seed, rounds, alpha = tukey["seed"], tukey["rounds"], tukey["alpha"]
-    by_metric = {}
-    for metric in sig.get("metrics", []) if scored and len(rankers) > 1 else []:
-        x = np.array([scores_of(r, metric) for r in rankers], dtype=np.float64).T
-        p, method, exact = _tukey_p(x, seed, rounds)
-        mine = [w for (_, _, m), w in pairs.items() if m == metric]
+    questions: int,
+    correction: str,
+    unverified: set[str],
+) -> dict[str, Any]:
+    """significance as sitegen.scoring.significance documents it, recomputed: the distinct rows, the family and
+    its tests, the notes, Tukey over the rows, the detectable effects, the rank groups and the headline."""
+    seed, rounds, alpha, minimum = (SIGNIFICANCE_SETTINGS[k] for k in ("seed", "rounds", "alpha", "min_differing"))
+    metrics = SIGNIFICANCE_SETTINGS["metrics"]
+    shown = questions >= MIN_INTERVAL_QUESTIONS
+    pairs: list[dict[str, Any]] = []
+    for m in metrics:
+        reps = [r[0] for r in rows_of[m]]
+        for i, a in enumerate(reps):
+            for b in reps[i + 1 :]:
+                x, y = np.array(scores_of(a, m)), np.array(scores_of(b, m))
+                d = x - y
+                interval = _bootstrap_interval(d, seed, rounds) if shown else (None, None)
+                differing = int(np.count_nonzero(d))
+                pairs.append(
+                    {
+                        "a": a,
+                        "b": b,
+                        "metric": m,
+                        "mean_a": math.fsum(x.tolist()) / questions,
+                        "mean_b": math.fsum(y.tolist()) / questions,
+                        "difference": math.fsum(d.tolist()) / questions,
+                        "differing": differing,
+                        "tested": differing >= minimum,
+                        "method": None,
+                        "p_method": None,
+                        "p_value": None,
+                        "p_adjusted": None,
+                        "ci_low": interval[0],
+                        "ci_high": interval[1],
+                        "significant": None,
+                        "note": None,
+                        **_wins_ties_losses(d),
+                        "tukey_p": None,
+                        "tukey_significant": None,
+                    }
+                )
+    family = [w for w in pairs if w["tested"]]
+    size = len(family)
+    mc_rounds = max(rounds, math.ceil(MC_FACTOR * size / alpha))
+    for w in family:
+        d = np.array(scores_of(w["a"], w["metric"])) - np.array(scores_of(w["b"], w["metric"]))
+        w["p_value"], _, w["method"], w["p_method"] = _sign_test_p(d, seed, mc_rounds)
+    for w, adj in zip(family, _adjusted([w["p_value"] for w in family], correction), strict=True):
+        w["p_adjusted"], w["significant"] = adj, adj < alpha
+    for w in pairs:  # note codes: the pages say them in words, sitegen's wording table
+        if not w["tested"]:
+            w["note"] = "too_few_differing"
+        elif w["ci_low"] is not None:
+            outside = w["ci_low"] > 0 or w["ci_high"] < 0
+            if outside and not w["significant"]:
+                w["note"] = "interval_not_corrected"
+            elif w["significant"] and not outside:
+                w["note"] = "interval_includes_zero"
+    tukey = {}
+    for m in metrics:
+        reps = [r[0] for r in rows_of[m]]
+        if len(reps) < 2:
+            continue
+        p, method, exact = _tukey_p(np.array([scores_of(r, m) for r in reps], dtype=np.float64).T, seed, rounds)
+        mine = [w for w in pairs if w["metric"] == m]
         for w in mine:
-            w["tukey_p"] = float(p[rankers.index(w["a"]), rankers.index(w["b"])])
+            w["tukey_p"] = float(p[reps.index(w["a"]), reps.index(w["b"])])
             w["tukey_significant"] = w["tukey_p"] < alpha
-        by_metric[metric] = {
+        tukey[m] = {
             "method": method,
             "exact": exact,
             "pairs": len(mine),
             "significant": sum(bool(w["tukey_significant"]) for w in mine),
             "adjusted_significant": sum(bool(w["significant"]) for w in mine),
         }
-    compare("significance.tukey.by_metric", tukey.get("by_metric"), by_metric)
-    compare(
-        "significance.tukey.rounds/seed/alpha",
-        [rounds, seed, alpha],
-        [sig.get("rounds"), sig.get("seed"), sig.get("alpha")],
-    )
+    per_test = alpha / max(1, size)
+    detectable: dict[str, Any] = {}
+    groups: dict[str, Any] = {}
+    for m in metrics:
+        reps = [r[0] for r in rows_of[m]]
+        detectable[m] = None
+        if len(reps) >= 2 and questions >= 2:
+            spread = []
+            for i, a in enumerate(reps):
+                for b in reps[i + 1 :]:
+                    d = (np.array(scores_of(a, m)) - np.array(scores_of(b, m))).tolist()
+                    mu = math.fsum(d) / len(d)
+                    spread.append(math.fsum((v - mu) ** 2 for v in d) / (len(d) - 1))
+            sd = math.sqrt(math.fsum(spread) / len(spread))
+            z = _z_sum(per_test, POWER)
+            detectable[m] = {
+                "sd": sd,
+                "alpha_per_test": per_test,
+                "mde": z * sd / math.sqrt(questions),
+                "questions_for": {f"{e:g}": max(1, math.ceil((z * sd / e) ** 2 - 1e-9)) for e in DETECTABLE_EXAMPLES},
+            }
+        if not reps:
+            continue
+        mean = {r: math.fsum(scores_of(r, m)) / questions for r in reps}
+        members = {r[0]: r for r in rows_of[m]}
+        checked = {r: any(x not in unverified for x in members[r]) for r in reps}
+        order = sorted(reps, key=lambda r: (not checked[r], -mean[r], reps.index(r)))
+        apart = {frozenset((w["a"], w["b"])) for w in pairs if w["metric"] == m and w["significant"]}
+        cliques = _maximal_cliques(order, apart)
+        table = []
+        for r in order:
+            ci = _bootstrap_interval(np.array(scores_of(r, m)), seed, rounds) if shown else (None, None)
+            table.append(
+                {
+                    "rankers": members[r],
+                    "mean": mean[r],
+                    "ci_low": ci[0],
+                    "ci_high": ci[1],
+                    "verified": checked[r],
+                    "letters": "".join(_letters(i) for i, c in enumerate(cliques) if r in c),
+                }
+            )
+        as_rows = [[order.index(r) for r in c] for c in cliques]
+        groups[m] = {
+            "rows": table,
+            "groups": as_rows,
+            "best_alone": len(order) > 1 and all(len(c) == 1 for c in as_rows if 0 in c),
+        }
+    headline = None
+    top = groups.get(HEADLINE_METRIC)
+    if top is not None and len(top["rows"]) >= 2:
+        first, second = top["rows"][0]["rankers"][0], top["rows"][1]["rankers"][0]
+        d = np.array(scores_of(first, HEADLINE_METRIC)) - np.array(scores_of(second, HEADLINE_METRIC))
+        ci = _bootstrap_interval(d, seed, rounds) if shown else (None, None)
+        test = next(w for w in pairs if w["metric"] == HEADLINE_METRIC and {w["a"], w["b"]} == {first, second})
+        headline = {
+            "metric": HEADLINE_METRIC,
+            "leader": 0,
+            "runner_up": 1,
+            "difference": math.fsum(d.tolist()) / questions,
+            "ci_low": ci[0],
+            "ci_high": ci[1],
+            "tested": test["tested"],
+            "p_adjusted": test["p_adjusted"],
+            "significant": test["significant"],
+            "same_group": any(0 in c and 1 in c for c in top["groups"]),
+            "mde": detectable[HEADLINE_METRIC]["mde"] if detectable.get(HEADLINE_METRIC) else None,
+        }
+    return {
+        "pairs": pairs,
+        "family": {"tests": len(pairs), "excluded": len(pairs) - size, "size": size},
+        "monte_carlo_rounds": mc_rounds,
+        "intervals": shown,
+        "methods": {k: sum(1 for w in family if w["p_method"] == k) for k in ("lattice", "split-half", "monte-carlo")},
+        "identical": {m: [r for r in rows_of[m] if len(r) > 1] for m in metrics},
+        "significant_uncorrected": sum(w["p_value"] < alpha for w in family),
+        "significant_adjusted": sum(bool(w["significant"]) for w in family),
+        "tukey": tukey,
+        "detectable": detectable,
+        "groups": groups,
+        "headline": headline,
+    }
 
 
 def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
@@ -1721,7 +2618,8 @@ def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
     sweep_metrics = list(RRF_SWEEP_METRICS)  # what sitegen sweeps and selects on, whatever the file says
     compare("metrics", stored.get("metrics"), sweep_metrics)
     heldout = stored.get("heldout", {})
-    seed, selection = heldout.get("seed"), SELECTION_METRIC
+    seed, selection = SIGNIFICANCE_SETTINGS["seed"], SELECTION_METRIC  # pinned, never read from the bundle
+    compare("heldout.seed", heldout.get("seed"), seed)
     compare("heldout.selection_metric", heldout.get("selection_metric"), SELECTION_METRIC)
     # the split: within each kind, numpy PCG64 seeded [seed, position of the kind] permutes the ids
     by_kind: dict[str, list[str]] = {}
@@ -1766,7 +2664,7 @@ def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
                 compare(f"sweeps.{fusion}.{sweep}.rows[{n}].overall", row["overall"], want)
             result = heldout["results"][fusion][sweep]
             default = next(n for n, r in enumerate(data["rows"]) if r["value"] == result["folds"][0]["default"])
-            wins = 0
+            wins = significant_folds = 0
             for n, fold in enumerate(result["folds"]):
                 tune, test = folds[fold["tune_on"]], folds[fold["test_on"]]
                 sel = [mean([f[selection][q] for q in tune]) for f in per_setting]
@@ -1784,96 +2682,73 @@ def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
                 compare(f"{label}.dense_ranker", fold.get("dense_ranker"), alone)
                 compare(f"{label}.scores", fold["scores"], want_scores)
                 compare(f"{label}.tuned_beats_default", fold["tuned_beats_default"], beats)
+                held = {"test_size": len(test), "p_value": None, "p_method": None, "significant": None}
+                if test:  # the tuned setting against the default on the held-out questions, one test per fold
+                    d = np.array([per_setting[chosen][selection][q] - per_setting[default][selection][q] for q in test])
+                    alpha = SIGNIFICANCE_SETTINGS["alpha"]
+                    mc = max(SIGNIFICANCE_SETTINGS["rounds"], math.ceil(MC_FACTOR / alpha))
+                    p, _, _, kind = _sign_test_p(d, seed, mc)
+                    held.update(p_value=p, p_method=kind, significant=p < alpha)
+                significant_folds += bool(held["significant"])
+                compare(f"{label} held-out test", {k: fold.get(k) for k in held}, held)
                 size, count = len(tune), len(data["rows"])
                 small = size < count
                 compare(f"{label}.tune_size", fold.get("tune_size"), size)
                 compare(f"{label}.too_small", fold.get("too_small"), small)
-                plural = "" if size == 1 else "s"
-                note = f"fold {fold['tune_on']} has {size} question{plural}, fewer than the {count} settings"
-                compare(
-                    f"{label}.note",
-                    fold.get("note"),
-                    f"{note} it chooses among: the choice is not evidence" if small else None,
-                )
+                compare(f"{label}.note", fold.get("note"), "fold_too_small" if small else None)
             compare(f"heldout.{fusion}.{sweep}.tuned_beats_default_in", result["tuned_beats_default_in"], wins)
+            compare(f"heldout.{fusion}.{sweep}.significant_in", result.get("significant_in"), significant_folds)
 
     sig = stored.get("significance", {})
-    rounds, alpha, minimum = sig.get("rounds"), sig.get("alpha"), sig.get("min_differing")
+    for key, want in SIGNIFICANCE_SETTINGS.items():  # the settings are this file's, whatever the bundle says
+        compare(f"significance.{key}", sig.get(key), want)
+    sig_metrics = SIGNIFICANCE_SETTINGS["metrics"]
     config_rel = f"evidence/{corpus}/inputs/sitegen.json"
     config = bundle.json(config_rel) if (bundle.site / config_rel).is_file() else {}
     correction = config.get("significance", {}).get("correction", "holm")
-    names = {"holm": "Holm-Bonferroni", "bh": "Benjamini-Hochberg"}
-    pairs = {}
-    for pair in sig.get("pairs", []):
-        a = np.array(scores_of(pair["a"], pair["metric"]))
-        b = np.array(scores_of(pair["b"], pair["metric"]))
-        d = a - b
-        p, differing, method = _sign_test_p(d, sig["seed"], rounds)
-        low, high = _bootstrap_interval(d, sig["seed"], rounds)
-        tested = differing >= minimum
-        pairs[(pair["a"], pair["b"], pair["metric"])] = {
-            "a": pair["a"],
-            "b": pair["b"],
-            "metric": pair["metric"],
-            "mean_a": mean(list(a)),
-            "mean_b": mean(list(b)),
-            "difference": mean(list(d)),
-            "differing": differing,
-            "tested": tested,
-            "method": method if tested else None,
-            "p_value": p if tested else None,
-            "p_adjusted": None,
-            "ci_low": low,
-            "ci_high": high,
-            "significant": None,
-            "note": None,
-            **_wins_ties_losses(d),
-            "tukey_p": None,
-            "tukey_significant": None,
-        }
-    family = [w for w in pairs.values() if w["tested"]]
-    for w, adj in zip(family, _adjusted([w["p_value"] for w in family], correction), strict=True):
-        w["p_adjusted"], w["significant"] = adj, adj < alpha
-    for w in pairs.values():
-        outside = w["ci_low"] > 0 or w["ci_high"] < 0
-        if not w["tested"]:
-            w["note"] = (
-                f"too few questions to test: {w['differing']} of {len(scored)} questions differ (minimum {minimum})"
-            )
-        elif outside and not w["significant"]:
-            w["note"] = (
-                f"the 95% interval excludes 0 but the test, corrected for {len(family)} comparisons "
-                f"({names[correction]}), does not reject at {alpha}: the interval is not corrected for the family"
-            )
-        elif w["significant"] and not outside:
-            w["note"] = (
-                f"the test, corrected for {len(family)} comparisons ({names[correction]}), rejects at {alpha} but "
-                "the 95% interval includes 0: the interval resamples questions, the test flips signs"
-            )
-    _check_tukey(compare, sig, pairs, rankers, scores_of, scored)
-    for n, pair in enumerate(sig.get("pairs", [])):
-        want = pairs[(pair["a"], pair["b"], pair["metric"])]
-        compare(f"significance.pairs[{n}] ({pair['a']} vs {pair['b']}, {pair['metric']})", pair, want)
+    rows_of: dict[str, list[list[str]]] = {}
+    for m in sig_metrics:  # rankers with equal per-question values are one row, the first named standing for it
+        found: dict[tuple[float, ...], list[str]] = {}
+        for r in rankers if scored else []:
+            found.setdefault(tuple(scores_of(r, m)), []).append(r)
+        rows_of[m] = list(found.values())
+    unverified = set(unverified_rankers(bundle, corpus, rankers))
+    want_sig = _expected_significance(rows_of, scores_of, len(scored), correction, unverified)
+    stored_pairs = sig.get("pairs", [])
+    keys = [(w["a"], w["b"], w["metric"]) for w in want_sig["pairs"]]
+    if [(p.get("a"), p.get("b"), p.get("metric")) for p in stored_pairs] != keys:
+        check.fail(
+            f"{rel}: significance.pairs cover {len(stored_pairs)} comparisons, expected {len(keys)}: every pair "
+            "of distinct rows (identical rankers merged) x metric, in order"
+        )
+    else:
+        for n, (pair, want) in enumerate(zip(stored_pairs, want_sig["pairs"], strict=True)):
+            compare(f"significance.pairs[{n}] ({pair['a']} vs {pair['b']}, {pair['metric']})", pair, want)
     compare("significance.correction", sig.get("correction"), correction)
-    compare("significance.correction_name", sig.get("correction_name"), names.get(correction))
-    tests = len(pairs)
+    compare("significance.correction_name", sig.get("correction_name"), _CORRECTION_NAMES.get(correction))
     compare(
         "significance.family counts",
         {k: sig.get("family", {}).get(k) for k in ("tests", "excluded", "size")},
-        {"tests": tests, "excluded": tests - len(family), "size": len(family)},
+        want_sig["family"],
     )
     compare(
         "significance counts",
         [sig.get("significant_uncorrected"), sig.get("significant_adjusted")],
-        [sum(w["p_value"] < alpha for w in family), sum(bool(w["significant"]) for w in family)],
+        [want_sig["significant_uncorrected"], want_sig["significant_adjusted"]],
     )
-    expected_pairs = {
-        (a, b, m) for i, a in enumerate(rankers) for b in rankers[i + 1 :] for m in sig.get("metrics", [])
-    }
-    if not scored:
-        expected_pairs = set()
-    if set(pairs) != expected_pairs:
-        check.fail(f"{rel}: significance.pairs cover {len(pairs)} comparisons, expected every pair x metric")
+    for key in ("monte_carlo_rounds", "intervals", "methods", "identical", "detectable", "groups", "headline"):
+        compare(f"significance.{key}", sig.get(key), want_sig[key])
+    tukey = sig.get("tukey") if isinstance(sig.get("tukey"), dict) else {}
+    compare("significance.tukey.by_metric", tukey.get("by_metric"), want_sig["tukey"])
+    compare(
+        "significance.tukey.rounds/seed/alpha",
+        [tukey.get("rounds"), tukey.get("seed"), tukey.get("alpha")],
+        [SIGNIFICANCE_SETTINGS[k] for k in ("rounds", "seed", "alpha")],
+    )
+    pairs = {(w["a"], w["b"], w["metric"]): w for w in want_sig["pairs"]}
+
+    def row_of(ranker: str, m: str) -> str:
+        return next((r[0] for r in rows_of[m] if ranker in r), ranker)
 
     config_rel = f"evidence/{corpus}/inputs/sitegen.json"
     configured = config.get("ablation")
@@ -1901,17 +2776,18 @@ def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
             "delta": None,
             "p_adjusted": None,
             "significant": None,
-            "overall": {m: mean(scores_of(r, m)) for m in sig.get("metrics", [])},
+            "identical": None,
+            "overall": {m: mean(scores_of(r, m)) for m in sig_metrics},
         }
         if prev is not None:
             row["delta"] = {
-                m: mean([x - y for x, y in zip(scores_of(r, m), scores_of(prev, m), strict=True)])
-                for m in sig.get("metrics", [])
+                m: mean([x - y for x, y in zip(scores_of(r, m), scores_of(prev, m), strict=True)]) for m in sig_metrics
             }
-            found = {m: pairs.get((r, prev, m)) or pairs.get((prev, r, m)) for m in sig.get("metrics", [])}
-            if all(found.values()):
-                row["p_adjusted"] = {m: f["p_adjusted"] for m, f in found.items()}
-                row["significant"] = {m: f["significant"] for m, f in found.items()}
+            ends = {m: (row_of(r, m), row_of(prev, m)) for m in sig_metrics}
+            found = {m: pairs.get((a, b, m)) or pairs.get((b, a, m)) for m, (a, b) in ends.items()}
+            row["identical"] = {m: a == b for m, (a, b) in ends.items()}
+            row["p_adjusted"] = {m: f["p_adjusted"] if f else None for m, f in found.items()}
+            row["significant"] = {m: f["significant"] if f else None for m, f in found.items()}
         rows.append(row)
     compare("ablation.rows", stored.get("ablation", {}).get("rows"), rows)
 
@@ -1957,6 +2833,8 @@ def check_packing(check: Check, bundle: Bundle, corpus: str) -> str:
     settings = [f"top{top_n}"] + [str(b) for b in budgets]
     if stored.get("settings") != settings:
         check.fail(f"{rel}: settings {stored.get('settings')!r}, expected {settings!r}")
+    if not inputs.texts:
+        return _needs(check, "the budgets, packs and citation verdicts")
     text = inputs.doc_text
     derived = stored.get("budgets_from")
     if isinstance(derived, dict):  # not configured: the median passage length (lower median) times each multiple
@@ -2032,7 +2910,7 @@ def check_packing(check: Check, bundle: Bundle, corpus: str) -> str:
 
     fixture_rel = f"evidence/{corpus}/inputs/citations.jsonl"
     fixture = {}
-    if (bundle.site / fixture_rel).is_file():
+    if bundle.has(fixture_rel):
         fixture = {
             json.loads(line)["query_id"]: json.loads(line)["citations"]
             for line in bundle.lines(fixture_rel)
@@ -2060,6 +2938,8 @@ def check_packing(check: Check, bundle: Bundle, corpus: str) -> str:
                         got = stored["citations"][q][n]["verdicts"][r][s]
                     except (KeyError, IndexError, TypeError):
                         got = None
+                    if n < len(stored.get("citations", {}).get(q, [])) and not _same_text(stored["citations"][q][n], c):
+                        check.fail(f"{rel}: citations.{q}[{n}]: its quote is not the fixture's")
                     if got != want:
                         check.fail(
                             f"{rel}: citations.{q}[{n}] ({c['kind']}): ranker {r}, {s}: "
@@ -2071,6 +2951,30 @@ def check_packing(check: Check, bundle: Bundle, corpus: str) -> str:
             if got != counted[r][s]:
                 check.fail(f"{rel}: citation_summary.{r}.{s}: stored {got!r}, recomputed {counted[r][s]!r}")
     return f"{len(rankers) * len(inputs.queries) * len(settings)} packs and {verdicts} citation verdicts recomputed"
+
+
+def _same_text(stored: dict[str, Any], fixture: dict[str, Any]) -> bool:
+    """A citation as packing.json states it is the fixture's: its quote, or in a redacted bundle the quote's
+    sha256."""
+    if "quote_sha256" in stored:
+        return stored["quote_sha256"] == text_sha256(fixture["quote"])
+    return stored.get("quote") == fixture["quote"]
+
+
+def text_sha256(text: str) -> str:
+    """What stands in for a text in a redacted bundle: the sha256 of its exact UTF-8 bytes."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def hashed_record(obj: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
+    """A record with each text field (a string under one of ``fields``) replaced by ``<field>_sha256``, every
+    other field kept: the rule a redacted bundle's records follow, written again here."""
+    return {
+        (f"{k}_sha256" if k in fields and isinstance(v, str) else k): (
+            text_sha256(v) if k in fields and isinstance(v, str) else v
+        )
+        for k, v in obj.items()
+    }
 
 
 def check_postgres(check: Check, bundle: Bundle, corpus: str) -> str:
@@ -2120,14 +3024,32 @@ def check_chunking(check: Check, bundle: Bundle, corpus: str) -> str:
         return "not chunked"
     stored = bundle.json(rel)
     inputs = bundle.inputs(corpus)
-    chunks = {}
-    for line in bundle.lines(f"evidence/{corpus}/chunks.jsonl"):
+    if not inputs.texts:
+        return _needs(check, "the chunks and the chunking sweep")
+    documents = {}
+    for line in bundle.lines(f"evidence/{corpus}/inputs/corpus.jsonl"):
         if line.strip():
             obj = json.loads(line)
-            chunks[obj["_id"]] = f"{obj['title']}\n{obj['text']}" if obj.get("title") else obj["text"]
-    if chunks != inputs.doc_text:
-        missing = sorted(set(inputs.doc_text) ^ set(chunks))[:3]
-        check.fail(f"evidence/{corpus}/chunks.jsonl: passages differ from a fresh chunking (e.g. {missing})")
+            documents[obj["_id"]] = obj
+    chunks_rel = f"evidence/{corpus}/chunks.jsonl"
+    chunks: dict[str, Any] = {}
+    if (bundle.site / chunks_rel).is_file():
+        for line in bundle.lines(chunks_rel):
+            if line.strip():
+                obj = json.loads(line)
+                chunks[obj["_id"]] = f"{obj['title']}\n{obj['text']}" if obj.get("title") else obj["text"]
+        fresh: dict[str, Any] = inputs.doc_text
+    else:  # a redacted bundle: the chunks' records, each text by its sha256
+        chunks_rel = f"evidence/{corpus}/referenced/chunks.jsonl"
+        chunks = {o["_id"]: o for _, o in _jsonl(bundle, chunks_rel, "text_sha256")}
+        fresh = {}
+        for cid, meta in inputs.doc_meta.items():
+            doc = documents[meta["doc_id"]]
+            piece = {"_id": cid, "title": doc.get("title") or "", "text": doc["text"][meta["start"] : meta["end"]]}
+            fresh[cid] = hashed_record({**piece, "metadata": meta}, ("title", "text"))
+    if chunks != fresh:
+        missing = sorted(set(fresh) ^ set(chunks))[:3] or [c for c in fresh if chunks.get(c) != fresh[c]][:3]
+        check.fail(f"{chunks_rel}: passages differ from a fresh chunking (e.g. {missing})")
     if stored.get("qrels") != inputs.qrels:
         check.fail(f"{rel}: qrels differ from the labels derived from the answer spans")
     if stored.get("passages") != len(inputs.doc_text):
@@ -2143,17 +3065,15 @@ def check_chunking(check: Check, bundle: Bundle, corpus: str) -> str:
         check.fail(f"{rel}: the sweep rows' settings (labels included) are not the grid inputs/sitegen.json declares")
     sweep_vectors = query_vectors = None
     index_rel = f"evidence/{corpus}/embeddings/sweep-index.json"
-    if (bundle.site / index_rel).is_file():
+    matrix_rel = f"evidence/{corpus}/embeddings/sweep-passages.npy"
+    withheld = _vectors_withheld(bundle, corpus) or (
+        not bundle.has(matrix_rel) and "embeddings/sweep-passages.npy" in referenced_files(bundle, corpus)
+    )
+    if (bundle.site / index_rel).is_file() and not withheld:
         sweep_ids = bundle.json(index_rel)["passages"]
-        matrix_path = bundle.site / f"evidence/{corpus}/embeddings/sweep-passages.npy"
-        sweep_vectors = dict(zip(sweep_ids, np.load(matrix_path), strict=True))
+        sweep_vectors = dict(zip(sweep_ids, np.load(bundle.file(matrix_rel)), strict=True))
         emb = bundle.embeddings(corpus)
         query_vectors = dict(zip(emb.index["queries"], emb.queries, strict=True))
-    documents = {}
-    for line in bundle.lines(f"evidence/{corpus}/inputs/corpus.jsonl"):
-        if line.strip():
-            obj = json.loads(line)
-            documents[obj["_id"]] = obj
     has_vectors = (bundle.site / f"evidence/{corpus}/embeddings/index.json").is_file()
     sweep_rankers = ["bm25", "dense", "rrf-dense-bm25"] if has_vectors else ["bm25"]
     for n, (row, setting) in enumerate(zip(sweep["rows"], grid, strict=False)):
@@ -2166,7 +3086,7 @@ def check_chunking(check: Check, bundle: Bundle, corpus: str) -> str:
             check.fail(f"{label}: characters_embedded {row.get('characters_embedded')!r}, recomputed {characters}")
         if sorted(row["scores"]) != sorted(sweep_rankers):
             check.fail(f"{label}: scores for {sorted(row['scores'])}, the sweep ranks with {sweep_rankers}")
-        if has_vectors and sweep_vectors is None:
+        if has_vectors and sweep_vectors is None and not withheld:
             check.fail(f"{label}: dense and RRF columns cannot be recomputed: {index_rel} is missing")
         for ranker in row["scores"]:
             if sorted(row["scores"][ranker]) != sorted(CHUNKING_SWEEP_METRICS):
@@ -2207,6 +3127,10 @@ def check_chunking(check: Check, bundle: Bundle, corpus: str) -> str:
         first = next(row for row in sweep["rows"] if row["scores"][ranker]["recall@10"] == max(values))
         if best != {"label": first["setting"]["label"], "recall@10": max(values)}:
             check.fail(f"{rel}: best_recall@10 for {ranker} is {best!r}, the rows give {first['setting']['label']}")
+    if withheld:
+        return f"{len(chunks)} chunks and their labels re-derived, the sweep's BM25 columns recomputed; " + _needs(
+            check, "the sweep's dense and RRF columns", "vectors"
+        )
     return (
         f"{len(chunks)} chunks and their labels re-derived; {len(sweep['rows'])} sweep rows recomputed "
         f"({', '.join(sweep_rankers)}; settings and characters embedded from inputs/sitegen.json)"
@@ -2487,6 +3411,9 @@ def check_hygiene(check: Check, bundle: Bundle, corpus: str) -> str:
     rel = f"evidence/{corpus}/hygiene.json"
     stated = bundle.json(rel)
     base = f"evidence/{corpus}/inputs"
+    _check_hygiene_rules(check, rel, stated.get("rules") or {})
+    if any(_text_file(bundle, corpus, name)[1] != "text" for name in ("corpus.jsonl", "queries.jsonl")):
+        return _needs(check, "the flags")
     try:
         inputs = bundle.inputs(corpus)
         passages, doc_text = inputs.passages, inputs.doc_text
@@ -2501,7 +3428,30 @@ def check_hygiene(check: Check, bundle: Bundle, corpus: str) -> str:
         if line.strip():
             qid, doc_id, grade = (c.strip() for c in line.split("\t"))
             qrels.setdefault(qid, {})[doc_id] = int(grade)
-    rules = stated.get("rules") or {}
+    same = len(doc_text) == len(passages) and all(  # not chunked: the BM25 checks' words are these passages'
+        doc_text.get(doc_id) == _passage_text(title, text) for doc_id, title, text in passages
+    )
+    expected = hygiene_flags(passages, questions, qrels, filters, bundle.words(corpus) if same else None)
+    if publication(bundle, corpus).redacted:  # a duplicate group's words stand as their sha256
+        flags = expected["flags"]
+        flags["duplicate_questions"] = [hashed_record(e, ("text",)) for e in flags["duplicate_questions"]]
+    for key, want in (("questions", len(questions)), ("passages", len(passages)), ("counts", expected["counts"])):
+        if stated.get(key) != want:
+            check.fail(f"{rel}: {key} is {stated.get(key)!r}, the inputs give {want!r}")
+    for kind in HYGIENE_KINDS:
+        got, want = (stated.get("flags") or {}).get(kind), expected["flags"][kind]
+        if got != want:
+            shown = json.dumps(want[:3], sort_keys=True)
+            check.fail(f"{rel}: flags.{kind} differ from the recomputed {len(want)} (first: {shown})")
+    counts = expected["counts"]
+    return (
+        f"{counts['flagged_questions']} of {len(questions)} questions flagged "
+        f"({', '.join(f'{kind} {counts[kind]}' for kind in HYGIENE_KINDS)})"
+    )
+
+
+def _check_hygiene_rules(check: Check, rel: str, rules: dict[str, Any]) -> None:
+    """hygiene.json's rules are sitegen's, fixed here."""
     fixed = {
         "leakage.ngram_words": ((rules.get("leakage") or {}).get("ngram_words"), HYGIENE_LEAK_NGRAM),
         "leakage.min_question_words": ((rules.get("leakage") or {}).get("min_question_words"), HYGIENE_LEAK_MIN),
@@ -2522,23 +3472,6 @@ def check_hygiene(check: Check, bundle: Bundle, corpus: str) -> str:
         check.fail(
             f"{rel}: rules.unlabelled_near_duplicates.measure {shingle!r} names no {HYGIENE_SHINGLE}-word shingle"
         )
-    same = len(doc_text) == len(passages) and all(  # not chunked: the BM25 checks' words are these passages'
-        doc_text.get(doc_id) == _passage_text(title, text) for doc_id, title, text in passages
-    )
-    expected = hygiene_flags(passages, questions, qrels, filters, bundle.words(corpus) if same else None)
-    for key, want in (("questions", len(questions)), ("passages", len(passages)), ("counts", expected["counts"])):
-        if stated.get(key) != want:
-            check.fail(f"{rel}: {key} is {stated.get(key)!r}, the inputs give {want!r}")
-    for kind in HYGIENE_KINDS:
-        got, want = (stated.get("flags") or {}).get(kind), expected["flags"][kind]
-        if got != want:
-            shown = json.dumps(want[:3], sort_keys=True)
-            check.fail(f"{rel}: flags.{kind} differ from the recomputed {len(want)} (first: {shown})")
-    counts = expected["counts"]
-    return (
-        f"{counts['flagged_questions']} of {len(questions)} questions flagged "
-        f"({', '.join(f'{kind} {counts[kind]}' for kind in HYGIENE_KINDS)})"
-    )
 
 
 def check_ties(check: Check, bundle: Bundle, corpus: str) -> str:
@@ -2547,7 +3480,7 @@ def check_ties(check: Check, bundle: Bundle, corpus: str) -> str:
     stored = bundle.json(rel)
     inputs = bundle.inputs(corpus)
     summary = bundle.json(f"evidence/{corpus}/corpus.json")
-    names = [n for n in summary.get("metrics", []) if isinstance(n, str)]
+    names = [n for n in summary.get("metrics", []) if isinstance(n, str) and n.partition("@")[0] in TIE_MEASURES]
     rankers = [r for r in summary.get("rankers", []) if isinstance(r, str)]
     scored = [q for q in inputs.queries if any(g > 0 for g in inputs.qrels.get(q, {}).values())]
     tol = TOLERANCES["metric_absolute"]
@@ -2741,12 +3674,8 @@ def check_changes(check: Check, bundle: Bundle, corpus: str) -> str:
     config_rel = f"{base}/inputs/sitegen.json"
     config = bundle.json(config_rel) if (bundle.site / config_rel).is_file() else {}
     correction = str(config.get("significance", {}).get("correction", "holm"))
-    # The corpus page's test settings, as experiments.json records them (its own check re-runs them).
-    significance = bundle.json(f"{base}/experiments.json").get("significance", {})
-    seed, rounds = significance.get("seed"), significance.get("rounds")
-    alpha, minimum = significance.get("alpha"), significance.get("min_differing")
-    if not all(type(v) is int for v in (seed, rounds, minimum)) or not _is_number(alpha) or rounds < 1:
-        raise AuditError(f"{base}/experiments.json: significance needs integer seed, rounds, min_differing and alpha")
+    # The corpus page's test settings: this file's pins (the experiments check holds experiments.json to them).
+    seed, rounds, alpha, minimum = (SIGNIFICANCE_SETTINGS[k] for k in ("seed", "rounds", "alpha", "min_differing"))
     depth = summary["depth"]
     rankers = [r for r in summary["rankers"]]
     compared = [r for r in rankers if r in kept["rankers"]]
@@ -2760,7 +3689,7 @@ def check_changes(check: Check, bundle: Bundle, corpus: str) -> str:
             before = [float(before_q[q][name]) for q in questions]
             after = [float(now_q[q][name]) for q in questions]
             d = np.array(after, dtype=np.float64) - np.array(before, dtype=np.float64)
-            p, differing, _ = _sign_test_p(d, seed, rounds)
+            p, differing, *_ = _sign_test_p(d, seed, rounds)
             tested = differing >= minimum
             rows.append(
                 {
@@ -2856,10 +3785,85 @@ def check_changes(check: Check, bundle: Bundle, corpus: str) -> str:
     )
 
 
+# A redacted bundle's records: each text input's text fields, which the records replace by their sha256.
+TEXT_FIELDS = {
+    "inputs/corpus.jsonl": ("title", "text"),
+    "inputs/queries.jsonl": ("text",),
+    "chunks.jsonl": ("title", "text"),
+}
+CITATIONS = "inputs/citations.jsonl"  # its text is each citation's quote
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def _records_of(name: str, obj: dict[str, Any]) -> dict[str, Any]:
+    """One line of a withheld text file as its record stands: text fields by their sha256."""
+    if name == CITATIONS:
+        items = obj.get("citations")
+        if isinstance(items, list):
+            return {**obj, "citations": [hashed_record(c, ("quote",)) if isinstance(c, dict) else c for c in items]}
+        return dict(obj)
+    return hashed_record(obj, TEXT_FIELDS[name])
+
+
+def check_referenced(check: Check, bundle: Bundle, corpus: str) -> str:
+    """A redacted corpus (by its inputs and the recorded command) holds its texts, its chunks and, unless the
+    command publishes them, its vectors by reference, never a copy; each record stands for a text by its sha256
+    and holds no text; a corpus that is not redacted holds nothing by reference."""
+    published, base = publication(bundle, corpus), f"evidence/{corpus}"
+    rel = f"{base}/referenced.json"
+    if not published.redacted:
+        if (bundle.site / rel).exists() or (bundle.site / base / "referenced").exists():
+            check.fail(f"{rel}: the corpus is not published redacted, yet the bundle holds files by reference")
+        return "every input is copied (not redacted)"
+    files = referenced_files(bundle, corpus)
+    if bundle.json(rel).get("schema_version") != 1:
+        check.fail(f"{rel}: schema_version {bundle.json(rel).get('schema_version')!r}, this audit reads 1")
+    config_rel = f"{base}/inputs/sitegen.json"
+    config = bundle.json(config_rel) if (bundle.site / config_rel).is_file() else {}
+    must = ["inputs/corpus.jsonl", "inputs/queries.jsonl"]
+    must += ["chunks.jsonl"] if isinstance(config.get("chunking"), dict) else []
+    if not published.vectors and (bundle.site / base / "embeddings" / "index.json").is_file():
+        must += ["embeddings/passages.npy", "embeddings/queries.npy"]
+    if not published.vectors and (bundle.site / base / "embeddings" / "sweep-index.json").is_file():
+        must.append("embeddings/sweep-passages.npy")
+    for name in must:
+        if name not in files:
+            check.fail(f"{rel}: does not hold {name}, which a redacted corpus withholds")
+    records = 0
+    for name, entry in files.items():
+        if name not in must and name != CITATIONS:
+            check.fail(f"{rel}: holds {name}, which this corpus's publication does not withhold")
+        if (bundle.site / base / name).exists():
+            check.fail(f"{base}/{name}: published, and {rel} says it is withheld")
+        texts = name in TEXT_FIELDS or name == CITATIONS
+        want = f"referenced/{name}" if texts else None
+        if entry.get("records") != want:
+            check.fail(f"{rel}: {name}: records is {entry.get('records')!r}, expected {want!r}")
+        if not texts:
+            continue
+        fields = ("quote",) if name == CITATIONS else TEXT_FIELDS[name]
+        for number, obj in _json_records(bundle, f"{base}/referenced/{name}"):
+            items = obj.get("citations") if name == CITATIONS and isinstance(obj.get("citations"), list) else [obj]
+            for item in items:
+                if not isinstance(item, dict) or any(f in item for f in fields):
+                    check.fail(f"{base}/referenced/{name}: line {number}: holds a text, not its sha256")
+                elif not all(_SHA256.fullmatch(str(item.get(f"{f}_sha256", ""))) for f in fields if f != "title"):
+                    check.fail(f"{base}/referenced/{name}: line {number}: a text's sha256 is missing or malformed")
+            records += 1
+    listed = {f"referenced/{n}" for n, e in files.items() if e.get("records")}
+    for path in sorted((bundle.site / base / "referenced").rglob("*")):
+        if path.is_file() and path.relative_to(bundle.site / base).as_posix() not in listed:
+            check.fail(f"{path.relative_to(bundle.site).as_posix()}: not the records of a file {rel} holds")
+    vectors = "published" if published.vectors else "withheld"
+    return f"{len(files)} files held by reference ({records} records stand for their texts); vectors {vectors}"
+
+
 CORPUS_CHECKS: list[tuple[str, Callable[[Check, Bundle, str], str]]] = [
     ("inputs", check_inputs),
     ("presence", check_presence),
+    ("referenced", check_referenced),
     ("corpus", check_summary),
+    ("choices", check_choices),
     ("embeddings", check_embeddings),
     ("report", check_report),
     ("experiments", check_experiments),
@@ -2896,7 +3900,8 @@ PAGES_FILE = "pages.json"
 # The pages check's own line, fixed so that a build can render the verdict table before it runs.
 PAGES_DETAIL = (
     "pages.json lists every page, plot and served file with its sha256; every number a page shows with its "
-    "source equals that evidence value; the audit badge on every page and the verdict table are this audit's own result"
+    "source equals that evidence value, and every number a plot prints beside its rows is one of them; the audit "
+    "badge on every page and the verdict table are this audit's own result"
 )
 _BADGE = re.compile(r"Audit: (?:passed \((\d+)/(\d+) checks\)|FAILED \((\d+) of (\d+) checks\)|not run)")
 
@@ -2952,12 +3957,16 @@ class _SourcedNumbers(html.parser.HTMLParser):
     A table may name a base, ``<table data-ev-base="FILE#POINTER" data-ev-fmt="FORMAT">``: inside it, a
     ``data-ev`` that does not start with ``evidence/`` is a pointer relative to the base (``BASE/VALUE``) and
     takes the table's format unless it states its own. Question pages use it for their score columns, so the
-    run's file name is printed once per table rather than once per hit."""
+    run's file name is printed once per table rather than once per hit.
+
+    A number in a shortened format (:data:`TITLED_FORMATS`) carries its full value in its ``title``: that is a
+    second number of the same source, in the full format (an empty one when the title is missing)."""
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.numbers: list[tuple[str, str, str]] = []
         self._open: list[str] | None = None
+        self._title: str | None = None
         self._bases: list[tuple[str, str]] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
@@ -2969,13 +3978,16 @@ class _SourcedNumbers(html.parser.HTMLParser):
             base, base_fmt = self._bases[-1] if self._bases else ("", "")
             if base and not src.startswith("evidence/"):
                 src, fmt = f"{base}/{src}", fmt or base_fmt
-            self._open = [src, fmt or "raw", ""]
+            self._open, self._title = [src, fmt or "raw", ""], found.get("title")
 
     def handle_endtag(self, tag: str) -> None:
         if tag == "table" and self._bases:
             self._bases.pop()
         if tag == "span" and self._open is not None:
-            self.numbers.append((self._open[0], self._open[1], self._open[2]))
+            src, fmt, text = self._open
+            self.numbers.append((src, fmt, text))
+            if fmt in TITLED_FORMATS:
+                self.numbers.append((src, TITLED_FORMATS[fmt], self._title or ""))
             self._open = None
 
     def handle_data(self, data: str) -> None:
@@ -3049,15 +4061,99 @@ def _p_value_text(value: float) -> str:
     return "< 0.01" if value < 0.005 else f"{value:.2f}"
 
 
-# How a page prints a number (sitegen.publish.render's filters), written again here.
+def _delta_text(value: float) -> str:
+    """A signed difference with three to six decimals, as many as it needs not to read +0.000."""
+    decimals = 3
+    while decimals < 6 and value and round(abs(value), decimals) == 0:
+        decimals += 1
+    return f"{value:+.{decimals}f}"
+
+
+def _short_text(value: float) -> str:
+    """About four significant digits, at most six decimals; "0" for zero."""
+    if value == 0:
+        return "0"
+    return f"{value:.{min(6, max(0, 3 - math.floor(math.log10(abs(value)))))}f}"
+
+
+# How a page prints a number (sitegen.publish.pages' filters), written again here.
 SHOWN_FORMATS: dict[str, Callable[[Any], str]] = {
     "raw": str,
     "score": lambda v: f"{v:.3f}",
     "score6": lambda v: f"{v:.6f}",
+    "short": _short_text,
     "signed": lambda v: f"{v:+.3f}",
+    "minus": lambda v: f"{0.0 - v:+.3f}",
+    "delta": _delta_text,
     "pvalue": _p_value_text,
     "setting": lambda v: f"{v:g}",
 }
+#: A shortened format, and the format of the full value its number carries in its ``title``.
+TITLED_FORMATS = {"short": "score6"}
+
+
+class _PlotRows(_SourcedNumbers):
+    """A page's pictures that print numbers, ``<img src="PLOT.svg" data-plot-rows="TABLE">``, and the texts of the
+    sourced numbers in each body row of every table with an id, in order: what each picture's rows are checked
+    against (a number with its full value in a title counts once, by its shown text)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.plots: list[tuple[str, str]] = []
+        self.rows: dict[str, list[list[str]]] = {}
+        self._ids: list[str] = []
+        self._in_body = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        if tag == "img" and found.get("data-plot-rows"):
+            self.plots.append((found.get("src") or "", found.get("data-plot-rows") or ""))
+        elif tag == "table":
+            self._ids.append(found.get("id") or "")
+        elif tag == "tbody":
+            self._in_body = True
+        elif tag == "tr" and self._in_body and self._ids and self._ids[-1]:
+            self.rows.setdefault(self._ids[-1], []).append([])
+        super().handle_starttag(tag, attrs)
+
+    def handle_endtag(self, tag: str) -> None:
+        before = len(self.numbers)
+        super().handle_endtag(tag)
+        if len(self.numbers) > before and self._in_body and self._ids and self._ids[-1] in self.rows:
+            self.rows[self._ids[-1]][-1].append(self.numbers[before][2])
+        if tag == "table" and self._ids:
+            self._ids.pop()
+        elif tag == "tbody":
+            self._in_body = False
+
+
+_PLOT_ROW = re.compile(r'<g id="row-(\d+)">\s*<text[^>]*>([^<]*)</text>')
+_PLOT_NUMBER = re.compile(r"[+-]?\d+\.\d+")
+
+
+def check_plot_numbers(check: Check, bundle: Bundle, page: str, text: str) -> int:
+    """Each picture that prints numbers beside its rows (``<g id="row-N"><text>`` in the SVG, N from 1) prints, for
+    row N, the first sourced numbers of row N of the table it names on the page, which the pages check compares
+    with the evidence: so the picture's numbers are the evidence's. Where it draws them is bound by pages.json's
+    sha256, not checked here."""
+    parser = _PlotRows()
+    parser.feed(text)
+    for src, table in parser.plots:
+        plot = posixpath.normpath(posixpath.join(posixpath.dirname(page), unquote(src)))
+        path = bundle.site / plot
+        if plot.startswith("..") or not plot.endswith(".svg") or not path.is_file():
+            check.fail(f"{page}: a picture {src!r} whose numbers are checked is not an SVG of this site")
+            continue
+        labels = sorted((int(n), html.unescape(label)) for n, label in _PLOT_ROW.findall(path.read_text("utf-8")))
+        rows = parser.rows.get(table, [])
+        if [n for n, _ in labels] != list(range(1, len(rows) + 1)) or not rows:
+            check.fail(f"{plot}: {len(labels)} numbered rows, the table #{table} on {page} has {len(rows)}")
+            continue
+        for (n, label), sourced in zip(labels, rows, strict=True):
+            printed = _PLOT_NUMBER.findall(label)
+            if not printed or printed != sourced[: len(printed)]:
+                check.fail(f"{plot}: row {n} prints {label!r}, the page's sourced numbers are {sourced!r}")
+    return len(parser.plots)
 
 
 def _pointed(data: Any, pointer: str) -> Any:
@@ -3128,7 +4224,10 @@ def check_pages(check: Check, bundle: Bundle, earlier: list[Check]) -> str:
     pages = [p for p in served if p.endswith(".html")]
     for path in pages:
         check_page_numbers(check, bundle, path)
-        shown = [m.group(0) for m in _BADGE.finditer((site / path).read_text(encoding="utf-8", errors="replace"))]
+        text = (site / path).read_text(encoding="utf-8", errors="replace")
+        if "data-plot-rows" in text:
+            check_plot_numbers(check, bundle, path, text)
+        shown = [m.group(0) for m in _BADGE.finditer(text)]
         if shown != [badge]:
             check.fail(f"{path}: the audit badge reads {shown!r}, this audit: {badge!r}")
     reproducibility = site / "reproducibility.html"
@@ -3156,6 +4255,171 @@ def check_pages(check: Check, bundle: Bundle, earlier: list[Check]) -> str:
     else:
         check.fail("reproducibility.html: missing")
     return PAGES_DETAIL
+
+
+# The files of a corpus folder that a build reads (and copies into the bundle), besides runs/*.trec and the
+# vectors a corpus supplies under embeddings/.
+CORPUS_FORMAT_FILES = (
+    "README.md",
+    FROZEN_FILE,
+    "citations.jsonl",
+    "corpus.jsonl",
+    "qrels/test.tsv",
+    "queries.jsonl",
+    "sitegen.json",
+)
+SUPPLIED_VECTOR_FILES = ("embeddings/index.json", "embeddings/passages.npy", "embeddings/queries.npy")
+
+
+def _trusted_files(folder: Path) -> dict[str, str]:
+    """sha256 of every file a build would read from a trusted corpus folder, by path in it."""
+    names = [n for n in (*CORPUS_FORMAT_FILES, *SUPPLIED_VECTOR_FILES) if (folder / n).is_file()]
+    names += [f"runs/{p.name}" for p in sorted((folder / "runs").glob("*.trec")) if p.is_file()]
+    return {name: _sha256(folder / name) for name in sorted(names)}
+
+
+def _bundled_files(bundle: Bundle, corpus: str, command: BuildCommand) -> dict[str, str]:
+    """sha256 of every input the bundle says came from the corpus folder: the input copies (less the run files
+    --run and --retriever brought from elsewhere) and the supplied vectors embeddings/index.json records."""
+    outside = {name for name, (where, _) in command.runs.items() if where == corpus} | set(command.retrievers)
+    hashes = {
+        name: digest
+        for name, digest in input_hashes(bundle, corpus).items()
+        if not (name.startswith("runs/") and name[5:-5] in outside)
+    }
+    index_rel = f"evidence/{corpus}/embeddings/index.json"
+    supplied = bundle.json(index_rel).get("supplied") if (bundle.site / index_rel).is_file() else None
+    if isinstance(supplied, dict) and isinstance(supplied.get("files_sha256"), dict):
+        hashes.update(supplied["files_sha256"])
+    return hashes
+
+
+def check_trusted_corpora(check: Check, bundle: Bundle, trusted: Path) -> str:
+    """``--corpora DIR``: every input the bundle copied equals the file in a trusted checkout's corpus folder,
+    byte for byte (FROZEN.json included), every file a build would read there was copied, and the bundle holds
+    exactly the checkout's corpora (those --only names, when it does). A consistent rebuild from edited inputs
+    passes every other check; this one names each file that differs from the checkout."""
+    command = recorded_command(bundle)
+    on_disk = sorted(p.name for p in trusted.iterdir() if p.is_dir() and (p / "corpus.jsonl").is_file())
+    wanted = sorted(set(command.only)) if command.only else on_disk
+    held = bundle.corpora()
+    for name in sorted(set(wanted) - set(held)):
+        check.fail(f"{trusted / name}: a corpus of the trusted checkout that the bundle leaves out")
+    compared = 0
+    for corpus in held:
+        folder = trusted / corpus
+        if corpus not in on_disk:
+            check.fail(f"evidence/{corpus}/: the trusted checkout {trusted} has no such corpus")
+            continue
+        want, got = _trusted_files(folder), _bundled_files(bundle, corpus, command)
+        for name in sorted({*want, *got}):
+            if name not in got:
+                check.fail(f"{folder / name}: in the trusted checkout, not among the bundle's inputs")
+            elif name not in want:
+                check.fail(f"evidence/{corpus}/inputs/{name}: not in the trusted checkout {folder}")
+            elif want[name] != got[name]:
+                check.fail(f"evidence/{corpus}/inputs/{name}: differs from {folder / name} (sha256 {want[name]})")
+        compared += len(want)
+        for name, (where, path) in command.runs.items():
+            source = trusted.parent / path
+            if where == corpus and source.is_file() and _sha256(source) != got.get(f"runs/{name}.trec", ""):
+                check.fail(f"evidence/{corpus}/inputs/runs/{name}.trec: differs from --run's {source}")
+    return f"{compared} input files of {len(held)} corpora equal the trusted checkout {trusted}"
+
+
+_RECORD_KINDS = {"inputs/corpus.jsonl": "passage", "inputs/queries.jsonl": "question", CITATIONS: "citations of"}
+
+
+def _record_differences(bundle: Bundle, corpus: str, name: str, path: Path) -> list[str]:
+    """Each record of a brought text file that differs from the bundle's (by its id, in file order): which
+    passage or question, which of its fields, on which line of the file brought."""
+    records = {}
+    for _, obj in _json_records(bundle, f"evidence/{corpus}/referenced/{name}"):
+        records[str(obj.get("query_id" if name == CITATIONS else "_id"))] = obj
+    brought = Bundle(path.parent, {})
+    found, seen = [], set()
+    kind = _RECORD_KINDS[name]
+    try:
+        lines = list(_json_records(brought, path.name))
+    except AuditError as exc:
+        return [f"{path}: {exc}"]
+    for number, obj in lines:
+        key = str(obj.get("query_id" if name == CITATIONS else "_id"))
+        seen.add(key)
+        want, got = records.get(key), _records_of(name, obj)
+        if want is None:
+            found.append(f"{path}: line {number}: {kind} {key} is not in the bundle's records")
+        elif got != want:
+            fields = sorted(k for k in {*got, *want} if got.get(k) != want.get(k))
+            shown = ", ".join(f"{k} {got.get(k)!r} (recorded {want.get(k)!r})" for k in fields)
+            found.append(f"{path}: line {number}: {kind} {key} differs from its record: {shown}")
+    found += [f"{path}: {kind} {key} is recorded in the bundle but missing here" for key in records if key not in seen]
+    return found
+
+
+def check_held(check: Check, bundle: Bundle, corpus: str, folder: Path) -> str:
+    """``--inputs DIR``: every text file the bundle holds by reference, brought in ``DIR/<corpus>/`` (a corpus
+    folder's layout), has the recorded sha256 and size; when one differs, each passage or question whose text
+    (or any field) differs from its record is named. Vectors brought in ``DIR/<corpus>/embeddings/`` are used
+    for the dense checks whether or not they are the withheld bytes (a re-embedding on another machine is not),
+    and the detail says which. The files that match are then read in place of the missing copies."""
+    files, notes = referenced_files(bundle, corpus), []
+    for name, entry in sorted(files.items()):
+        if name == "chunks.jsonl":
+            continue  # made from the texts: the chunking check recomputes it from them
+        path = folder / name.removeprefix("inputs/")
+        site_rel = f"evidence/{corpus}/{name}"
+        if not path.is_file():
+            if name.startswith("inputs/"):
+                check.fail(f"{path}: missing; the bundle holds {name} by reference (sha256 {entry['sha256']})")
+            else:
+                notes.append(f"{name} not brought")
+            continue
+        digest, size = _sha256(path), path.stat().st_size
+        if digest == entry["sha256"] and size == entry["bytes"]:
+            bundle.held[site_rel] = path
+            notes.append(f"{name} matches")
+        elif not name.startswith("inputs/"):
+            bundle.held[site_rel] = path
+            notes.append(f"{name} brought, not the withheld bytes (sha256 {digest[:16]}...): used as brought")
+        else:
+            for problem in _record_differences(bundle, corpus, name, path):
+                check.fail(problem)
+            recorded = f"{entry['sha256']} ({entry['bytes']} bytes)"
+            check.fail(f"{path}: sha256 {digest} ({size} bytes); the bundle records {recorded}")
+    if check.mismatches:
+        return "the files brought are not the ones the bundle holds by reference"
+    return f"{folder}: " + "; ".join(notes)
+
+
+def held_checks(site: Path, inputs: Path, earlier: list[Check]) -> list[Check]:
+    """``--inputs DIR``: for each corpus holding files by reference, the files brought (:func:`check_held`), then,
+    when they match, every earlier check that needed them, run again on them (``held:<check>``)."""
+    bundle = Bundle(site)
+    needed = {c.name for c in earlier if c.needs}
+    checks = []
+    for corpus in bundle.corpora():
+        if not (site / "evidence" / corpus / "referenced.json").is_file():
+            continue
+        held = _run_check(f"held:{corpus}", check_held, bundle, corpus, inputs / corpus)
+        checks.append(held)
+        if held.mismatches:
+            continue  # recomputed from other files, the checks would prove nothing
+        for prefix, fn in CORPUS_CHECKS:
+            if f"{prefix}:{corpus}" in needed:
+                checks.append(_run_check(f"held:{prefix}:{corpus}", fn, bundle, corpus))
+        for prefix, fn in RANKER_CHECKS:
+            for ranker in bundle.rankers(corpus):
+                if f"{prefix}:{corpus}/{ranker}" in needed:
+                    checks.append(_run_check(f"held:{prefix}:{corpus}/{ranker}", fn, bundle, corpus, ranker))
+    return checks
+
+
+def still_needed(checks: list[Check]) -> list[str]:
+    """The checks that could not recompute what needs withheld texts or vectors, and were not run again on the
+    files --inputs brought (or were, and still lacked some): what this audit did not verify."""
+    rerun = {c.name.removeprefix("held:") for c in checks if c.name.startswith("held:")}
+    return [c.name for c in checks if c.needs and c.name not in rerun]
 
 
 def evidence_checks(bundle: Bundle) -> list[Check]:
@@ -3198,6 +4462,8 @@ def audit_report(site: Path, checks: list[Check]) -> dict[str, Any]:
         ],
         "counts": {"checks": len(checks), "passed": len(checks) - failed, "failed": failed},
         "tolerances": dict(TOLERANCES),
+        # what needs the withheld texts or vectors of a redacted corpus and was not recomputed (--inputs DIR)
+        **({"needs_inputs": pending} if (pending := still_needed(checks)) else {}),
     }
 
 
@@ -3206,13 +4472,23 @@ def write_report(site: Path, report: dict[str, Any]) -> None:
     (site / "audit.json").write_text(text + "\n", encoding="utf-8")
 
 
-def run_audit(site_dir: Path, echo: Callable[[str], None] = print) -> dict[str, Any]:
-    """Run every check on a site folder, print one line per check, write ``audit.json``, return the report."""
+def run_audit(
+    site_dir: Path, echo: Callable[[str], None] = print, corpora: Path | None = None, inputs: Path | None = None
+) -> dict[str, Any]:
+    """Run every check on a site folder, print one line per check, write ``audit.json``, return the report.
+    With ``corpora`` (a trusted checkout's corpora folder) the inputs are compared with it too, and with
+    ``inputs`` (a folder of corpus folders holding what a redacted bundle withholds) the withheld files are
+    checked and what needed them recomputed (:func:`held_checks`); both after the pages check, whose badge
+    states the checks every reader of the site can run."""
     site = Path(site_dir)
     echo(f"audit.py sha256 {_sha256(Path(__file__))} ({Path(__file__).name}); compare it with a copy you trust")
     bundle = Bundle(site)
     checks = evidence_checks(bundle)
     checks.append(pages_check(bundle, checks))
+    if corpora is not None:
+        checks.append(_run_check("trusted-inputs", check_trusted_corpora, bundle, Path(corpora)))
+    if inputs is not None:
+        checks += held_checks(site, Path(inputs), checks)
     for check in checks:
         echo(f"{'FAIL' if check.mismatches else 'PASS'} {check.name}: {check.detail}")
         for message in check.mismatches[1:MAX_PRINTED]:
@@ -3226,6 +4502,14 @@ def run_audit(site_dir: Path, echo: Callable[[str], None] = print) -> dict[str, 
         echo(f"could not write audit.json: {exc}")
     counts = report["counts"]
     echo(f"AUDIT {report['verdict'].upper()}: {counts['passed']} of {counts['checks']} checks passed")
+    if report.get("needs_inputs"):
+        names = report["needs_inputs"]
+        echo(
+            f"NOT RECOMPUTED: {len(names)} checks passed on what the bundle holds, and could not recompute what needs "
+            f"a redacted corpus's withheld texts or vectors ({', '.join(names[:MAX_PRINTED])}"
+            f"{', ...' if len(names) > MAX_PRINTED else ''}); a holder of the collection runs "
+            "audit.py SITE --inputs DIR"
+        )
     return report
 
 
@@ -3241,11 +4525,34 @@ def main(argv: list[str] | None = None) -> int:
         default=Path(__file__).resolve().parent,
         help="the site folder (the one holding evidence/); default: the folder holding this script",
     )
+    parser.add_argument(
+        "--corpora",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="a trusted checkout's corpora folder: every input the bundle copied must equal its file there, "
+        "FROZEN.json included, and the bundle must hold exactly its corpora",
+    )
+    parser.add_argument(
+        "--inputs",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="the files a redacted bundle holds by reference, in DIR/<corpus>/ as a corpus folder has them "
+        "(corpus.jsonl, queries.jsonl, embeddings/passages.npy, ...): each is checked against its sha256, and "
+        "what needs the texts or vectors is recomputed from them",
+    )
     args = parser.parse_args(argv)
+    if args.inputs is not None and not args.inputs.is_dir():
+        print(f"error: --inputs {args.inputs} is not a folder; pass the folder holding <corpus>/", file=sys.stderr)
+        return 2
     if not (args.site / "evidence").is_dir():
         print(f"error: {args.site} has no evidence/ folder; pass the site folder", file=sys.stderr)
         return 2
-    return 0 if run_audit(args.site)["verdict"] == "pass" else 1
+    if args.corpora is not None and not args.corpora.is_dir():
+        print(f"error: --corpora {args.corpora} is not a folder; pass a checkout's corpora folder", file=sys.stderr)
+        return 2
+    return 0 if run_audit(args.site, corpora=args.corpora, inputs=args.inputs)["verdict"] == "pass" else 1
 
 
 if __name__ == "__main__":

@@ -306,15 +306,14 @@ def _postgres_sides(index: Any, table: _Table, rankers: _Rankers, depth: int) ->
     def pg_keyword_ids(q: int) -> list[str]:
         return [d for d, _ in index.keyword_top(queries[q].text, depth)]
 
+    from sitegen.postgres.index import HybridSettings
+
     def pg_hybrid_ids(q: int) -> list[str]:
         found = index.hybrid_top(
             query_vectors[q],
             queries[q].text,
             depth,
-            k=pg_hybrid.k,
-            candidates=pg_hybrid.candidates,
-            weights=pg_hybrid.weights,
-            ef_search=pg_hybrid.ef_search,
+            HybridSettings(pg_hybrid.k, pg_hybrid.candidates, pg_hybrid.weights, pg_hybrid.ef_search),
         )
         return [row.doc_id for row in found]
 

@@ -25,7 +25,7 @@ from sitegen.publish.layout import external_run_input
 from sitegen.publish.redaction import check_redaction
 from sitegen.rankers import make_rankers
 from sitegen.rankers.external import ExternalRunRanker, check_ids, read_trec_run
-from sitegen.rankers.fusion import RRFRanker
+from sitegen.rankers.fusion import RRFRanker, RRFSettings
 from sitegen.rankers.rerank import RerankRanker
 from sitegen.rankers.retriever import RetrieverRanker, load_retriever, retriever_ranker
 from sitegen.scoring.hygiene import flag_lines, hygiene_report
@@ -183,7 +183,9 @@ def config_fusions(corpus: Corpus, builtin: Sequence[str], externals: Sequence[s
                 f"fusion {fusion.name!r}: component(s) {', '.join(missing)} are not rankers or runs of this build "
                 f"for corpus {corpus.name}; known: {', '.join(known)}",
             )
-        fusions.append(RRFRanker(fusion.name, fusion.components, fusion.k, fusion.candidates, fusion.weights))
+        fusions.append(
+            RRFRanker(fusion.name, fusion.components, RRFSettings(fusion.k, fusion.candidates, fusion.weights))
+        )
         known.append(fusion.name)
     return fusions
 

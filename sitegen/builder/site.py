@@ -30,7 +30,7 @@ from sitegen.errors import BuildError, BundleError, SitegenError
 from sitegen.inputs.binding import git_source
 from sitegen.publish.audit_stage import audit_and_render
 from sitegen.publish.bundle import StoredVectors, has_manifest, stored_vectors
-from sitegen.publish.evidence import write_manifest
+from sitegen.publish.evidence import ManifestRecord, write_manifest
 from sitegen.publish.layout import VERIFICATION, retriever_timing
 from sitegen.publish.timings import copy_timing_files, load_timing_files
 from sitegen.publish.verification import read_verification
@@ -212,12 +212,14 @@ def _write_site_files(
     source = git_source(options.corpora_dir)
     write_manifest(
         staging,
-        loaded.names,
-        embedded.model,
-        embedded.postgres,
-        command,
-        {"title": options.title, "description": options.description},
-        source.as_dict() if source is not None else None,
+        ManifestRecord(
+            loaded.names,
+            embedded.model,
+            embedded.postgres,
+            command,
+            {"title": options.title, "description": options.description},
+            source.as_dict() if source is not None else None,
+        ),
     )
 
 

@@ -202,18 +202,20 @@ def import_beir_command(
     Example:
         sitegen import beir ~/data/cranfield --to /tmp/corpora --license "research use, per the distributor"
     """
-    from sitegen.inputs.importers import import_beir
+    from sitegen.inputs.importers import ImportOptions, import_beir
 
     try:
         result = import_beir(
             src_dir,
-            name or src_dir.resolve().name,
+            ImportOptions(
+                name or src_dir.resolve().name,
+                license_text,
+                to=to,
+                overwrite=overwrite,
+                skip_unknown=skip_unknown,
+                keep_unanswerable=keep_unanswerable,
+            ),
             split,
-            license_text=license_text,
-            to=to,
-            overwrite=overwrite,
-            skip_unknown=skip_unknown,
-            keep_unanswerable=keep_unanswerable,
         )
     except SitegenError as exc:
         raise _import_failed(exc) from exc
@@ -254,20 +256,22 @@ def import_trec_command(
     Example:
         sitegen import trec docs.sgml.gz topics.301-350.txt qrels.301-350.txt --name trec6-mini --license "..."
     """
-    from sitegen.inputs.importers import import_trec
+    from sitegen.inputs.importers import ImportOptions, import_trec
 
     try:
         result = import_trec(
             docs,
             topics,
             qrels,
-            name,
-            license_text=license_text,
-            topic_field=topic_field,
-            to=to,
-            overwrite=overwrite,
-            skip_unknown=skip_unknown,
-            keep_unanswerable=keep_unanswerable,
+            ImportOptions(
+                name,
+                license_text,
+                to=to,
+                overwrite=overwrite,
+                skip_unknown=skip_unknown,
+                keep_unanswerable=keep_unanswerable,
+            ),
+            topic_field,
         )
     except SitegenError as exc:
         raise _import_failed(exc) from exc
@@ -315,21 +319,23 @@ def import_smart_command(
         sitegen import smart cran.all.1400 cran.qry cranqrel --name cranfield \\
             --query-ids ordinal --invert-grades --license "..."
     """
-    from sitegen.inputs.importers import import_smart
+    from sitegen.inputs.importers import ImportOptions, import_smart
 
     try:
         result = import_smart(
             docs,
             queries,
             qrels,
-            name,
+            ImportOptions(
+                name,
+                license_text,
+                to=to,
+                overwrite=overwrite,
+                skip_unknown=skip_unknown,
+                keep_unanswerable=keep_unanswerable,
+            ),
             invert_grades,
-            license_text=license_text,
-            query_ids=query_ids,
-            to=to,
-            overwrite=overwrite,
-            skip_unknown=skip_unknown,
-            keep_unanswerable=keep_unanswerable,
+            query_ids,
         )
     except SitegenError as exc:
         raise _import_failed(exc) from exc

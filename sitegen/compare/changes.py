@@ -61,6 +61,7 @@ __all__ = [
     "PLOT_METRIC",
     "Baseline",
     "BaselineCorpus",
+    "BuildScores",
     "changes_report",
     "input_changes",
     "open_baseline",
@@ -298,18 +299,27 @@ def _agreement(
     return rows
 
 
+@dataclass(frozen=True)
+class BuildScores:
+    """What the new build measured on one corpus: its rankers, their per-question metrics
+    (``{ranker: {qid: {metric: value}}}``) and first relevant ranks, and the depth of its runs."""
+
+    rankers: Sequence[str]
+    per_query: Mapping[str, Mapping[str, Mapping[str, float]]]
+    first_relevant: Mapping[str, Mapping[str, int | None]]
+    depth: int
+
+
 def changes_report(
     baseline: Mapping[str, Any],
     inputs: Mapping[str, Any],
-    rankers: Sequence[str],
-    per_query: Mapping[str, Mapping[str, Mapping[str, float]]],
-    first_relevant: Mapping[str, Mapping[str, int | None]],
-    depth: int,
+    build: BuildScores,
     correction: str,
     settings: ExperimentSettings = DEFAULT_SETTINGS,
 ) -> dict[str, Any]:
     """``changes.json`` for one corpus from the baseline record (``baseline.json``), the input diff
     (:func:`input_changes`), and the new build's rankers, per-question metrics and first relevant ranks."""
+    rankers, per_query, first_relevant, depth = build.rankers, build.per_query, build.first_relevant, build.depth
     compared = [r for r in rankers if r in baseline["rankers"]]
     rows, family = _metric_rows(baseline["per_query"], per_query, compared, settings, correction)
     moved = []
@@ -382,10 +392,12 @@ def write_changes(
         report = changes_report(
             kept.record,
             input_changes(old_inputs, reader.inputs(summary)),
-            rankers,
-            {r: metrics[r]["per_query"] for r in rankers},
-            {r: first_relevant_ranks(reader.run(r), grades) for r in rankers},
-            int(summary.depth),
+            BuildScores(
+                rankers,
+                {r: metrics[r]["per_query"] for r in rankers},
+                {r: first_relevant_ranks(reader.run(r), grades) for r in rankers},
+                int(summary.depth),
+            ),
             correction.get(name, "holm"),
         )
         write_json(site_dir / files.changes, report)

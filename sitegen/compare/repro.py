@@ -191,14 +191,13 @@ def effect(
     baseline: str,
     advanced: str,
     metric: str,
-    base_a: Mapping[str, float],
-    adv_a: Mapping[str, float],
-    base_b: Mapping[str, float],
-    adv_b: Mapping[str, float],
+    a: tuple[Mapping[str, float], Mapping[str, float]],
+    b: tuple[Mapping[str, float], Mapping[str, float]],
 ) -> PairEffect:
-    """ER and ΔRI from per-question scores ``{qid: score}`` of the baseline and advanced ranker in A and B."""
-    n_a, imp_a, ri_a, why_a = _side(base_a, adv_a, "A")
-    n_b, imp_b, ri_b, why_b = _side(base_b, adv_b, "B")
+    """ER and ΔRI from per-question scores ``{qid: score}`` of the baseline and advanced ranker in A and B
+    (``a`` and ``b``: the baseline's scores, then the advanced ranker's)."""
+    n_a, imp_a, ri_a, why_a = _side(*a, "A")
+    n_b, imp_b, ri_b, why_b = _side(*b, "B")
     er: float | None = None
     if imp_a is None or imp_b is None:
         er_why: str | None = f"no question scored for both rankers in {'A' if imp_a is None else 'B'}"
@@ -238,7 +237,14 @@ def pair_effects(
     names = [{m for s in side.values() for m in s} for side in sides]
     metrics = set.intersection(*names)
     return tuple(
-        effect(corpus, baseline, advanced, m, *(_scores(side, m) for side in sides))
+        effect(
+            corpus,
+            baseline,
+            advanced,
+            m,
+            (_scores(sides[0], m), _scores(sides[1], m)),
+            (_scores(sides[2], m), _scores(sides[3], m)),
+        )
         for m in sorted(metrics, key=natural_key)
     )
 

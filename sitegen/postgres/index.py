@@ -61,12 +61,15 @@ if TYPE_CHECKING:
     from sitegen.embedding.vectors import CorpusEmbeddings
 
 __all__ = [
+    "DEFAULT_HYBRID",
     "EF_SEARCH",
     "EF_SEARCH_MAX",
     "HNSW_EF_CONSTRUCTION",
     "HNSW_M",
     "TEXT_SEARCH_CONFIG",
     "HybridRow",
+    "HybridSettings",
+    "LoadedTable",
     "PgCorpusIndex",
     "ScanNode",
     "VectorSearch",
@@ -120,6 +123,35 @@ def vector_search(rows: int, n: int, ef_search: int) -> VectorSearch:
     if n < 1:
         raise ValueError(f"n must be at least 1, got {n}")
     return VectorSearch(exact=rows > EF_SEARCH_MAX, ef_search=min(max(ef_search, n), EF_SEARCH_MAX), rows=rows)
+
+
+@dataclass(frozen=True)
+class HybridSettings:
+    """The fusion :meth:`PgCorpusIndex.hybrid_top` computes in one statement: RRF's ``k``, the candidates taken
+    from each list, the (vector, keyword) weights, and the HNSW search width of the vector list."""
+
+    k: float = 60.0
+    candidates: int = 20
+    weights: Sequence[float] = (1.0, 1.0)
+    ef_search: int = EF_SEARCH
+
+
+#: RRF with k = 60, 20 candidates a list, equal weights and the default search width.
+DEFAULT_HYBRID = HybridSettings()
+
+
+@dataclass(frozen=True)
+class LoadedTable:
+    """What :meth:`PgCorpusIndex.load` built: the temporary table's name, the vectors' dimension, the rows, the
+    HNSW settings, and the seconds the load took, in all and per step (copy, hnsw, gin, analyze)."""
+
+    name: str
+    dim: int
+    rows: int
+    m: int
+    ef_construction: int
+    load_seconds: float = 0.0
+    step_seconds: Mapping[str, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -277,34 +309,24 @@ class PgCorpusIndex:
     """
 
     def __init__(
-        self,
-        conn: psycopg.Connection,
-        corpus_name: str,
-        table: str,
-        dim: int,
-        rows: int,
-        *,
-        m: int,
-        ef_construction: int,
-        owns_connection: bool = False,
-        load_seconds: float = 0.0,
-        step_seconds: Mapping[str, float] | None = None,
+        self, conn: psycopg.Connection, corpus_name: str, loaded: LoadedTable, *, owns_connection: bool = False
     ) -> None:
         from psycopg import sql
 
+        table = loaded.name
         self.conn = conn
         self.corpus_name = corpus_name
         self.table = table
         self.hnsw_index = f"{table}_hnsw"
         self.gin_index = f"{table}_tsv_gin"
-        self.dim = dim
-        self.rows = rows
-        self.m = m
-        self.ef_construction = ef_construction
+        self.dim = loaded.dim
+        self.rows = loaded.rows
+        self.m = loaded.m
+        self.ef_construction = loaded.ef_construction
         self.owns_connection = owns_connection
-        self.load_seconds = load_seconds
+        self.load_seconds = loaded.load_seconds
         # Seconds of each load step (copy, hnsw, gin, analyze), for the cost test.
-        self.step_seconds = dict(step_seconds or {})
+        self.step_seconds = dict(loaded.step_seconds or {})
         self._table_sql = sql.Identifier("pg_temp", table)
 
     @classmethod
@@ -385,18 +407,8 @@ class PgCorpusIndex:
                 lap("analyze", mark)
         except psycopg.Error as exc:
             raise PostgresUnavailable(f"{corpus.name}: loading into PostgreSQL failed: {_one_line(exc)}") from None
-        return cls(
-            conn,
-            corpus.name,
-            name,
-            dim,
-            len(corpus.documents),
-            m=m,
-            ef_construction=ef_construction,
-            owns_connection=owns_connection,
-            load_seconds=time.perf_counter() - clock,
-            step_seconds=steps,
-        )
+        loaded = LoadedTable(name, dim, len(corpus.documents), m, ef_construction, time.perf_counter() - clock, steps)
+        return cls(conn, corpus.name, loaded, owns_connection=owns_connection)
 
     def __enter__(self) -> PgCorpusIndex:
         return self
@@ -513,16 +525,16 @@ class PgCorpusIndex:
         return [(doc_id, float(score)) for doc_id, score in rows]
 
     def _hybrid_params(
-        self, vector: np.ndarray, text: str, n: int, k: float, candidates: int, weights: Sequence[float], limit: int
+        self, vector: np.ndarray, text: str, n: int, fusion: HybridSettings, limit: int
     ) -> dict[str, Any]:
         return {
             "vector": format_vector(vector),
             "text": _clean(text),
             "ef_search": limit,
-            "candidates": candidates,
-            "k": float(k),
-            "w_vector": float(weights[0]),
-            "w_keyword": float(weights[1]),
+            "candidates": fusion.candidates,
+            "k": float(fusion.k),
+            "w_vector": float(fusion.weights[0]),
+            "w_keyword": float(fusion.weights[1]),
             "n": n,
         }
 
@@ -531,23 +543,18 @@ class PgCorpusIndex:
         vector: np.ndarray,
         text: str,
         n: int,
-        *,
-        k: float = 60.0,
-        candidates: int = 20,
-        weights: Sequence[float] = (1.0, 1.0),
-        ef_search: int = EF_SEARCH,
+        fusion: HybridSettings = DEFAULT_HYBRID,
         conditions: Sequence[Any] = (),
     ) -> list[HybridRow]:
         """RRF of the vector and keyword candidate lists, computed by the server in one statement."""
+        k, candidates, weights = fusion.k, fusion.candidates, fusion.weights
         if len(weights) != 2 or any(w <= 0 for w in weights):
             raise ValueError(f"need two positive weights (vector, keyword), got {list(weights)}")
         if candidates < 1 or k < 0:
             raise ValueError(f"candidates must be at least 1 and k non-negative, got {candidates} and {k}")
-        search = self.vector_search(max(n, candidates), ef_search)
+        search = self.vector_search(max(n, candidates), fusion.ef_search)
         limit = self._limit(search, max(n, candidates))
-        rows = self._query(
-            _HYBRID_SQL, self._hybrid_params(vector, text, n, k, candidates, weights, limit), search, conditions
-        )
+        rows = self._query(_HYBRID_SQL, self._hybrid_params(vector, text, n, fusion, limit), search, conditions)
         return [HybridRow(doc_id, float(score), r1, r2) for doc_id, score, r1, r2 in rows]
 
     def explain_plans(
@@ -561,7 +568,7 @@ class PgCorpusIndex:
         queries = {
             "vector": (_VECTOR_SQL, {"vector": format_vector(vector), "ef_search": limit, "n": n}),
             "keyword": (_KEYWORD_SQL, {"text": _clean(text), "n": n}),
-            "hybrid": (_HYBRID_SQL, self._hybrid_params(vector, text, n, 60.0, 20, (1.0, 1.0), limit)),
+            "hybrid": (_HYBRID_SQL, self._hybrid_params(vector, text, n, DEFAULT_HYBRID, limit)),
         }
         plans = {}
         for name, (template, params) in queries.items():

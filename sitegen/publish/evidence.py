@@ -37,6 +37,7 @@ import math
 import platform
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,7 @@ __all__ = [
     "RUN_SCHEMA_VERSION",
     "SCHEMA_VERSION",
     "TREC_DEPTH",
+    "ManifestRecord",
     "canonical_json",
     "expand_run",
     "library_versions",
@@ -447,20 +449,26 @@ def library_versions() -> dict[str, str]:
 DEFAULT_TITLE = "Retrieval evaluation report"
 
 
-def write_manifest(
-    site_dir: Path,
-    corpora: list[str],
-    model: Mapping[str, str] | None,
-    postgres: Mapping[str, str] | None = None,
-    command: str = "sitegen build",
-    report: Mapping[str, str] | None = None,
-    source: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """Write ``evidence/manifest.json``: the sha256 and size of every evidence file
-    (paths relative to the site root, sorted), plus tool, Python, library and model versions, the
-    command that built it, the report's title and description (from ``sitegen.toml`` or ``--title``) and,
-    in a git checkout, the commit and tree the corpora folder comes from (``source``, see
+@dataclass(frozen=True)
+class ManifestRecord:
+    """What the manifest records beside the files: the corpora, the model and PostgreSQL versions, the command
+    that built the bundle, the report's title and description (from ``sitegen.toml`` or ``--title``) and, in a
+    git checkout, the commit and tree the corpora folder comes from (``source``, see
     :class:`sitegen.inputs.binding.GitSource`)."""
+
+    corpora: list[str]
+    model: Mapping[str, str] | None
+    postgres: Mapping[str, str] | None = None
+    command: str = "sitegen build"
+    report: Mapping[str, str] | None = None
+    source: Mapping[str, Any] | None = None
+
+
+def write_manifest(site_dir: Path, record: ManifestRecord) -> dict[str, Any]:
+    """Write ``evidence/manifest.json``: the sha256 and size of every evidence file
+    (paths relative to the site root, sorted), plus tool, Python and library versions and the ``record``."""
+    corpora, model, postgres, command = record.corpora, record.model, record.postgres, record.command
+    report, source = record.report, record.source
     evidence_dir = site_dir / EVIDENCE_DIR
     manifest_path = site_dir / MANIFEST
     files = {}

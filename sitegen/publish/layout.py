@@ -334,6 +334,10 @@ class CorpusPages:
         """Each ranker's paired difference from the best one on ``metric``, the picture the corpus page opens with."""
         return self.at(f"forest-{metric.replace('@', '-at-')}.svg")
 
+    def groups_plot(self, metric: str) -> str:
+        """Each row's mean on ``metric`` with its interval and rank groups: the picture a home-page card opens with."""
+        return self.at(f"groups-{metric.replace('@', '-at-')}.svg")
+
     def question(self, query_id: str) -> str:
         return self.at(f"questions/{page_name(query_id)}.html")
 

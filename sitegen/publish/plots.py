@@ -6,7 +6,17 @@ import io
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-__all__ = ["ForestRow", "difference_svg", "forest_svg", "grouped_bar_svg", "line_svg"]
+__all__ = [
+    "DifferenceBand",
+    "ForestRow",
+    "GroupRow",
+    "RankGroup",
+    "difference_svg",
+    "forest_svg",
+    "grouped_bar_svg",
+    "groups_svg",
+    "line_svg",
+]
 
 _STYLE = {
     "svg.hashsalt": "sitegen",
@@ -88,11 +98,18 @@ def line_svg(
         return _svg(fig)
 
 
+class DifferenceBand(NamedTuple):
+    """The mean of paired differences and the ends of its 95% interval."""
+
+    mean: float
+    low: float
+    high: float
+
+
 def difference_svg(
     means: Sequence[float],
     differences: Sequence[float],
-    mean_difference: float,
-    interval: tuple[float, float],
+    band: DifferenceBand,
     title: str,
     xlabel: str,
     ylabel: str,
@@ -104,12 +121,12 @@ def difference_svg(
 
     with matplotlib.rc_context(_STYLE):
         fig, ax = plt.subplots(figsize=(5.2, 3.2))
-        ax.axhspan(interval[0], interval[1], color="#c9daf8", alpha=0.6, label="95% interval of the mean difference")
+        ax.axhspan(band.low, band.high, color="#c9daf8", alpha=0.6, label="95% interval of the mean difference")
         ax.axhline(0.0, color="#888888", linewidth=0.8)
         from sitegen.publish.pages.base import format_delta  # here: the pages import this module
 
-        label = f"mean difference {format_delta(mean_difference)}"
-        ax.axhline(mean_difference, color="#1f5fbf", linewidth=1.2, label=label)
+        label = f"mean difference {format_delta(band.mean)}"
+        ax.axhline(band.mean, color="#1f5fbf", linewidth=1.2, label=label)
         ax.scatter(list(means), list(differences), s=14, color="#333333", alpha=0.7)
         ax.set_xlim(-0.05, 1.05)
         _label(ax, title, xlabel, ylabel, (-1.05, 1.05))
@@ -153,6 +170,83 @@ def forest_svg(rows: Sequence[ForestRow], title: str, xlabel: str) -> bytes:
         numbers.set_ylim(ax.get_ylim())
         numbers.set_yticks(ys, [row.label for row in rows])
         numbers.tick_params(axis="y", length=0)
+        numbers.spines["right"].set_visible(False)
+        for n, label in enumerate(numbers.get_yticklabels(), start=1):
+            label.set_gid(f"row-{n}")
+        ax.set_title(title)
+        ax.set_xlabel(xlabel)
+        return _svg(fig)
+
+
+class GroupRow(NamedTuple):
+    """One row of a rank-group plot: a row of rankers (merged when identical), its mean with the 95% interval of
+    that mean (None where there is none), whether the audit recomputes it, its rank-group letters, and the numbers
+    printed beside it (the page's sourced texts of the same values, so the audit can compare them)."""
+
+    name: str
+    mean: float
+    low: float | None
+    high: float | None
+    verified: bool
+    label: str
+
+
+class RankGroup(NamedTuple):
+    """One rank group: its letter and the rows (0-based, top down) that share it."""
+
+    letter: str
+    rows: tuple[int, ...]
+
+
+#: Where the group brackets start right of the axes, and the room each takes, in points.
+_BRACKET_START = 8.0
+_BRACKET_STEP = 11.0
+
+
+def groups_svg(rows: Sequence[GroupRow], groups: Sequence[RankGroup], title: str, xlabel: str) -> bytes:
+    """Each row's mean as a dot on its 95% interval, top down in the order given (the rank groups' order); a
+    bracket per rank group right of the axes, joining the rows that share its letter, the letter above it; each
+    row's numbers printed at the far right in an element with id ``row-N`` (N from 1, top down) that the audit
+    reads and compares with the page's sourced numbers; rows the audit cannot recompute are grey; as SVG bytes."""
+    plt = _pyplot()
+    import matplotlib
+    from matplotlib.transforms import ScaledTranslation, blended_transform_factory
+
+    with matplotlib.rc_context(_STYLE):
+        fig, ax = plt.subplots(figsize=(7.2, 1.3 + 0.3 * len(rows)))
+        ys = list(range(len(rows), 0, -1))
+        for y, row in zip(ys, rows, strict=True):
+            colour = "#1f5fbf" if row.verified else "#8a8a8a"
+            if row.low is not None and row.high is not None:
+                ax.plot([row.low, row.high], [y, y], color=colour, linewidth=1.6, solid_capstyle="butt")
+            ax.plot([row.mean], [y], marker="o", markersize=5.5, color=colour, clip_on=False)  # 1.0 at the edge
+        ends = [v for row in rows for v in (row.mean, row.low, row.high) if v is not None]
+        low, high = min(ends, default=0.0), max(ends, default=1.0)
+        pad = max(0.05, 0.1 * (high - low))
+        ax.set_xlim(max(0.0, low - pad), min(1.0, high + pad))
+        ax.set_ylim(0.4, len(rows) + 0.6)
+        ax.set_yticks(ys, [row.name for row in rows])
+        right = blended_transform_factory(ax.transAxes, ax.transData)
+        for n, group in enumerate(groups):
+            shift = right + ScaledTranslation((_BRACKET_START + _BRACKET_STEP * n) / 72, 0, fig.dpi_scale_trans)
+            at = [ys[i] for i in group.rows]
+            ax.plot(
+                [1.0, 1.0],
+                [min(at) - 0.2, max(at) + 0.2],
+                transform=shift,
+                color="#333333",
+                linewidth=1.0,
+                clip_on=False,
+            )
+            for y in at:
+                ax.plot([1.0], [y], transform=shift, marker="_", markersize=5, color="#333333", clip_on=False)
+            ax.text(
+                1.0, max(at) + 0.25, group.letter, transform=shift, ha="center", va="bottom", fontsize=8, clip_on=False
+            )
+        numbers = ax.twinx()  # the right-hand labels: laid out with the axes, so tight_layout makes room
+        numbers.set_ylim(ax.get_ylim())
+        numbers.set_yticks(ys, [row.label for row in rows])
+        numbers.tick_params(axis="y", length=0, pad=_BRACKET_START + _BRACKET_STEP * len(groups))
         numbers.spines["right"].set_visible(False)
         for n, label in enumerate(numbers.get_yticklabels(), start=1):
             label.set_gid(f"row-{n}")

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from sitegen.errors import SitegenError
-from sitegen.postgres.index import EF_SEARCH_MAX
+from sitegen.postgres.index import EF_SEARCH_MAX, HybridSettings
 from sitegen.rankers.base import Contract, Family, Hit, Ranker, RankInputs, Reproduction, Run, top_k
 from sitegen.rankers.bm25 import BM25Ranker
 from sitegen.rankers.dense import DenseRanker
@@ -68,7 +68,9 @@ RANKERS: dict[str, Callable[[], Ranker]] = {
     "pg-tsvector": lambda: PgTsvectorRanker("pg-tsvector"),
     "rrf-pgvector-tsvector": lambda: RRFRanker("rrf-pgvector-tsvector", ("pg-vector", "pg-tsvector")),
     "pg-hybrid-sql": lambda: PgHybridRanker(
-        "pg-hybrid-sql", ef_search=EF_SEARCH_MAX, reproduces=Reproduction("rrf-pgvector-tsvector", 5, _SQL)
+        "pg-hybrid-sql",
+        fusion=HybridSettings(ef_search=EF_SEARCH_MAX),
+        reproduces=Reproduction("rrf-pgvector-tsvector", 5, _SQL),
     ),
     "pg-vector-filtered": lambda: PgVectorRanker(
         "pg-vector-filtered",
@@ -87,7 +89,7 @@ RANKERS: dict[str, Callable[[], Ranker]] = {
     "pg-hybrid-sql-filtered": lambda: PgHybridRanker(
         "pg-hybrid-sql-filtered",
         ("pg-vector-filtered", "pg-tsvector-filtered"),
-        ef_search=EF_SEARCH_MAX,
+        fusion=HybridSettings(ef_search=EF_SEARCH_MAX),
         filtered=True,
         unfiltered="pg-hybrid-sql",
         reproduces=Reproduction("rrf-pgvector-tsvector-filtered", 5, _SQL),

@@ -30,7 +30,7 @@ from sitegen.rankers.base import Basis, Contract, Family, Hit, RankInputs, Run, 
 from sitegen.rankers.filtering import FILTER_NOTE, allowed_masks
 from sitegen.rankers.tokenize import STOP_WORDS, strip_plural, tokenize, tokenize_stemmed
 
-__all__ = ["BM25Index", "BM25Ranker", "BM25Search", "bm25_scores", "build_bm25_index"]
+__all__ = ["SHIPPED_BM25", "BM25Index", "BM25Params", "BM25Ranker", "BM25Search", "bm25_scores", "build_bm25_index"]
 
 
 @dataclass(frozen=True)
@@ -472,6 +472,17 @@ def _lookup(index: BM25Index, term: int, docs: np.ndarray) -> np.ndarray:
     return np.where(postings.take(at, mode="clip") == docs, index.weights[start:stop].take(at, mode="clip"), 0.0)
 
 
+@dataclass(frozen=True)
+class BM25Params:
+    """Okapi BM25's term-frequency saturation ``k1`` and length normalisation ``b``: the shipped 1.2 and 0.75."""
+
+    k1: float = 1.2
+    b: float = 0.75
+
+
+SHIPPED_BM25 = BM25Params()
+
+
 class BM25Ranker:
     """``bm25`` (plain tokens) or ``bm25-stem`` (stop list and plural stripping)."""
 
@@ -479,16 +490,15 @@ class BM25Ranker:
         self,
         name: str,
         stemmed: bool,
-        k1: float = 1.2,
-        b: float = 0.75,
+        bm25: BM25Params = SHIPPED_BM25,
         filtered: bool = False,
         unfiltered: str | None = None,
         chunking_sweep: bool = False,
     ) -> None:
         self.name = name
         self.stemmed = stemmed
-        self.k1 = k1
-        self.b = b
+        self.k1 = bm25.k1
+        self.b = bm25.b
         self.contract = Contract(
             Family.LEXICAL,
             "okapi-bm25",

@@ -19,7 +19,7 @@ from typing import Any
 from sitegen.errors import SitegenError
 from sitegen.rankers.base import Contract, Family, Hit, RankInputs, Run
 
-__all__ = ["FusedItem", "RRFRanker", "reciprocal_rank_fusion"]
+__all__ = ["DEFAULT_RRF", "FusedItem", "RRFRanker", "RRFSettings", "reciprocal_rank_fusion"]
 
 TIE_RULE = (
     "stable sort by fused score, descending; equal scores keep the order of first appearance "
@@ -70,6 +70,18 @@ def reciprocal_rank_fusion(
     return [FusedItem(d, scores[d], tuple(ranks[d])) for d in ordered]
 
 
+@dataclass(frozen=True)
+class RRFSettings:
+    """RRF's ``k``, the candidates taken from each list, and one weight per list (None: 1.0 each)."""
+
+    k: float = 60.0
+    candidates: int = 20
+    weights: Sequence[float] | None = None
+
+
+DEFAULT_RRF = RRFSettings()
+
+
 class RRFRanker:
     """Fusion of named component rankers' runs."""
 
@@ -77,13 +89,12 @@ class RRFRanker:
         self,
         name: str,
         components: Sequence[str],
-        k: float = 60.0,
-        candidates: int = 20,
-        weights: Sequence[float] | None = None,
+        fusion: RRFSettings = DEFAULT_RRF,
         filtered: bool = False,
         unfiltered: str | None = None,
         chunking_sweep: bool = False,
     ) -> None:
+        k, candidates, weights = fusion.k, fusion.candidates, fusion.weights
         self.name = name
         self.contract = Contract(
             Family.FUSION,

@@ -26,7 +26,14 @@ from typing import Any
 import numpy as np
 
 from sitegen.errors import SitegenError
-from sitegen.postgres.index import EF_SEARCH, EF_SEARCH_MAX, HNSW_EF_CONSTRUCTION, HNSW_M
+from sitegen.postgres.index import (
+    DEFAULT_HYBRID,
+    EF_SEARCH,
+    EF_SEARCH_MAX,
+    HNSW_EF_CONSTRUCTION,
+    HNSW_M,
+    HybridSettings,
+)
 from sitegen.rankers.base import Basis, Contract, Family, Hit, RankInputs, Reproduction, Run
 from sitegen.rankers.fusion import TIE_RULE
 
@@ -203,21 +210,19 @@ class PgHybridRanker:
         self,
         name: str = "pg-hybrid-sql",
         components: tuple[str, str] = ("pg-vector", "pg-tsvector"),
-        k: float = 60.0,
-        candidates: int = 20,
-        weights: Sequence[float] = (1.0, 1.0),
-        ef_search: int = EF_SEARCH,
+        fusion: HybridSettings = DEFAULT_HYBRID,
         filtered: bool = False,
         unfiltered: str | None = None,
         reproduces: Reproduction | None = None,
     ) -> None:
+        weights = fusion.weights
         if len(weights) != 2 or any(w <= 0 for w in weights):
             raise ValueError(f"need two positive weights (pg-vector, pg-tsvector), got {list(weights)}")
         self.name = name
-        self.k = float(k)
-        self.candidates = candidates
+        self.k = float(fusion.k)
+        self.candidates = fusion.candidates
         self.weights = (float(weights[0]), float(weights[1]))
-        self.ef_search = ef_search
+        self.ef_search = fusion.ef_search
         # The runs the audit fuses to check this one: they run first and sit beside it in the bundle.
         self.contract = Contract(
             Family.POSTGRES,
@@ -254,11 +259,8 @@ class PgHybridRanker:
                 vectors[query.query_id],
                 query.text,
                 depth,
-                k=self.k,
-                candidates=self.candidates,
-                weights=self.weights,
-                ef_search=self.ef_search,
-                conditions=_conditions(self, inputs, query),
+                HybridSettings(self.k, self.candidates, self.weights, self.ef_search),
+                _conditions(self, inputs, query),
             )
             hits[query.query_id] = tuple(
                 Hit(

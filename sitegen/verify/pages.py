@@ -18,7 +18,7 @@ from pathlib import Path
 from jinja2 import TemplateError
 
 from sitegen.errors import BundleError
-from sitegen.publish.layout import AUDIT_REPORT, AUDIT_SCRIPT, EVIDENCE_DIR, PAGE_LISTING, TIMINGS_DIR
+from sitegen.publish.layout import AUDIT_REPORT, AUDIT_SCRIPT, EVIDENCE_DIR, PAGE_LISTING, TIMINGS_DIR, VERIFICATION
 from sitegen.publish.pages import render_site
 
 __all__ = ["EXCERPT_CHARS", "PageDifference", "PagesComparison", "compare_pages"]
@@ -27,7 +27,7 @@ EXCERPT_CHARS = 120
 SHOWN = 5  # paths of each kind listed on failure
 # Inputs of the render and files the site carries that no render writes and that are not pages.
 _INPUT_DIRS = frozenset({EVIDENCE_DIR, TIMINGS_DIR})
-_NOT_PAGES = frozenset({AUDIT_SCRIPT, AUDIT_REPORT, PAGE_LISTING})
+_NOT_PAGES = frozenset({AUDIT_SCRIPT, AUDIT_REPORT, PAGE_LISTING, VERIFICATION})
 
 
 @dataclass(frozen=True)
@@ -120,7 +120,8 @@ def _first_difference(path: str, site: bytes, rendered: bytes) -> PageDifference
 
 def _copy_inputs(site_dir: Path, target: Path) -> None:
     """Copy every file of the site that is not a render output: what render_site reads (the evidence
-    tree, ``audit.json`` for the badge, ``audit.py`` for its sha256, ``timings/``) and nothing it writes."""
+    tree, ``audit.json`` for the badge, ``audit.py`` for its sha256, ``timings/``, the verification record
+    the Reproducibility page shows) and nothing it writes."""
     shutil.copytree(site_dir / EVIDENCE_DIR, target / EVIDENCE_DIR)
     for name in sorted(_NOT_PAGES):
         if (site_dir / name).is_file():
@@ -134,7 +135,8 @@ def compare_pages(site_dir: Path) -> PagesComparison:
 
     Every file the render writes (pages, plots, ``.nojekyll``) is compared byte for byte with the
     site's file of the same path; a site file outside ``evidence/``, ``timings/``, ``audit.py``,
-    ``audit.json`` and ``pages.json`` that the render does not write is listed as only in the site.
+    ``audit.json``, ``pages.json`` and ``verification.json`` that the render does not write is listed as
+    only in the site.
     Raises :class:`BundleError` when the evidence cannot be rendered at all.
     """
     with tempfile.TemporaryDirectory(prefix="sitegen-pages-") as scratch:

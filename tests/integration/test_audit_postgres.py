@@ -93,14 +93,19 @@ def test_filtered_pg_vector_with_a_hit_dropped_or_one_failing_the_filter_fails(s
     assert f"{rel}: query t1: rank 3: doc {intruder['doc_id']} fails the question's filter" in check["mismatches"]
 
 
-def test_pg_vector_below_ef_search_says_completeness_cannot_be_checked(site: Path) -> None:
+def test_pg_vector_with_a_lowered_ef_search_fails_its_pin(site: Path) -> None:
+    """An approximate HNSW search is not the shipped pg-vector: ef_search is pinned, so the audit never has to
+    accept short, uncheckable hit lists under that name."""
     run = _load(site, "tiny", "pg-vector")
     run["params"]["ef_search"] = 2
-    run["queries"]["q1"] = run["queries"]["q1"][:3]  # no longer provably short: the search is approximate
+    run["queries"]["q1"] = run["queries"]["q1"][:3]
     _forge(site, "tiny", "pg-vector", run)
     check = _checks(site)["run:tiny/pg-vector"]
-    assert check["status"] == "pass"
-    assert "ef_search 2 < 4 passages: the search is approximate, so the hit counts cannot be checked" in check["detail"]
+    assert check["status"] == "fail"
+    assert (
+        "evidence/tiny/runs/pg-vector.json: ranker pg-vector: ef_search is 2, the shipped pg-vector has 1000"
+        in check["mismatches"]
+    )
 
 
 def test_pg_tsvector_hit_for_a_question_without_letters_or_digits_fails(site: Path) -> None:

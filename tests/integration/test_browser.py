@@ -1,5 +1,6 @@
 """Every page type in headless Chromium at a phone's, a tablet's and a laptop's width: nothing scrolls sideways but a
-table inside its own box, a column header sorts its table, the question filter leaves the rows it should, the pages
+table inside its own box, a column header sorts its table, the question filter (text, kind, failure class and
+"rankers disagree") leaves the rows it should, each home card's rank-group picture loads before its headline, the pages
 pass axe-core's accessibility rules (less the exceptions listed, with their reasons, in docs/site.md), and without
 the script every page holds the same content.
 
@@ -200,9 +201,18 @@ def test_the_question_filter_leaves_the_questions_asked_for(chrome: Any, served:
         == f"{len(wanted)} of {len(queries)} questions shown"
     )
     text.clear()
-    Select(form.find_element("css selector", "select")).select_by_visible_text("exact-code")
+    kind = Select(form.find_element("css selector", "select[data-filter-facet=kind]"))
+    kind.select_by_visible_text("exact-code")
     assert _shown_questions(chrome) == [q["_id"] for q in queries if q.get("kind") == "exact-code"]
-    Select(form.find_element("css selector", "select")).select_by_index(0)  # any kind
+    failure = Select(form.find_element("css selector", "select[data-filter-facet=failure]"))
+    failure.select_by_visible_text("every-family")  # both facets at once
+    classes = report["failures"]["questions"]
+    both = [q["_id"] for q in queries if q.get("kind") == "exact-code" and classes.get(q["_id"]) == "every-family"]
+    assert _shown_questions(chrome) == both and both
+    kind.select_by_index(0)  # any kind
+    failure.select_by_visible_text("all-miss")
+    assert _shown_questions(chrome) == [q["_id"] for q in queries if classes.get(q["_id"]) == "all-miss"]
+    failure.select_by_index(0)  # any class
     form.find_element("css selector", "input[data-filter-flag=disagree]").click()
 
     def disagree(ranks: dict[str, int | None]) -> bool:
@@ -211,6 +221,20 @@ def test_the_question_filter_leaves_the_questions_asked_for(chrome: Any, served:
 
     apart = [q["_id"] for q in queries if (r := report["first_relevant_rank"].get(q["_id"])) and disagree(r)]
     assert _shown_questions(chrome) == apart and apart
+
+
+def test_each_home_card_opens_with_its_rank_group_picture_loaded_and_described(chrome: Any, served: str) -> None:
+    for width in WIDTHS:
+        _open(chrome, served + PAGES["home"], width)
+        cards = chrome.find_elements("css selector", "section.card")
+        assert cards
+        for card in cards:
+            picture = card.find_element("css selector", "img[data-plot-rows]")
+            assert picture.get_attribute("src").endswith("/groups-ndcg-at-10.svg")
+            assert chrome.execute_script("return arguments[0].complete && arguments[0].naturalWidth", picture) > 0
+            assert picture.get_attribute("alt").startswith("Dot plot of each ranker's ndcg@10")
+            # the picture comes before the headline sentence and the table
+            assert picture.location["y"] < card.find_element("css selector", "p.headline").location["y"]
 
 
 def _axe(chrome: Any) -> dict[str, list[str]]:

@@ -25,8 +25,8 @@ from sitegen import audit
 from sitegen.builder import BuildOptions, build_site
 from sitegen.inputs.freeze import freeze_corpus
 from sitegen.rankers import RANKERS
-from sitegen.rankers.bm25 import BM25Ranker
-from sitegen.rankers.fusion import RRFRanker
+from sitegen.rankers.bm25 import BM25Params, BM25Ranker
+from sitegen.rankers.fusion import RRFRanker, RRFSettings
 from tests.helpers import TINY_QRELS, TINY_QUERIES, FakeEmbeddingModel, rehash_manifest, write_corpus
 
 RANKERS_BUILT = ("bm25", "bm25-stem", "dense", "rrf-dense-bm25")
@@ -203,10 +203,14 @@ def test_a_shopped_significance_setting_fails_the_shipped_audit(
     ("ranker", "factory", "named"),
     [
         ("bm25", lambda: BM25Ranker("bm25", stemmed=True), "ranker bm25: stemmed is True, the shipped bm25 has False"),
-        ("bm25", lambda: BM25Ranker("bm25", stemmed=False, k1=3.0, b=0.2), "k1 is 3.0, the shipped bm25 has 1.2"),
+        (
+            "bm25",
+            lambda: BM25Ranker("bm25", stemmed=False, bm25=BM25Params(3.0, 0.2)),
+            "k1 is 3.0, the shipped bm25 has 1.2",
+        ),
         (
             "rrf-dense-bm25",
-            lambda: RRFRanker("rrf-dense-bm25", ("dense", "bm25"), k=2),
+            lambda: RRFRanker("rrf-dense-bm25", ("dense", "bm25"), RRFSettings(k=2)),
             "k is 2, the shipped rrf-dense-bm25 has 60.0",
         ),
     ],

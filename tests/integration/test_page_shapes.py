@@ -1,7 +1,8 @@
 """Pages that fit their corpus: a corpus page opens with a forest plot whose printed numbers the audit checks; a
 corpus with one question kind has no per-kind table, plot or heading; the packing table has no column that repeats
-another or counts what the corpus has none of; the question index carries the hooks its filter reads and splits
-into pages past QUESTIONS_PER_PAGE; the home page speaks to readers."""
+another or counts what the corpus has none of; the question index carries the hooks its filter reads (kind,
+failure class, disagreement) and splits into pages past QUESTIONS_PER_PAGE; the home page speaks to readers, and
+each of its cards opens with a picture of the rank groups whose printed numbers the audit checks."""
 
 from __future__ import annotations
 
@@ -70,7 +71,8 @@ def test_the_question_index_splits_into_pages_and_marks_each_row_for_the_filter(
     assert sorted(p.name for p in folder.glob("ranks*.html")) == ["ranks-2.html", "ranks.html"]
     rows = [
         re.findall(
-            r'<tr data-kind="([^"]*)" data-disagree="(true|false)"><th scope="row"><a href="questions/([^.]+)',
+            r'<tr data-kind="([^"]*)" data-disagree="(true|false)" data-failure="[^"]*"><th scope="row">'
+            r'<a href="questions/([^.]+)',
             p.read_text(),
         )
         for p in (folder / "ranks.html", folder / "ranks-2.html")
@@ -134,3 +136,60 @@ def test_a_forest_plot_printing_a_number_the_page_does_not_source_fails_the_page
     pages = next(c for c in report["checks"] if c["name"] == "pages")
     assert pages["status"] == "fail"
     assert any(m.startswith("corpora/tiny/forest-ndcg-at-10.svg: row 1 prints '+0.99") for m in pages["mismatches"])
+
+
+def test_each_question_index_row_carries_its_failure_class_and_the_filter_offers_the_classes_present(
+    site: Path,
+) -> None:
+    failures = json.loads((site / "evidence" / "tiny" / "report.json").read_text())["failures"]
+    rows, offered = [], []
+    for page in ("ranks.html", "ranks-2.html"):
+        text = (site / "corpora" / "tiny" / page).read_text(encoding="utf-8")
+        rows += re.findall(r'data-failure="([^"]*)"><th scope="row"><a href="questions/([^.]+)', text)
+        select = re.search(r'<select data-filter-facet="failure">(.*?)</select>', text, re.S)
+        assert select is not None
+        offered.append(re.findall(r"<option>([^<]+)</option>", select.group(1)))
+    assert [qid for _, qid in rows] == [q["_id"] for q in TINY_QUERIES]
+    for code, qid in rows:  # the unanswerable question has no class, and its row no value
+        assert code == failures["questions"].get(qid, "")
+    present = [c for c in failures["classes"] if c in failures["questions"].values()]
+    assert offered == [present, present] and present
+
+
+def test_each_home_card_opens_with_the_rank_groups_of_ndcg_with_the_numbers_the_audit_checks(site: Path) -> None:
+    home = (site / "index.html").read_text(encoding="utf-8")
+    parser = audit._PlotRows()
+    parser.feed(home)
+    assert {src for src, _ in parser.plots} == {f"corpora/{c}/groups-ndcg-at-10.svg" for c in ("tiny", "single")}
+    assert [table for _, table in parser.plots] == ["groups-1", "groups-2"]
+    cards = home.split('<section class="card"')[1:]
+    for (src, table), card in zip(parser.plots, cards, strict=True):
+        corpus = src.split("/")[1]
+        assert card.index(src) < card.index('class="headline"')  # the picture opens the card
+        groups = json.loads((site / "evidence" / corpus / "experiments.json").read_text())["significance"]["groups"]
+        rows = groups["ndcg@10"]["rows"]
+        svg = (site / src).read_text(encoding="utf-8")
+        labels = re.findall(r'<g id="row-\d+">\s*<text[^>]*>([^<]*)</text>', svg)
+        assert len(labels) == len(rows) == len(parser.rows[table])
+        for label, row, numbers in zip(labels, rows, parser.rows[table], strict=True):
+            assert numbers[0] == f"{row['mean']:.3f}" and label == f"{numbers[0]} {row['letters']}"  # < 20 questions
+        for letter in {c for row in rows for c in row["letters"]}:
+            assert f">{letter}</text>" in svg  # each group's bracket is named by its letter
+    assert json.loads((site / "audit.json").read_text())["verdict"] == "pass"
+
+
+def test_a_home_picture_printing_a_number_the_page_does_not_source_fails_the_pages_check(
+    site: Path, tmp_path: Path
+) -> None:
+    copy = Path(shutil.copytree(site, tmp_path / "site"))
+    plot = copy / "corpora" / "tiny" / "groups-ndcg-at-10.svg"
+    svg = plot.read_text(encoding="utf-8")
+    first = re.search(r'<g id="row-1">\s*<text[^>]*>(\d\.\d{3})', svg)
+    assert first is not None
+    forged = "0.123" if first.group(1) != "0.123" else "0.124"
+    plot.write_text(svg[: first.start(1)] + forged + svg[first.end(1) :], encoding="utf-8")
+    write_page_listing(copy)  # the listing agrees with the forged plot: only its numbers give it away
+    report = audit.run_audit(copy, echo=lambda _: None)
+    pages = next(c for c in report["checks"] if c["name"] == "pages")
+    assert pages["status"] == "fail"
+    assert any(m.startswith("corpora/tiny/groups-ndcg-at-10.svg: row 1 prints '0.12") for m in pages["mismatches"])

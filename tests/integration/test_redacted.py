@@ -24,9 +24,9 @@ from click.testing import CliRunner
 
 from sitegen.cli import cli
 from sitegen.errors import SitegenError
-from sitegen.inputs.importers import import_beir
+from sitegen.inputs.importers import ImportOptions, import_beir
 from sitegen.rankers import RANKERS
-from sitegen.rankers.bm25 import BM25Ranker
+from sitegen.rankers.bm25 import BM25Params, BM25Ranker
 from sitegen.verify.held import prepare_inputs
 from tests.helpers import REPO, FakeEmbeddingModel, build, write_corpus
 
@@ -92,7 +92,7 @@ def _line(output: str, start: str) -> str:
 def collection(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The corpora folder: the fixture imported as ``cranfield``, with a citation fixture quoting a passage."""
     corpora = tmp_path_factory.mktemp("collection") / "corpora"
-    import_beir(FIXTURE, "cranfield", license_text="research use (test)", to=corpora)
+    import_beir(FIXTURE, ImportOptions("cranfield", "research use (test)", to=corpora))
     folder = corpora / "cranfield"
     first = json.loads((folder / "corpus.jsonl").read_text(encoding="utf-8").splitlines()[0])
     citations = {
@@ -188,7 +188,7 @@ def test_a_bm25_tuned_behind_redaction_passes_alone_and_fails_with_the_collectio
         def params(self) -> dict[str, Any]:
             return {**super().params(), "k1": 1.2, "b": 0.75}
 
-    monkeypatch.setitem(RANKERS, "bm25", lambda: Tuned("bm25", stemmed=False, k1=3.0, b=0.2))
+    monkeypatch.setitem(RANKERS, "bm25", lambda: Tuned("bm25", stemmed=False, bm25=BM25Params(3.0, 0.2)))
     build(collection, tmp_path / "site", rankers=("bm25",), redact=("cranfield",))
     code, output = shipped_audit(tmp_path / "site")
     assert code == 0, output

@@ -32,12 +32,13 @@ swaps the result into place, and :mod:`.readme` writes its README.
 """
 
 from sitegen.inputs.importers.beir import import_beir
-from sitegen.inputs.importers.plan import DEFAULT_TO, ImportResult, SourceFile
+from sitegen.inputs.importers.plan import DEFAULT_TO, ImportOptions, ImportResult, SourceFile
 from sitegen.inputs.importers.smart import import_smart
 from sitegen.inputs.importers.trec import import_trec
 
 __all__ = [
     "DEFAULT_TO",
+    "ImportOptions",
     "ImportResult",
     "SourceFile",
     "import_beir",

@@ -8,8 +8,8 @@ from pathlib import Path
 from sitegen.errors import CorpusError
 from sitegen.inputs.corpus import README_FILE
 from sitegen.inputs.importers.plan import (
-    DEFAULT_TO,
     QRELS_HEADER,
+    ImportOptions,
     ImportResult,
     Judgement,
     Plan,
@@ -29,18 +29,7 @@ from sitegen.inputs.problems import record_id
 __all__ = ["import_beir"]
 
 
-def import_beir(
-    src_dir: Path | str,
-    name: str,
-    split: str = "test",
-    *,
-    license_text: str,
-    to: Path | str = DEFAULT_TO,
-    command: str | None = None,
-    overwrite: bool = False,
-    skip_unknown: bool = False,
-    keep_unanswerable: bool = False,
-) -> ImportResult:
+def import_beir(src_dir: Path | str, options: ImportOptions, split: str = "test") -> ImportResult:
     """Import a BEIR folder (``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv`` with a header line).
 
     The folder's ``README.md``, when it has one (the distributor's provenance and license note), is listed among
@@ -48,6 +37,8 @@ def import_beir(
     is a non-empty object). Only queries the split's qrels judge relevant to some document are kept, so the other
     splits' queries are dropped and counted.
     """
+    name, license_text, to, command = options.name, options.license_text, options.to, options.command
+    overwrite, skip_unknown, keep_unanswerable = options.overwrite, options.skip_unknown, options.keep_unanswerable
     src = Path(src_dir)
     if not src.is_dir():
         raise CorpusError(src, "BEIR folder does not exist")

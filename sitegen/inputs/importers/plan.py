@@ -22,6 +22,7 @@ __all__ = [
     "DEFAULT_TO",
     "QRELS_HEADER",
     "Doc",
+    "ImportOptions",
     "ImportResult",
     "Judgement",
     "Plan",
@@ -42,6 +43,23 @@ DEFAULT_TO = Path("corpora")
 QRELS_HEADER = "query-id\tcorpus-id\tscore"
 
 _GZIP_MAGIC = b"\x1f\x8b"
+
+
+@dataclass(frozen=True)
+class ImportOptions:
+    """What every importer is told besides its source files: the corpus's ``name`` (its folder under ``to``), the
+    license as whoever runs the import states it, the command the README records (None: the ``sitegen import``
+    command equivalent to the call), whether to replace an existing corpus, whether to drop and count qrels rows
+    naming an unknown query or document (else they are problems), and whether to keep queries judged with no
+    relevant document as unanswerable."""
+
+    name: str
+    license_text: str
+    to: Path | str = DEFAULT_TO
+    command: str | None = None
+    overwrite: bool = False
+    skip_unknown: bool = False
+    keep_unanswerable: bool = False
 
 
 @dataclass(frozen=True)

@@ -12,26 +12,32 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sitegen.inputs.importers.plan import ImportResult, Plan, SourceFile
 
-__all__ = ["command_line", "readme"]
+__all__ = ["ReadmeCounts", "command_line", "readme"]
 
 
-def readme(
-    plan: Plan,
-    sources: list[SourceFile],
-    result: ImportResult,
-    *,
-    relevant_pairs: int,
-    unanswerable: int,
-    dropped_judged: int,
-    dropped_unjudged: int,
-    dropped_rows: Mapping[str, int],
-    grade_note: str,
-) -> str:
+@dataclass(frozen=True)
+class ReadmeCounts:
+    """What the README counts beyond :class:`ImportResult`: the relevant pairs, the unanswerable queries kept,
+    the queries dropped as judged with no relevant document or never judged, the qrels rows dropped by reason,
+    and the sentence on how grades were converted."""
+
+    relevant_pairs: int
+    unanswerable: int
+    dropped_judged: int
+    dropped_unjudged: int
+    dropped_rows: Mapping[str, int]
+    grade_note: str
+
+
+def readme(plan: Plan, sources: list[SourceFile], result: ImportResult, counts: ReadmeCounts) -> str:
+    relevant_pairs, unanswerable, dropped_rows = counts.relevant_pairs, counts.unanswerable, counts.dropped_rows
+    dropped_judged, dropped_unjudged, grade_note = counts.dropped_judged, counts.dropped_unjudged, counts.grade_note
     license_line = plan.license_text.strip() or "license: not stated"
     shown = ", ".join(f"`{_shown_path(path)}`" for path in plan.origin or [path for _, path in plan.sources])
     lines = [

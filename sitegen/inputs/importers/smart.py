@@ -11,8 +11,8 @@ from typing import Literal
 
 from sitegen.errors import CorpusError
 from sitegen.inputs.importers.plan import (
-    DEFAULT_TO,
     Doc,
+    ImportOptions,
     ImportResult,
     Judgement,
     Plan,
@@ -35,16 +35,9 @@ def import_smart(
     docs: Path | str,
     queries: Path | str,
     qrels: Path | str,
-    name: str,
+    options: ImportOptions,
     invert_grades: bool = False,
-    *,
-    license_text: str,
     query_ids: QueryIds = "number",
-    to: Path | str = DEFAULT_TO,
-    command: str | None = None,
-    overwrite: bool = False,
-    skip_unknown: bool = False,
-    keep_unanswerable: bool = False,
 ) -> ImportResult:
     """Import a collection in SMART format (Cranfield, CISI, MED, CACM, ...).
 
@@ -61,6 +54,8 @@ def import_smart(
     grade: with ``max`` the largest positive grade in the file, a positive grade ``g`` becomes ``max + 1 - g``
     (Cranfield: 1->4, 2->3, 3->2, 4->1) and grades <= 0 are dropped (Cranfield's -1 means "no relevance").
     """
+    name, license_text, to, command = options.name, options.license_text, options.to, options.command
+    overwrite, skip_unknown, keep_unanswerable = options.overwrite, options.skip_unknown, options.keep_unanswerable
     docs_path, queries_path, qrels_path = Path(docs), Path(queries), Path(qrels)
     for path in (docs_path, queries_path, qrels_path):
         if not path.is_file():

@@ -10,8 +10,8 @@ from typing import Literal
 
 from sitegen.errors import CorpusError
 from sitegen.inputs.importers.plan import (
-    DEFAULT_TO,
     Doc,
+    ImportOptions,
     ImportResult,
     Judgement,
     Plan,
@@ -35,15 +35,8 @@ def import_trec(
     docs: Path | str,
     topics: Path | str,
     qrels: Path | str,
-    name: str,
-    *,
-    license_text: str,
+    options: ImportOptions,
     topic_field: TopicField = "title",
-    to: Path | str = DEFAULT_TO,
-    command: str | None = None,
-    overwrite: bool = False,
-    skip_unknown: bool = False,
-    keep_unanswerable: bool = False,
 ) -> ImportResult:
     """Import a TREC-style collection.
 
@@ -55,6 +48,8 @@ def import_trec(
     Formats are detected from each file's first non-blank character; gzip files are read transparently.
     Topic numbers made of digits lose their leading zeros, in the topics and in the qrels (``051`` = ``51``).
     """
+    name, license_text, to, command = options.name, options.license_text, options.to, options.command
+    overwrite, skip_unknown, keep_unanswerable = options.overwrite, options.skip_unknown, options.keep_unanswerable
     docs_path, topics_path, qrels_path = Path(docs), Path(topics), Path(qrels)
     for path in (docs_path, topics_path, qrels_path):
         if not path.is_file():

@@ -22,7 +22,7 @@ from sitegen.errors import CorpusError, CorpusProblems, SitegenError
 from sitegen.hashing import sha256_file
 from sitegen.inputs.corpus import CORPUS_FILE, QRELS_FILE, QUERIES_FILE, README_FILE, load_corpus
 from sitegen.inputs.importers.plan import QRELS_HEADER, ImportResult, Judgement, Plan, Problems, Query, SourceFile
-from sitegen.inputs.importers.readme import readme
+from sitegen.inputs.importers.readme import ReadmeCounts, readme
 from sitegen.swap import TargetLock, swap_into_place
 
 __all__ = ["run"]
@@ -171,12 +171,14 @@ def _write(plan: Plan, staging: Path, sources: list[SourceFile], target: Path) -
         plan,
         sources,
         result,
-        relevant_pairs=sum(1 for row in rows if row.grade > 0),
-        unanswerable=len(unanswerable),
-        dropped_judged=dropped_judged,
-        dropped_unjudged=dropped_unjudged,
-        dropped_rows=dropped,
-        grade_note=grade_note,
+        ReadmeCounts(
+            relevant_pairs=sum(1 for row in rows if row.grade > 0),
+            unanswerable=len(unanswerable),
+            dropped_judged=dropped_judged,
+            dropped_unjudged=dropped_unjudged,
+            dropped_rows=dropped,
+            grade_note=grade_note,
+        ),
     )
     (staging / README_FILE).write_text(text, encoding="utf-8", newline="\n")
     return result

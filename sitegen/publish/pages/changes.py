@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sitegen.publish.pages.base import Page, Site, format_delta
 from sitegen.publish.pages.view import CorpusView
-from sitegen.publish.plots import difference_svg
+from sitegen.publish.plots import DifferenceBand, difference_svg
 
 __all__ = ["changes_pages"]
 
@@ -30,8 +30,7 @@ def changes_pages(c: CorpusView, site: Site) -> list[Page]:
             difference_svg,
             [float(p["mean"]) for p in row["points"]],
             [float(p["difference"]) for p in row["points"]],
-            float(row["mean_difference"]),
-            (float(row["ci_low"]), float(row["ci_high"])),
+            DifferenceBand(float(row["mean_difference"]), float(row["ci_low"]), float(row["ci_high"])),
             f"{c.name}: {row['ranker']}, {row['metric']} now vs baseline",
             f"mean of the two {row['metric']} values",
             "now - baseline",

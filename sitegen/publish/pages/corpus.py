@@ -322,8 +322,11 @@ def _disagree(ranks: dict[str, int | None], depth: int) -> bool:
 
 def _ranks_pages(c: CorpusView, kinds: list[str]) -> list[Page]:
     """The first relevant rank of every question, coloured, split into pages of QUESTIONS_PER_PAGE rows rather
-    than one huge page. Each row carries its kind and whether the rankers disagree, for the page's filter."""
+    than one huge page. Each row carries its kind, its failure class (report.json's ``failures``; none for a
+    question without a relevant passage) and whether the rankers disagree, for the page's filter."""
     report = c.report
+    failures = report.get("failures") or {}  # a bundle written before the taxonomy has none
+    classes = failures.get("questions", {})
     heat = []
     for q in c.queries:
         ranks = report["first_relevant_rank"].get(q["_id"])
@@ -335,6 +338,7 @@ def _ranks_pages(c: CorpusView, kinds: list[str]) -> list[Page]:
                     {"rank": ranks[r], "cls": _rank_class(ranks[r])} if ranks is not None else None for r in c.rankers
                 ],
                 "disagree": ranks is not None and _disagree({r: ranks[r] for r in c.rankers}, c.summary.depth),
+                "failure": classes.get(q["_id"]),
             }
         )
     chunks = [heat[i : i + QUESTIONS_PER_PAGE] for i in range(0, len(heat), QUESTIONS_PER_PAGE)] or [[]]
@@ -349,6 +353,9 @@ def _ranks_pages(c: CorpusView, kinds: list[str]) -> list[Page]:
         "kinds": kinds,
         "disagree_by": DISAGREE_BY,
         "not_found_rank": c.summary.depth + 1,
+        # the failure classes some question of the corpus falls in, in the taxonomy's order, for the filter
+        "failure_classes": [code for code in failures.get("classes", []) if code in set(classes.values())],
+        "failure_k": failures.get("k"),
     }
     return [
         Page(path, "ranks.html", {**context, "heat": chunk, "current": n})

@@ -16,8 +16,9 @@ from sitegen.publish.evidence import DEFAULT_TITLE, write_json
 from sitegen.publish.pages.base import TEMPLATES_DIR, Page, Site, environment, url_for, with_sources
 from sitegen.publish.pages.changes import changes_pages
 from sitegen.publish.pages.corpus import corpus_pages
+from sitegen.publish.pages.home import home_cards
 from sitegen.publish.pages.question import question_pages
-from sitegen.publish.pages.view import HEADLINE_METRICS, metric_table, read_view
+from sitegen.publish.pages.view import read_view
 from sitegen.publish.timings import load_timing_files, performance_view
 from sitegen.publish.verification import read_verification
 from sitegen.stepcache import StepCache
@@ -36,7 +37,7 @@ def render_site(site_dir: Path, steps: StepCache | None = None) -> list[Path]:
     audit = load_json(audit_path) if audit_path.exists() else None
     site = Site(site_dir, steps or StepCache(None))
     corpora = [read_view(site_dir, name) for name in manifest["corpora"]]
-    cards = [{"corpus": c, "table": metric_table(c, None, HEADLINE_METRICS), "href": c.pages.index} for c in corpora]
+    cards = home_cards(corpora, site)
     audit_script = site_dir / layout.AUDIT_SCRIPT
     pages = [
         Page(layout.INDEX_PAGE, "index.html", {"cards": cards}),

@@ -57,32 +57,32 @@ def test_effect_ratio_and_delta_ri_by_hand() -> None:
     # B: baseline (0.2, 0.4), advanced (0.4, 0.4): improvement 0.1, RI = 0.1 / 0.3 = 1/3.
     # ER = 0.1 / 0.2 = 0.5; ΔRI = 2/3 - 1/3 = 1/3.
     base = {"q1": 0.2, "q2": 0.4}
-    e = effect("c", "bm25", "rrf", "ndcg@10", base, {"q1": 0.6, "q2": 0.4}, base, {"q1": 0.4, "q2": 0.4})
+    e = effect("c", "bm25", "rrf", "ndcg@10", (base, {"q1": 0.6, "q2": 0.4}), (base, {"q1": 0.4, "q2": 0.4}))
     assert (e.questions_a, e.questions_b) == (2, 2)
     assert e.improvement_a == pytest.approx(0.2) and e.improvement_b == pytest.approx(0.1)
     assert e.er == pytest.approx(0.5) and e.er_undefined is None
     assert e.ri_a == pytest.approx(2 / 3) and e.ri_b == pytest.approx(1 / 3)
     assert e.delta_ri == pytest.approx(1 / 3) and e.delta_ri_undefined is None
-    same = effect("c", "bm25", "rrf", "m", base, {"q1": 0.6, "q2": 0.4}, base, {"q1": 0.6, "q2": 0.4})
+    same = effect("c", "bm25", "rrf", "m", (base, {"q1": 0.6, "q2": 0.4}), (base, {"q1": 0.6, "q2": 0.4}))
     assert (same.er, same.delta_ri) == (1.0, 0.0)
 
 
 def test_zero_denominators_give_null_with_the_reason() -> None:
     # No improvement in A: ER = x / 0 is undefined; RI is still defined (0 in A, 0.5 in B).
-    flat = effect("c", "b", "a", "m", {"q1": 0.5}, {"q1": 0.5}, {"q1": 0.5}, {"q1": 0.75})
+    flat = effect("c", "b", "a", "m", ({"q1": 0.5}, {"q1": 0.5}), ({"q1": 0.5}, {"q1": 0.75}))
     assert (flat.er, flat.er_undefined) == (None, "the mean improvement in A is 0")
     assert flat.delta_ri == pytest.approx(-0.5)
     # A baseline averaging 0: RI_A = x / 0 is undefined, so is ΔRI; ER is fine (1.0 / 0.5 = 2).
-    zero = effect("c", "b", "a", "m", {"q1": 0.0}, {"q1": 0.5}, {"q1": 0.0}, {"q1": 1.0})
+    zero = effect("c", "b", "a", "m", ({"q1": 0.0}, {"q1": 0.5}), ({"q1": 0.0}, {"q1": 1.0}))
     assert zero.er == pytest.approx(2.0)
     assert (zero.ri_a, zero.ri_b, zero.delta_ri) == (None, None, None)
     assert zero.delta_ri_undefined == "the baseline's mean in A is 0; the baseline's mean in B is 0"
     # No question scored for both rankers in B.
-    empty = effect("c", "b", "a", "m", {"q1": 0.25}, {"q1": 0.5}, {"q1": 0.0}, {"q2": 1.0})
+    empty = effect("c", "b", "a", "m", ({"q1": 0.25}, {"q1": 0.5}), ({"q1": 0.0}, {"q2": 1.0}))
     assert (empty.er, empty.er_undefined) == (None, "no question scored for both rankers in B")
     assert empty.delta_ri_undefined == "no question scored for both rankers in B"
     # Both sides undefined: both reasons.
-    both = effect("c", "b", "a", "m", {"q1": 0.0}, {"q1": 0.5}, {"q1": 0.0}, {"q2": 1.0})
+    both = effect("c", "b", "a", "m", ({"q1": 0.0}, {"q1": 0.5}), ({"q1": 0.0}, {"q2": 1.0}))
     assert both.delta_ri_undefined == "the baseline's mean in A is 0; no question scored for both rankers in B"
 
 

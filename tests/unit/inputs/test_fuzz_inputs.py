@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 
 from sitegen.errors import CorpusError, SitegenError
 from sitegen.inputs.corpus import load_corpus
-from sitegen.inputs.importers import import_beir, import_smart, import_trec
+from sitegen.inputs.importers import ImportOptions, import_beir, import_smart, import_trec
 from sitegen.rankers.external import read_trec_run
 from tests.helpers import TINY_DOCS, TINY_QRELS, TINY_QUERIES, write_corpus
 
@@ -410,7 +410,7 @@ def test_mutated_beir_folder_imports_or_fails_with_file_and_line(data: st.DataOb
             },
         )
         _mutate_files(files, data)
-        _ends_cleanly(lambda: import_beir(src, "fuzz", license_text=LICENSE, to=Path(tmp) / "out"), [*files, src])
+        _ends_cleanly(lambda: import_beir(src, ImportOptions("fuzz", LICENSE, to=Path(tmp) / "out")), [*files, src])
 
 
 def test_every_wrong_json_type_in_beir_and_trec_jsonl_fails_with_file_and_line() -> None:
@@ -427,14 +427,14 @@ def test_every_wrong_json_type_in_beir_and_trec_jsonl_fails_with_file_and_line()
         )
         topics = _files(root, {"topics": "1\trefund a payment\n", "qrels": "1 Q0 d1 1\n"})
 
-        import_beir(src, "seed", license_text=LICENSE, to=root / "seed")
-        import_trec(files[0], *topics, "seed", license_text=LICENSE, to=root / "seed-trec")
+        import_beir(src, ImportOptions("seed", LICENSE, to=root / "seed"))
+        import_trec(files[0], *topics, ImportOptions("seed", LICENSE, to=root / "seed-trec"))
 
         def check(number: int) -> None:
             to = root / f"out{number}"
-            _ends_cleanly(partial(import_beir, src, "fuzz", license_text=LICENSE, to=to), [*files, src])
+            _ends_cleanly(partial(import_beir, src, ImportOptions("fuzz", LICENSE, to=to)), [*files, src])
             if files[0].read_bytes() != documents:  # the TREC importer's JSONL documents: same reader, same rules
-                call = partial(import_trec, files[0], *topics, "fuzz", license_text=LICENSE, to=to / "trec")
+                call = partial(import_trec, files[0], *topics, ImportOptions("fuzz", LICENSE, to=to / "trec"))
                 _ends_cleanly(call, [files[0], *topics])
 
         documents = files[0].read_bytes()
@@ -473,22 +473,26 @@ def test_every_malformed_column_in_qrels_runs_topics_and_smart_ids_fails_with_fi
             },
         )
         smart = _files(root / "smart", {"docs": SMART_DOCS, "queries": SMART_QUERIES, "qrels": SMART_QRELS})
-        beir_import = partial(import_beir, src, "fuzz", license_text=LICENSE)
-        trec_import = partial(import_trec, *trec, "fuzz", license_text=LICENSE)
-        smart_import = partial(import_smart, *smart, "fuzz", True, license_text=LICENSE, query_ids="ordinal")
+        beir_import = partial(import_beir, src)
+        trec_import = partial(import_trec, *trec)
+        smart_import = partial(import_smart, *smart, invert_grades=True, query_ids="ordinal")
         for seed in (beir_import, trec_import, smart_import):  # each starts from an input that imports
-            seed(to=root / "seed", overwrite=True)
+            seed(options=ImportOptions("fuzz", LICENSE, to=root / "seed", overwrite=True))
 
         def columns(path: Path, lines: range, keep: Callable[[str], bool] = bool) -> list[tuple[Path, bytes]]:
             return _every_weird_column(path, lines, keep, WEIRD_COLUMNS_FOR_IMPORTS)
 
         _each_case(
             columns(beir[2], range(1, 2)),
-            lambda n: _ends_cleanly(partial(beir_import, to=root / f"b{n}"), [*beir, src]),
+            lambda n: _ends_cleanly(
+                partial(beir_import, options=ImportOptions("fuzz", LICENSE, to=root / f"b{n}")), [*beir, src]
+            ),
         )
         _each_case(
             columns(trec[1], range(1)) + columns(trec[2], range(1)),
-            lambda n: _ends_cleanly(partial(trec_import, to=root / f"t{n}"), trec),
+            lambda n: _ends_cleanly(
+                partial(trec_import, options=ImportOptions("fuzz", LICENSE, to=root / f"t{n}")), trec
+            ),
         )
         smart_ids = range(len(SMART_DOCS.split("\n")))
         cases = [
@@ -496,7 +500,12 @@ def test_every_malformed_column_in_qrels_runs_topics_and_smart_ids_fails_with_fi
             *columns(smart[1], smart_ids, keep=lambda line: line.startswith(".I")),
             *columns(smart[2], range(1)),
         ]
-        _each_case(cases, lambda n: _ends_cleanly(partial(smart_import, to=root / f"s{n}"), smart))
+        _each_case(
+            cases,
+            lambda n: _ends_cleanly(
+                partial(smart_import, options=ImportOptions("fuzz", LICENSE, to=root / f"s{n}")), smart
+            ),
+        )
 
 
 @FUZZ
@@ -516,7 +525,7 @@ def test_mutated_trec_collection_imports_or_fails_with_file_and_line(data: st.Da
         if data.draw(st.booleans()):  # a gzip stream, damaged or not, goes through the same reader
             files[0].write_bytes(gzip.compress(files[0].read_bytes(), mtime=0))
         _mutate_files(files, data)
-        _ends_cleanly(lambda: import_trec(*files, "fuzz", license_text=LICENSE, to=root / "out"), files)
+        _ends_cleanly(lambda: import_trec(*files, ImportOptions("fuzz", LICENSE, to=root / "out")), files)
 
 
 @FUZZ
@@ -528,6 +537,6 @@ def test_mutated_smart_collection_imports_or_fails_with_file_and_line(data: st.D
         _mutate_files(files, data)
         invert = data.draw(st.booleans())
         _ends_cleanly(
-            lambda: import_smart(*files, "fuzz", invert, license_text=LICENSE, query_ids="ordinal", to=root / "out"),
+            lambda: import_smart(*files, ImportOptions("fuzz", LICENSE, to=root / "out"), invert, query_ids="ordinal"),
             files,
         )

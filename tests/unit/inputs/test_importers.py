@@ -11,7 +11,7 @@ import pytest
 
 from sitegen.errors import CorpusError, CorpusProblems
 from sitegen.inputs.corpus import load_corpus
-from sitegen.inputs.importers import ImportResult, import_beir, import_smart, import_trec
+from sitegen.inputs.importers import ImportOptions, ImportResult, import_beir, import_smart, import_trec
 from tests.helpers import REPO
 
 CRANFIELD = REPO / "corpora" / "cranfield"  # the BEIR files of ../shared/collections/cranfield, byte for byte
@@ -81,7 +81,7 @@ def _beir(
 def test_beir_round_trip(tmp_path: Path) -> None:
     src = _beir(tmp_path / "src")
     to = tmp_path / "corpora"
-    result = import_beir(src, "tiny", license_text=LICENSE, to=to, command="sitegen import beir src --name tiny")
+    result = import_beir(src, ImportOptions("tiny", LICENSE, to=to, command="sitegen import beir src --name tiny"))
     assert result == ImportResult(
         name="tiny", folder=to / "tiny", documents=4, queries=2, judged_pairs=3, dropped_queries=2, dropped_qrels=1
     )
@@ -114,7 +114,7 @@ def test_beir_round_trip(tmp_path: Path) -> None:
 def test_beir_reconstructs_the_command_and_reads_other_splits(tmp_path: Path) -> None:
     src = _beir(tmp_path / "src")
     _write(src / "qrels" / "dev.tsv", "query-id\tcorpus-id\tscore\nq4\td3\t1\n")
-    result = import_beir(src, "dev-only", split="dev", license_text="MIT, per the source's README", to=tmp_path / "c")
+    result = import_beir(src, ImportOptions("dev-only", "MIT, per the source's README", to=tmp_path / "c"), split="dev")
     assert (result.queries, result.judged_pairs, result.dropped_queries) == (1, 1, 3)
     readme = (result.folder / "README.md").read_text()
     # tmp_path lies outside the current folder: each path is shown by its name alone.
@@ -126,7 +126,7 @@ def test_beir_reconstructs_the_command_and_reads_other_splits(tmp_path: Path) ->
 
 def test_beir_keep_unanswerable_keeps_judged_queries_only(tmp_path: Path) -> None:
     result = import_beir(
-        _beir(tmp_path / "src"), "tiny", license_text=LICENSE, to=tmp_path / "c", keep_unanswerable=True
+        _beir(tmp_path / "src"), ImportOptions("tiny", LICENSE, to=tmp_path / "c", keep_unanswerable=True)
     )
     assert (result.queries, result.dropped_queries, result.judged_pairs, result.dropped_qrels) == (3, 1, 4, 0)
     corpus = load_corpus(result.folder)
@@ -136,11 +136,11 @@ def test_beir_keep_unanswerable_keeps_judged_queries_only(tmp_path: Path) -> Non
 def test_beir_unknown_ids_fail_with_line_unless_skipped(tmp_path: Path) -> None:
     qrels = "query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\tnope\t1\nq9\td2\t1\nq2\td2\t1\n"
     src = _beir(tmp_path / "src", qrels=qrels)
-    error = _error(import_beir, src, "tiny", license_text=LICENSE, to=tmp_path / "c")
+    error = _error(import_beir, src, ImportOptions("tiny", LICENSE, to=tmp_path / "c"))
     assert (error.path, error.line) == (src / "qrels" / "test.tsv", 3)
     assert 'unknown document id "nope"' in error.problem
     _no_leftovers(tmp_path / "c")
-    result = import_beir(src, "tiny", license_text=LICENSE, to=tmp_path / "c", skip_unknown=True)
+    result = import_beir(src, ImportOptions("tiny", LICENSE, to=tmp_path / "c", skip_unknown=True))
     assert (result.judged_pairs, result.dropped_qrels, result.queries) == (2, 2, 2)
     readme = (result.folder / "README.md").read_text()
     assert "qrels rows dropped: 2" in readme and "skip_unknown" in readme
@@ -161,14 +161,14 @@ def test_beir_unknown_ids_fail_with_line_unless_skipped(tmp_path: Path) -> None:
 )
 def test_beir_malformed_qrels(tmp_path: Path, qrels: str, line: int, problem: str) -> None:
     src = _beir(tmp_path / "src", qrels=qrels)
-    error = _error(import_beir, src, "tiny", license_text=LICENSE, to=tmp_path / "c")
+    error = _error(import_beir, src, ImportOptions("tiny", LICENSE, to=tmp_path / "c"))
     assert (error.path, error.line) == (src / "qrels" / "test.tsv", line)
     assert problem in error.problem
 
 
 def test_beir_exact_repeats_are_dropped_and_counted(tmp_path: Path) -> None:
     src = _beir(tmp_path / "src", qrels="query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td2\t1\nq1\td1\t1\n")
-    result = import_beir(src, "tiny", license_text=LICENSE, to=tmp_path / "c")
+    result = import_beir(src, ImportOptions("tiny", LICENSE, to=tmp_path / "c"))
     assert (result.judged_pairs, result.dropped_qrels) == (2, 1)
     assert "1 repeat an earlier row exactly" in (result.folder / "README.md").read_text()
 
@@ -176,13 +176,13 @@ def test_beir_exact_repeats_are_dropped_and_counted(tmp_path: Path) -> None:
 def test_beir_duplicate_document_id(tmp_path: Path) -> None:
     docs = [{"_id": "d1", "text": "a"}, {"_id": "d2", "text": "b"}, {"_id": "d1 ", "text": "c"}]
     src = _beir(tmp_path / "src", docs=docs, qrels="query-id\tcorpus-id\tscore\nq1\td1\t1\n")
-    error = _error(import_beir, src, "tiny", license_text=LICENSE, to=tmp_path / "c")
+    error = _error(import_beir, src, ImportOptions("tiny", LICENSE, to=tmp_path / "c"))
     assert (error.path, error.line) == (src / "corpus.jsonl", 3)
     assert 'duplicate document id "d1" (first seen on line 1)' in error.problem
 
 
 def test_real_cranfield_beir_folder(tmp_path: Path) -> None:
-    result = import_beir(CRANFIELD, "cranfield", license_text="research use", to=tmp_path)
+    result = import_beir(CRANFIELD, ImportOptions("cranfield", "research use", to=tmp_path))
     assert (result.documents, result.queries, result.judged_pairs) == (1400, 225, 1612)
     assert (result.dropped_queries, result.dropped_qrels) == (0, 0)
     corpus = load_corpus(result.folder)
@@ -252,7 +252,7 @@ def _trec(root: Path) -> tuple[Path, Path, Path]:
 
 def test_trec_sgml_round_trip(tmp_path: Path) -> None:
     docs, topics, qrels = _trec(tmp_path / "src")
-    result = import_trec(docs, topics, qrels, "robust-mini", license_text=LICENSE, to=tmp_path / "c", command="CMD")
+    result = import_trec(docs, topics, qrels, ImportOptions("robust-mini", LICENSE, to=tmp_path / "c", command="CMD"))
     assert result == ImportResult(
         name="robust-mini",
         folder=tmp_path / "c" / "robust-mini",
@@ -293,13 +293,13 @@ def test_trec_topic_field(tmp_path: Path, field: str, texts: list[str]) -> None:
     docs, topics, qrels = _trec(tmp_path / "src")
     # topic 53 has no <desc>; with field "desc" its text would be empty, so leave it out of this file.
     _write(topics, SGML_TOPICS.split("<top>\n<num> Number: 53")[0])
-    result = import_trec(docs, topics, qrels, "t", license_text=LICENSE, to=tmp_path / "c", topic_field=field)
+    result = import_trec(docs, topics, qrels, ImportOptions("t", LICENSE, to=tmp_path / "c"), topic_field=field)
     assert [q.text for q in load_corpus(result.folder).queries] == texts
 
 
 def test_trec_topic_without_chosen_field_is_refused(tmp_path: Path) -> None:
     docs, topics, qrels = _trec(tmp_path / "src")
-    error = _error(import_trec, docs, topics, qrels, "t", license_text=LICENSE, to=tmp_path / "c", topic_field="desc")
+    error = _error(import_trec, docs, topics, qrels, ImportOptions("t", LICENSE, to=tmp_path / "c"), topic_field="desc")
     assert (error.path, error.line) == (topics, 17)
     assert "topic 53 has no <desc> text" in error.problem
 
@@ -318,7 +318,7 @@ def test_trec_jsonl_docs_tsv_topics_and_gzip(tmp_path: Path) -> None:
     topics = _write(src / "topics.tsv", "1\tfirst query\n2\tsecond\tquery with a tab\n3\tunjudged\n")
     qrels = _write(src / "qrels.txt", "1 0 a 1\n1 0 b 0\n2 Q0 b 3\n2 Q0 c 1\n")
     gz = [_gz(p) for p in (docs, topics, qrels)]
-    result = import_trec(*gz, "jsonl", license_text="", to=tmp_path / "c")
+    result = import_trec(*gz, ImportOptions("jsonl", "", to=tmp_path / "c"))
     assert (result.documents, result.queries, result.judged_pairs, result.dropped_queries) == (3, 2, 4, 1)
     corpus = load_corpus(result.folder)
     assert [(d.doc_id, d.title, d.text, dict(d.metadata)) for d in corpus.documents] == [
@@ -346,7 +346,7 @@ def test_trec_jsonl_docs_tsv_topics_and_gzip(tmp_path: Path) -> None:
 def test_trec_malformed_qrels(tmp_path: Path, qrels: str, line: int, problem: str) -> None:
     docs, topics, path = _trec(tmp_path / "src")
     _write(path, qrels)
-    error = _error(import_trec, docs, topics, path, "t", license_text=LICENSE, to=tmp_path / "c")
+    error = _error(import_trec, docs, topics, path, ImportOptions("t", LICENSE, to=tmp_path / "c"))
     assert (error.path, error.line) == (path, line)
     assert problem in error.problem
     _no_leftovers(tmp_path / "c")
@@ -371,7 +371,7 @@ def test_trec_malformed_qrels(tmp_path: Path, qrels: str, line: int, problem: st
 def test_trec_malformed_sgml_documents(tmp_path: Path, docs: str, line: int | None, problem: str) -> None:
     _, topics, qrels = _trec(tmp_path / "src")
     path = _write(tmp_path / "src" / "bad.sgml", docs)
-    error = _error(import_trec, path, topics, qrels, "t", license_text=LICENSE, to=tmp_path / "c")
+    error = _error(import_trec, path, topics, qrels, ImportOptions("t", LICENSE, to=tmp_path / "c"))
     assert (error.path, error.line) == (path, line)
     assert problem in error.problem
 
@@ -379,7 +379,7 @@ def test_trec_malformed_sgml_documents(tmp_path: Path, docs: str, line: int | No
 def test_trec_unclosed_topic(tmp_path: Path) -> None:
     docs, topics, qrels = _trec(tmp_path / "src")
     _write(topics, SGML_TOPICS.replace("</top>\n\n<top>", "\n\n<top>", 1))
-    error = _error(import_trec, docs, topics, qrels, "t", license_text=LICENSE, to=tmp_path / "c")
+    error = _error(import_trec, docs, topics, qrels, ImportOptions("t", LICENSE, to=tmp_path / "c"))
     assert (error.path, error.line) == (topics, 1)
     assert "<TOP> is not closed before the next <TOP> on line 12" in error.problem
 
@@ -452,7 +452,7 @@ def _smart(root: Path, qrels: str = SMART_QRELS) -> tuple[Path, Path, Path]:
 def test_smart_round_trip_with_ordinals_and_inverted_grades(tmp_path: Path) -> None:
     docs, queries, qrels = _smart(tmp_path / "src")
     result = import_smart(
-        docs, queries, qrels, "cran-mini", True, license_text=LICENSE, query_ids="ordinal", to=tmp_path / "c"
+        docs, queries, qrels, ImportOptions("cran-mini", LICENSE, to=tmp_path / "c"), True, query_ids="ordinal"
     )
     assert result == ImportResult(
         name="cran-mini",
@@ -503,7 +503,7 @@ def test_smart_round_trip_with_ordinals_and_inverted_grades(tmp_path: Path) -> N
 
 def test_smart_invert_grades_uses_the_largest_positive_grade(tmp_path: Path) -> None:
     docs, queries, qrels = _smart(tmp_path / "src", qrels="1 1 1\n1 2 2\n1 3 3\n1 4 0\n2 1 -1\n2 2 2\n")
-    result = import_smart(docs, queries, qrels, "inv", invert_grades=True, license_text=LICENSE, to=tmp_path / "c")
+    result = import_smart(docs, queries, qrels, ImportOptions("inv", LICENSE, to=tmp_path / "c"), invert_grades=True)
     assert (result.judged_pairs, result.dropped_qrels, result.queries, result.dropped_queries) == (4, 2, 2, 2)
     assert {q: dict(d) for q, d in load_corpus(result.folder).qrels.items()} == {
         "1": {"1": 3, "2": 2, "3": 1},
@@ -513,13 +513,13 @@ def test_smart_invert_grades_uses_the_largest_positive_grade(tmp_path: Path) -> 
 
 def test_smart_query_judged_only_no_relevance_is_dropped_or_kept_unanswerable(tmp_path: Path) -> None:
     docs, queries, qrels = _smart(tmp_path / "src", qrels="1 1 1\n2 3 -1\n")
-    result = import_smart(docs, queries, qrels, "a", invert_grades=True, license_text=LICENSE, to=tmp_path / "c")
+    result = import_smart(docs, queries, qrels, ImportOptions("a", LICENSE, to=tmp_path / "c"), invert_grades=True)
     assert (result.queries, result.dropped_queries, result.judged_pairs, result.dropped_qrels) == (1, 3, 1, 1)
     readme = (result.folder / "README.md").read_text()
     assert "queries dropped: 3 (1 judged with no relevant document, 2 never judged)" in readme
     assert "1 have a grade <= 0 (inverted grades)" in readme
     result = import_smart(
-        docs, queries, qrels, "b", True, license_text=LICENSE, to=tmp_path / "c", keep_unanswerable=True
+        docs, queries, qrels, ImportOptions("b", LICENSE, to=tmp_path / "c", keep_unanswerable=True), True
     )
     assert (result.queries, result.dropped_queries, result.judged_pairs) == (2, 2, 1)
     corpus = load_corpus(result.folder)
@@ -529,16 +529,16 @@ def test_smart_query_judged_only_no_relevance_is_dropped_or_kept_unanswerable(tm
 
 def test_smart_dropped_row_never_conflicts_with_a_kept_one(tmp_path: Path) -> None:
     docs, queries, qrels = _smart(tmp_path / "src", qrels="1 1 1\n1 1 -1\n1 2 2\n1 2 3\n")
-    error = _error(import_smart, docs, queries, qrels, "s", True, license_text=LICENSE, to=tmp_path / "c")
+    error = _error(import_smart, docs, queries, qrels, ImportOptions("s", LICENSE, to=tmp_path / "c"), True)
     assert (error.path, error.line) == (qrels, 4)
     _write(qrels, "1 1 1\n1 1 -1\n1 2 2\n")
-    result = import_smart(docs, queries, qrels, "s", True, license_text=LICENSE, to=tmp_path / "c")
+    result = import_smart(docs, queries, qrels, ImportOptions("s", LICENSE, to=tmp_path / "c"), True)
     assert {q: dict(d) for q, d in load_corpus(result.folder).qrels.items()} == {"1": {"1": 2, "2": 1}}
 
 
 def test_smart_without_inversion_keeps_grades_and_drops_negative_ones(tmp_path: Path) -> None:
     docs, queries, qrels = _smart(tmp_path / "src", qrels="1 1 1\n1 2 4\n2 3 -1\n2 2\n")
-    result = import_smart(docs, queries, qrels, "plain", license_text=LICENSE, to=tmp_path / "c")
+    result = import_smart(docs, queries, qrels, ImportOptions("plain", LICENSE, to=tmp_path / "c"))
     qrels_map = {q: dict(d) for q, d in load_corpus(result.folder).qrels.items()}
     assert qrels_map == {"1": {"1": 1, "2": 4}, "2": {"2": 1}}  # a missing grade means 1
     assert result.dropped_qrels == 1
@@ -546,7 +546,7 @@ def test_smart_without_inversion_keeps_grades_and_drops_negative_ones(tmp_path: 
 
 def test_smart_query_ids_default_to_the_dot_i_number(tmp_path: Path) -> None:
     docs, queries, qrels = _smart(tmp_path / "src", qrels="1 1 1\n4 2 1\n8 3 2\n")
-    result = import_smart(docs, queries, qrels, "numbers", license_text=LICENSE, to=tmp_path / "c")
+    result = import_smart(docs, queries, qrels, ImportOptions("numbers", LICENSE, to=tmp_path / "c"))
     corpus = load_corpus(result.folder)
     assert [q.query_id for q in corpus.queries] == ["1", "4", "8"]
     assert result.dropped_queries == 1  # .I 002 is not judged
@@ -554,14 +554,14 @@ def test_smart_query_ids_default_to_the_dot_i_number(tmp_path: Path) -> None:
 
 def test_smart_ordinal_qrels_with_number_ids_fail_with_a_hint(tmp_path: Path) -> None:
     docs, queries, qrels = _smart(tmp_path / "src")
-    error = _error(import_smart, docs, queries, qrels, "n", True, license_text=LICENSE, to=tmp_path / "c")
+    error = _error(import_smart, docs, queries, qrels, ImportOptions("n", LICENSE, to=tmp_path / "c"), True)
     assert (error.path, error.line) == (qrels, 5)
     assert 'unknown query id "3"' in error.problem and "--query-ids ordinal" in error.problem
 
 
 def test_smart_trec_style_qrels_are_detected(tmp_path: Path) -> None:
     docs, queries, qrels = _smart(tmp_path / "src", qrels="1 0 1 1\n1 0 3 0\n2 0 2 2\n")
-    result = import_smart(docs, queries, qrels, "med", license_text=LICENSE, to=tmp_path / "c")
+    result = import_smart(docs, queries, qrels, ImportOptions("med", LICENSE, to=tmp_path / "c"))
     assert {q: dict(d) for q, d in load_corpus(result.folder).qrels.items()} == {"1": {"1": 1, "3": 0}, "2": {"2": 2}}
 
 
@@ -578,7 +578,7 @@ def test_smart_trec_style_qrels_are_detected(tmp_path: Path) -> None:
 )
 def test_smart_malformed_qrels(tmp_path: Path, qrels: str, line: int, problem: str) -> None:
     docs, queries, path = _smart(tmp_path / "src", qrels=qrels)
-    error = _error(import_smart, docs, queries, path, "s", license_text=LICENSE, to=tmp_path / "c")
+    error = _error(import_smart, docs, queries, path, ImportOptions("s", LICENSE, to=tmp_path / "c"))
     assert (error.path, error.line) == (path, line)
     assert problem in error.problem
 
@@ -597,7 +597,7 @@ def test_smart_malformed_qrels(tmp_path: Path, qrels: str, line: int, problem: s
 def test_smart_malformed_documents(tmp_path: Path, text: str, line: int | None, problem: str) -> None:
     _, queries, qrels = _smart(tmp_path / "src")
     path = _write(tmp_path / "src" / "bad.all", text)
-    error = _error(import_smart, path, queries, qrels, "s", license_text=LICENSE, to=tmp_path / "c")
+    error = _error(import_smart, path, queries, qrels, ImportOptions("s", LICENSE, to=tmp_path / "c"))
     assert (error.path, error.line) == (path, line)
     assert problem in error.problem
 
@@ -605,7 +605,7 @@ def test_smart_malformed_documents(tmp_path: Path, text: str, line: int | None, 
 def test_smart_query_without_text(tmp_path: Path) -> None:
     docs, queries, qrels = _smart(tmp_path / "src")
     _write(queries, SMART_QUERIES.replace(".W\nwhat are the structural problems .\n", ""))
-    error = _error(import_smart, docs, queries, qrels, "s", license_text=LICENSE, to=tmp_path / "c")
+    error = _error(import_smart, docs, queries, qrels, ImportOptions("s", LICENSE, to=tmp_path / "c"))
     assert (error.path, error.line) == (queries, 5)
     assert "query .I 2 has no .W text" in error.problem
 
@@ -650,11 +650,11 @@ def test_non_utf8_byte_is_reported_with_its_line(tmp_path: Path, importer: str, 
         path = files[0]
     to = tmp_path / "c"
     if importer == "beir":
-        error = _error(import_beir, src, "x", license_text=LICENSE, to=to)
+        error = _error(import_beir, src, ImportOptions("x", LICENSE, to=to))
     elif importer.startswith("trec"):
-        error = _error(import_trec, *files, "x", license_text=LICENSE, to=to)
+        error = _error(import_trec, *files, ImportOptions("x", LICENSE, to=to))
     else:
-        error = _error(import_smart, *files, "x", True, license_text=LICENSE, query_ids="ordinal", to=to)
+        error = _error(import_smart, *files, ImportOptions("x", LICENSE, to=to), True, query_ids="ordinal")
     assert (error.path, error.line) == (path, line)
     assert "not valid UTF-8 (byte 4 of the line)" in error.problem
     _no_leftovers(to)
@@ -664,10 +664,10 @@ def test_existing_target_is_refused_unless_overwrite(tmp_path: Path) -> None:
     src = _beir(tmp_path / "src")
     to = tmp_path / "c"
     _write(to / "tiny" / "keep.txt", "someone's work")
-    error = _error(import_beir, src, "tiny", license_text=LICENSE, to=to)
+    error = _error(import_beir, src, ImportOptions("tiny", LICENSE, to=to))
     assert error.path == to / "tiny" and "already exists" in error.problem
     assert (to / "tiny" / "keep.txt").read_text() == "someone's work"
-    result = import_beir(src, "tiny", license_text=LICENSE, to=to, overwrite=True)
+    result = import_beir(src, ImportOptions("tiny", LICENSE, to=to, overwrite=True))
     assert sorted(p.name for p in result.folder.iterdir()) == ["README.md", "corpus.jsonl", "qrels", "queries.jsonl"]
     assert [p.name for p in to.iterdir()] == ["tiny"]
     assert "--overwrite" in (result.folder / "README.md").read_text()
@@ -676,40 +676,40 @@ def test_existing_target_is_refused_unless_overwrite(tmp_path: Path) -> None:
 def test_failing_import_leaves_nothing_behind(tmp_path: Path) -> None:
     src = _beir(tmp_path / "src", qrels="query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\tmissing\t1\n")
     to = tmp_path / "new" / "corpora"
-    _error(import_beir, src, "tiny", license_text=LICENSE, to=to)
+    _error(import_beir, src, ImportOptions("tiny", LICENSE, to=to))
     assert not to.exists()
     _write(to / "other" / "corpus.jsonl", "")
-    _error(import_beir, src, "tiny", license_text=LICENSE, to=to)
+    _error(import_beir, src, ImportOptions("tiny", LICENSE, to=to))
     assert [p.name for p in to.iterdir()] == ["other"]
 
 
 def test_failing_overwrite_keeps_the_old_folder(tmp_path: Path) -> None:
-    good = import_beir(_beir(tmp_path / "good"), "tiny", license_text=LICENSE, to=tmp_path / "c")
+    good = import_beir(_beir(tmp_path / "good"), ImportOptions("tiny", LICENSE, to=tmp_path / "c"))
     before = (good.folder / "corpus.jsonl").read_bytes()
     bad = _beir(tmp_path / "bad", qrels="query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td1\t2\n")
-    _error(import_beir, bad, "tiny", license_text=LICENSE, to=tmp_path / "c", overwrite=True)
+    _error(import_beir, bad, ImportOptions("tiny", LICENSE, to=tmp_path / "c", overwrite=True))
     assert (good.folder / "corpus.jsonl").read_bytes() == before
     assert [p.name for p in (tmp_path / "c").iterdir()] == ["tiny"]
 
 
 def test_no_relevant_judgement_at_all_is_refused(tmp_path: Path) -> None:
     src = _beir(tmp_path / "src", qrels="query-id\tcorpus-id\tscore\nq1\td1\t0\n")
-    error = _error(import_beir, src, "tiny", license_text=LICENSE, to=tmp_path / "c")
+    error = _error(import_beir, src, ImportOptions("tiny", LICENSE, to=tmp_path / "c"))
     assert error.path == src / "qrels" / "test.tsv" and "no query has a relevant document" in error.problem
     _no_leftovers(tmp_path / "c")
 
 
 @pytest.mark.parametrize("name", ["", "../escape", "a/b", ".hidden", "spaces in name"])
 def test_bad_corpus_names_are_refused(tmp_path: Path, name: str) -> None:
-    error = _error(import_beir, _beir(tmp_path / "src"), name, license_text=LICENSE, to=tmp_path / "c")
+    error = _error(import_beir, _beir(tmp_path / "src"), ImportOptions(name, LICENSE, to=tmp_path / "c"))
     assert "corpus name" in error.problem
     assert not (tmp_path / "c").exists()
 
 
 def test_imports_are_deterministic(tmp_path: Path) -> None:
     docs, topics, qrels = _trec(tmp_path / "src")
-    first = import_trec(docs, topics, qrels, "a", license_text=LICENSE, to=tmp_path / "one", command="CMD")
-    second = import_trec(docs, topics, qrels, "a", license_text=LICENSE, to=tmp_path / "two", command="CMD")
+    first = import_trec(docs, topics, qrels, ImportOptions("a", LICENSE, to=tmp_path / "one", command="CMD"))
+    second = import_trec(docs, topics, qrels, ImportOptions("a", LICENSE, to=tmp_path / "two", command="CMD"))
     for name in ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv", "README.md"):
         assert (first.folder / name).read_bytes() == (second.folder / name).read_bytes()
 
@@ -720,7 +720,7 @@ def test_imports_are_deterministic(tmp_path: Path) -> None:
 def test_readme_never_publishes_a_source_path_given_as_absolute(tmp_path: Path) -> None:
     docs, topics, qrels = _trec(tmp_path / "home" / "alice" / "private")
     to = tmp_path / "workspace" / "corpora"
-    result = import_trec(docs, topics, qrels, "mini", license_text=LICENSE, to=to)
+    result = import_trec(docs, topics, qrels, ImportOptions("mini", LICENSE, to=to))
     readme = (result.folder / "README.md").read_text()
     assert str(tmp_path) not in readme and "alice" not in readme and "workspace" not in readme
     assert "sitegen import trec docs.sgml topics.txt qrels.txt --name mini --topic-field title --to corpora " in readme
@@ -729,7 +729,7 @@ def test_readme_never_publishes_a_source_path_given_as_absolute(tmp_path: Path) 
 def test_readme_shows_paths_inside_the_current_folder_relative_to_it(tmp_path: Path, monkeypatch) -> None:
     src = _beir(tmp_path / "data" / "beir")
     monkeypatch.chdir(tmp_path)
-    result = import_beir(src, "tiny", license_text=LICENSE, to=Path("corpora"))  # absolute source, relative target
+    result = import_beir(src, ImportOptions("tiny", LICENSE, to=Path("corpora")))  # absolute source, relative target
     readme = (result.folder / "README.md").read_text()
     assert "sitegen import beir data/beir --name tiny --split test --to corpora " in readme
     assert str(tmp_path) not in readme
@@ -739,7 +739,7 @@ def test_readme_keeps_a_relative_source_path_as_given_so_the_command_reruns(tmp_
     _beir(tmp_path / "shared" / "collections" / "tiny")
     (tmp_path / "repo").mkdir()
     monkeypatch.chdir(tmp_path / "repo")
-    result = import_beir(Path("../shared/collections/tiny"), "tiny", license_text=LICENSE, to=Path("corpora"))
+    result = import_beir(Path("../shared/collections/tiny"), ImportOptions("tiny", LICENSE, to=Path("corpora")))
     readme = (result.folder / "README.md").read_text()
     assert "sitegen import beir ../shared/collections/tiny --name tiny --split test --to corpora " in readme
     # the first paragraph, which the corpus page shows above the collapsed README, names the source
@@ -751,7 +751,7 @@ def test_readme_keeps_a_relative_source_path_as_given_so_the_command_reruns(tmp_
 def test_beir_quotes_and_hashes_the_source_readme(tmp_path: Path) -> None:
     src = _beir(tmp_path / "src")
     _write(src / "README.md", "# Tiny\n\nCollected by hand.\n\n## Licence\nFree for research.\n")
-    result = import_beir(src, "tiny", license_text=LICENSE, to=tmp_path / "c")
+    result = import_beir(src, ImportOptions("tiny", LICENSE, to=tmp_path / "c"))
     readme = (result.folder / "README.md").read_text()
     assert f"| `README.md` | {(src / 'README.md').stat().st_size} | `{_sha(src / 'README.md')}` |" in readme
     quoted = readme.split("## The source's README\n")[1]
@@ -760,7 +760,7 @@ def test_beir_quotes_and_hashes_the_source_readme(tmp_path: Path) -> None:
 
 
 def test_beir_without_a_readme_lists_only_its_data_files(tmp_path: Path) -> None:
-    result = import_beir(_beir(tmp_path / "src"), "tiny", license_text=LICENSE, to=tmp_path / "c")
+    result = import_beir(_beir(tmp_path / "src"), ImportOptions("tiny", LICENSE, to=tmp_path / "c"))
     readme = (result.folder / "README.md").read_text()
     assert "`README.md`" not in readme and "## The source's README" not in readme
 
@@ -772,11 +772,11 @@ def test_importers_read_jsonl_with_the_corpus_reader(tmp_path: Path) -> None:
     lines = path.read_text().split("\n")
     lines[2] = json.dumps({"_id": "d3", "text": "Boundary\u2028layers"}, ensure_ascii=False)
     path.write_bytes(b"\xef\xbb\xbf" + "\n".join(lines).encode())
-    result = import_beir(src, "tiny", license_text=LICENSE, to=tmp_path / "c")
+    result = import_beir(src, ImportOptions("tiny", LICENSE, to=tmp_path / "c"))
     assert load_corpus(result.folder).documents[2].doc_id == "d3"
     lines[3] = '{"_id": "d4", "text": "a\x00b"}'
     path.write_bytes("\n".join(lines).encode())
-    error = _error(import_beir, src, "again", license_text=LICENSE, to=tmp_path / "c")
+    error = _error(import_beir, src, ImportOptions("again", LICENSE, to=tmp_path / "c"))
     assert (error.path, error.line) == (path, 4) and error.problem.startswith("NUL byte")
 
 
@@ -784,7 +784,7 @@ def test_importers_read_jsonl_with_the_corpus_reader(tmp_path: Path) -> None:
 def test_importer_grades_must_be_digits_with_an_optional_minus(tmp_path: Path, grade: str) -> None:
     docs, topics, _ = _trec(tmp_path / "src")
     qrels = _write(tmp_path / "src" / "qrels.txt", f"51 0 LA010189-0001 2\n52 0 FT911-2 {grade}\n")
-    error = _error(import_trec, docs, topics, qrels, "x", license_text=LICENSE, to=tmp_path / "c")
+    error = _error(import_trec, docs, topics, qrels, ImportOptions("x", LICENSE, to=tmp_path / "c"))
     assert (error.path, error.line) == (qrels, 2) and error.problem.startswith("grade ")
     _no_leftovers(tmp_path / "c")
 
@@ -792,13 +792,13 @@ def test_importer_grades_must_be_digits_with_an_optional_minus(tmp_path: Path, g
 def test_importer_negative_grades_are_still_dropped_and_counted(tmp_path: Path) -> None:
     docs, topics, _ = _trec(tmp_path / "src")
     qrels = _write(tmp_path / "src" / "qrels.txt", "51 0 LA010189-0001 2\n51 0 FT911-2 -1\n")
-    result = import_trec(docs, topics, qrels, "x", license_text=LICENSE, to=tmp_path / "c")
+    result = import_trec(docs, topics, qrels, ImportOptions("x", LICENSE, to=tmp_path / "c"))
     assert (result.judged_pairs, result.dropped_qrels) == (1, 1)
 
 
 def test_beir_header_check_still_catches_a_missing_header_with_an_odd_grade(tmp_path: Path) -> None:
     src = _beir(tmp_path / "src", qrels="q1\td1\t+1\nq2\td2\t1\n")
-    error = _error(import_beir, src, "x", license_text=LICENSE, to=tmp_path / "c")
+    error = _error(import_beir, src, ImportOptions("x", LICENSE, to=tmp_path / "c"))
     assert (error.line, error.problem) == (1, "first line must be a header such as 'query-id\\tcorpus-id\\tscore'")
 
 
@@ -821,7 +821,7 @@ def test_an_import_lists_every_problem_in_its_inputs_not_only_the_first(tmp_path
     ]
     qrels = "query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td3\thigh\nq2\tnope\t1\nq2\td3\t1\n"
     src = _beir(tmp_path / "src", docs=docs, qrels=qrels)
-    error = _error(import_beir, src, "tiny", license_text=LICENSE, to=tmp_path / "c")
+    error = _error(import_beir, src, ImportOptions("tiny", LICENSE, to=tmp_path / "c"))
     assert isinstance(error, CorpusProblems)
     found = [(p.path.name, p.line, p.problem) for p in error.problems]
     assert found == [
@@ -846,7 +846,7 @@ def test_one_truncated_document_line_is_one_problem_however_many_rows_name_it(tm
     qrels = "query-id\tcorpus-id\tscore\n" + "".join(f"q{n}\td2\t1\nq{n}\td1\t1\n" for n in range(1, 9))
     src = _beir(tmp_path / "src", docs=docs, queries=queries, qrels=qrels)
     _truncated(src / "corpus.jsonl", 2, keep)  # d2, named by 8 qrels rows
-    error = _error(import_beir, src, "tiny", license_text=LICENSE, to=tmp_path / "c")
+    error = _error(import_beir, src, ImportOptions("tiny", LICENSE, to=tmp_path / "c"))
     assert isinstance(error, CorpusProblems)  # every problem was looked for, and only one was found
     assert [(p.path.name, p.line) for p in error.problems] == [("corpus.jsonl", 2)]
     assert "malformed JSON" in error.problem and "more problem" not in error.problem
