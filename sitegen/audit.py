@@ -835,6 +835,7 @@ def required_files(bundle: Bundle, corpus: str) -> dict[str, str]:
             "hygiene.json",
             "trec_eval.json",
             "qrels.trec",
+            "cost.json",
         )
     }
     try:
@@ -878,8 +879,11 @@ def required_files(bundle: Bundle, corpus: str) -> dict[str, str]:
             family, verifier = expected_contract(bundle, corpus, ranker, bundle.run(corpus, ranker))
         except AuditError:
             continue
-        if family in ("dense", "postgres"):
-            folder = vector_folder(bundle, corpus, ranker)
+        if verifier == "bi-encoder rerank":
+            need[f"{base}/rerank.json"] = f"{ranker} is a bi-encoder rerank, whose depths are swept"
+        if family in ("dense", "postgres") or verifier == "bi-encoder rerank":
+            by = rerank_embedding(bundle, corpus, ranker) if verifier == "bi-encoder rerank" else ranker
+            folder = vector_folder(bundle, corpus, by)
             for name in ("index.json", "passages.npy", "queries.npy") if published.vectors else ("index.json",):
                 need[f"{base}/{folder}/{name}"] = f"{ranker} ranks by the stored vectors"
         if verifier in POSTGRES_VERIFIERS:
@@ -1289,6 +1293,96 @@ def _verify_rrf(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any], 
     return f"RRF of {', '.join(comps)}, k={k}, {cand} candidates a list, weights {json.dumps(weights, sort_keys=True)}"
 
 
+RERANK_TIE_RULE = "score descending, then document id ascending"
+RERANK_ADDS = "+ rerank: the first stage's top candidates scored again"
+
+
+def _rerank_candidates(bundle: Bundle, corpus: str, run: dict[str, Any], rel: str) -> tuple[str, dict[str, list]]:
+    """(first stage, {question: the first stage's first N hits}) a rerank run must reorder, N its candidates
+    capped at its depth."""
+    p = run["params"]
+    first, n = p.get("first_stage"), p.get("candidates")
+    if not isinstance(first, str) or type(n) is not int or n < 1 or p.get("components") != [first]:
+        raise AuditError(f"{rel}: params need first_stage (also its one component) and a positive candidates")
+    if p.get("ties") != RERANK_TIE_RULE:
+        raise AuditError(f"{rel}: params.ties is {p.get('ties')!r}, the rerank tie rule is {RERANK_TIE_RULE!r}")
+    queries = bundle.run(corpus, first)["queries"]
+    return first, {q: queries.get(q, [])[: min(n, run["depth"])] for q in run["queries"]}
+
+
+def _check_rerank_list(check: Check, where: str, first: str, hits: list[dict], top: list[dict]) -> None:
+    """The list is exactly the first stage's top N, each hit naming its first-stage rank, in stored-score order
+    (higher first, then doc id ascending)."""
+    if sorted(h["doc_id"] for h in hits) != sorted(h["doc_id"] for h in top):
+        check.fail(f"{where}: its {len(hits)} hits are not exactly the first {len(top)} of {first}")
+    ranks = {h["doc_id"]: h["rank"] for h in top}
+    for rank, hit in enumerate(hits, start=1):
+        if hit.get("components") != {first: ranks.get(hit["doc_id"])}:
+            got, want = json.dumps(hit.get("components"), sort_keys=True), ranks.get(hit["doc_id"])
+            check.fail(f"{where}: rank {rank} doc {hit['doc_id']}: components {got}, {first} ranks it {want}")
+    for rank, (a, b) in enumerate(itertools.pairwise(hits), start=1):
+        if (-a["score"], a["doc_id"]) > (-b["score"], b["doc_id"]):
+            check.fail(
+                f"{where}: ranks {rank}, {rank + 1} ({a['doc_id']}, {b['doc_id']}) break the order score, doc id"
+            )
+
+
+def rerank_embedding(bundle: Bundle, corpus: str, ranker: str) -> str:
+    """The dense ranker whose vectors a bi-encoder rerank scores by, from this file's pins or the corpus's
+    sitegen.json (never the run's own word); ``dense`` when neither names one."""
+    if ranker in PINNED_PARAMS:
+        return str(PINNED_PARAMS[ranker].get("embedding", "dense"))
+    declared = declared_reranks(bundle, corpus).get(ranker)
+    embedding = declared[1].get("embedding") if declared is not None else None
+    return embedding if isinstance(embedding, str) else "dense"
+
+
+def rerank_vectors(bundle: Bundle, corpus: str, embedding: Any, rel: str) -> Embeddings:
+    """The stored vectors of the dense ranker a bi-encoder rerank names: dense's, a shipped model entry's or a
+    model entry the corpus declares."""
+    known = {"dense", *SHIPPED_VECTORS, *declared_models(bundle, corpus)}
+    if embedding not in known:
+        raise AuditError(f"{rel}: embedding {embedding!r} names no vectors this audit knows: {sorted(known)}")
+    return bundle.embeddings(corpus, vector_folder(bundle, corpus, embedding))
+
+
+def _verify_bi_rerank(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any], rel: str) -> str:
+    first, tops = _rerank_candidates(bundle, corpus, run, rel)
+    if _vectors_withheld(bundle, corpus):
+        for qid, hits in run["queries"].items():
+            _check_rerank_list(check, f"{rel}: query {qid}", first, hits, tops[qid])
+        return _needs(check, "the cosine scores of the rerank", "vectors")
+    emb = rerank_vectors(bundle, corpus, run["params"].get("embedding"), rel)
+    for key in ("model", "weights_sha256"):
+        if run["params"].get(key) != emb.index.get(key):
+            check.fail(f"{rel}: params {key} {run['params'].get(key)!r}, index.json says {emb.index.get(key)!r}")
+    rows = {q: i for i, q in enumerate(emb.index["queries"])}
+    position = {d: i for i, d in enumerate(emb.index["passages"])}
+    tol, swaps = TOLERANCES["dense_score_absolute"], 0
+    for qid, hits in run["queries"].items():
+        where = f"{rel}: query {qid}"
+        _check_rerank_list(check, where, first, hits, tops[qid])
+        if qid not in rows:
+            check.fail(f"{where}: no vector in embeddings/queries.npy")
+            continue
+        ids = [h["doc_id"] for h in tops[qid] if h["doc_id"] in position]
+        values = emb.passages[[position[d] for d in ids]] @ emb.queries[rows[qid]] if ids else []
+        scores = {d: float(v) for d, v in zip(ids, values, strict=True)}
+        swaps += _compare_ranked(check, where, hits, scores, len(tops[qid]), lambda x, y: abs(x - y) <= tol)
+    n = run["params"]["candidates"]
+    return f"cosine rerank of {first}'s top {n} from the stored vectors; {swaps} ranks decided by near-ties"
+
+
+def _verify_stored_rerank(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any], rel: str) -> str:
+    """A cross-encoder's or a hook's rerank: its scores cannot be recomputed here (``sitegen audit --rescore``
+    runs a cross-encoder again); the list must be the first stage's top N in the order of the stored scores."""
+    first, tops = _rerank_candidates(bundle, corpus, run, rel)
+    for qid, hits in run["queries"].items():
+        _check_rerank_list(check, f"{rel}: query {qid}", first, hits, tops[qid])
+    n = run["params"]["candidates"]
+    return f"exactly {first}'s top {n}, ordered by the stored scores ({RERANK_TIE_RULE}); scores not recomputed"
+
+
 # A run's params["method"] names the definition it is checked against.
 def _verify_external(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any], rel: str) -> str:
     """An external run cannot be recomputed; check it is its bundled TREC file, read in trec_eval's
@@ -1487,6 +1581,9 @@ VERIFIERS: dict[str, Callable[[Check, Bundle, str, dict[str, Any], str], str]] =
     "pgvector-hnsw": _verify_pgvector,
     "postgres-tsvector": _verify_tsvector,
     "postgres-hybrid-sql": _verify_rrf,  # the one-statement fusion must equal RRF of the two stored pg runs
+    "bi-encoder rerank": _verify_bi_rerank,
+    "cross-encoder rerank": _verify_stored_rerank,
+    "hook rerank": _verify_stored_rerank,
 }
 
 # The closed world. Each ranker sitegen ships, by name: its family and the verifier that checks it, whatever
@@ -1513,6 +1610,8 @@ SHIPPED_RANKERS: dict[str, tuple[str, str]] = {
     "pg-tsvector-filtered": ("postgres", "postgres-tsvector"),
     "rrf-pgvector-tsvector-filtered": ("fusion", "reciprocal rank fusion"),
     "pg-hybrid-sql-filtered": ("postgres", "postgres-hybrid-sql"),
+    "rerank-dense": ("rerank", "bi-encoder rerank"),
+    "rerank-mpnet": ("rerank", "bi-encoder rerank"),
 }
 RECOMPUTED_FAMILIES: dict[str, str] = {
     "lexical": "okapi-bm25",
@@ -1580,6 +1679,21 @@ PINNED_PARAMS: dict[str, dict[str, Any]] = {
     "pg-tsvector-filtered": {"filtered": True},
     "rrf-pgvector-tsvector-filtered": {**_fusion("pg-vector-filtered", "pg-tsvector-filtered"), "filtered": True},
     "pg-hybrid-sql-filtered": {**_fusion("pg-vector-filtered", "pg-tsvector-filtered", base=_HYBRID), "filtered": True},
+    # the seed's pipeline end to end: the fused top 50 reranked by the packaged model's cosine
+    "rerank-dense": {
+        "first_stage": "rrf-dense-bm25",
+        "candidates": 50,
+        "components": ["rrf-dense-bm25"],
+        "scorer": "bi-encoder",
+        "embedding": "dense",
+    },
+    "rerank-mpnet": {
+        "first_stage": "rrf-dense-bm25",
+        "candidates": 50,
+        "components": ["rrf-dense-bm25"],
+        "scorer": "bi-encoder",
+        "embedding": "dense-mpnet",
+    },
 }
 # Rankers that need PostgreSQL, themselves or through a component: they may all be "not run" together
 # (postgres.json says why), never some of them.
@@ -1748,9 +1862,13 @@ def expected_rankers(bundle: Bundle, corpus: str) -> dict[str, str]:
     command, inputs = recorded_command(bundle), bundle.inputs(corpus)
     asked: list[str] = []
 
+    reranks = declared_reranks(bundle, corpus)
+
     def place(name: str) -> None:
         if name in PINNED_PARAMS:
             components = PINNED_PARAMS[name].get("components", [])
+        elif name in reranks:
+            components = reranks[name][1]["components"]
         else:  # a ranker sitegen does not ship (a --ranker plugin): what its run fuses, checked by its verifier
             present = (bundle.site / "evidence" / corpus / "runs" / f"{name}.json").is_file()
             components = (bundle.run(corpus, name)["params"].get("components") or []) if present else []
@@ -1783,6 +1901,8 @@ def expected_rankers(bundle: Bundle, corpus: str) -> dict[str, str]:
             need[name] = "the recorded command (--model) or inputs/sitegen.json declares it as a model entry"
     for name in declared_fusions(bundle, corpus):
         need[name] = "inputs/sitegen.json declares it among its fusions"
+    for name in reranks:
+        need[name] = "inputs/sitegen.json declares it among its reranks"
     return need
 
 
@@ -1832,6 +1952,45 @@ def declared_fusions(bundle: Bundle, corpus: str) -> dict[str, dict[str, Any]]:
     return declared
 
 
+# The verifier of each scorer kind a corpus's sitegen.json may declare for a rerank stage, and the params its run
+# must then state; candidates default to 50, a bi-encoder's embedding to the packaged model's ranker.
+RERANK_SCORERS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "bi-encoder": ("bi-encoder rerank", ("embedding",)),
+    "cross-encoder": ("cross-encoder rerank", ("model", "max_length")),
+    "hook": ("hook rerank", ("hook",)),
+}
+RERANK_DEFAULTS = {"candidates": 50, "embedding": "dense", "max_length": None}
+
+
+def declared_reranks(bundle: Bundle, corpus: str) -> dict[str, tuple[str, dict[str, Any]]]:
+    """The rerank stages inputs/sitegen.json declares (``"reranks"``): name -> (verifier, the params its run must
+    state). An entry of an unknown scorer kind is left out, and its run is then refused as a ranker nobody
+    declared."""
+    rel = f"evidence/{corpus}/inputs/sitegen.json"
+    config = bundle.json(rel) if (bundle.site / rel).is_file() else {}
+    declared = {}
+    for entry in config.get("reranks", []) if isinstance(config.get("reranks"), list) else []:
+        scorer = entry.get("scorer") if isinstance(entry, dict) else None
+        if (
+            not (isinstance(entry.get("name"), str) and isinstance(scorer, dict))
+            or scorer.get("kind") not in RERANK_SCORERS
+        ):
+            continue
+        verifier, keys = RERANK_SCORERS[scorer["kind"]]
+        first = entry.get("first_stage")
+        declared[entry["name"]] = (
+            verifier,
+            {
+                "first_stage": first,
+                "components": [first],
+                "candidates": entry.get("candidates", RERANK_DEFAULTS["candidates"]),
+                "scorer": scorer["kind"],
+                **{k: scorer.get(k, RERANK_DEFAULTS.get(k)) for k in keys},
+            },
+        )
+    return declared
+
+
 def pinned_params_problems(ranker: str, params: dict[str, Any]) -> list[str]:
     """How a shipped ranker's stated params differ from this file's pins (empty: they agree)."""
     problems = []
@@ -1858,8 +2017,11 @@ VERIFIER_BASIS: dict[str, tuple[str, ...]] = {
     "external trec run": ("external",),
     "reciprocal rank fusion": (),
     "postgres-hybrid-sql": (),
+    "bi-encoder rerank": ("vectors",),
+    "cross-encoder rerank": ("model",),
+    "hook rerank": ("external",),
 }
-BASIS_ORDER = ("inputs", "vectors", "postgres", "external")
+BASIS_ORDER = ("inputs", "vectors", "postgres", "external", "model")
 RECOMPUTABLE_BASIS = frozenset({"inputs", "vectors"})
 
 
@@ -1914,6 +2076,8 @@ def expected_contract(bundle: Bundle, corpus: str, ranker: str, run: dict[str, A
         return SHIPPED_RANKERS[ranker]
     if (bundle.site / f"evidence/{corpus}/inputs/runs/{ranker}.trec").is_file():
         return EXTERNAL
+    if ranker in (reranks := declared_reranks(bundle, corpus)):
+        return "rerank", reranks[ranker][0]
     family = (run.get("contract") or {}).get("family")
     if family not in RECOMPUTED_FAMILIES:
         raise AuditError(
@@ -1959,6 +2123,10 @@ def check_run(check: Check, bundle: Bundle, corpus: str, ranker: str) -> str:
                 check.fail(
                     f"{rel}: fusion {ranker}: {key} is {params.get(key)!r}, inputs/sitegen.json declares {want!r}"
                 )
+    stage = declared_reranks(bundle, corpus).get(ranker) if ranker not in PINNED_PARAMS else None
+    for key, want in (stage[1] if stage is not None else {}).items():
+        if params.get(key) != want:
+            check.fail(f"{rel}: rerank {ranker}: {key} is {params.get(key)!r}, inputs/sitegen.json declares {want!r}")
     if family == "dense" and (ranker in PINNED_PARAMS or ranker in declared_models(bundle, corpus)):
         folder = vector_folder(bundle, corpus, ranker)
         want = folder_models(bundle, corpus).get(folder, PACKAGED_MODEL["model"])
@@ -2187,6 +2355,9 @@ SIGNAL_OF_VERIFIER = {
     "reciprocal rank fusion": "fusion",
     "postgres-hybrid-sql": "fusion",
     "external trec run": "other",
+    "bi-encoder rerank": "fusion",  # a list made from another ranker's list, as sitegen's signal() says
+    "cross-encoder rerank": "fusion",
+    "hook rerank": "fusion",
 }
 FAILURE_DEPTH = 10
 FAILURE_CLASSES = ("all-miss", "only-lexical", "only-dense", "every-family", "only-fusion", "other")
@@ -2870,6 +3041,8 @@ def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
                     steps.append((c, r, f"{', '.join(others)} fused in"))
             if contract.get("unfiltered") in rankers:
                 steps.append((contract["unfiltered"], r, "the question's metadata filter"))
+            if contract.get("family") == "rerank" and components and components[0] in rankers:
+                steps.append((components[0], r, RERANK_ADDS))
     steps = steps if scored else []
     rows = []
     for prev, r, adds in steps:
@@ -3239,6 +3412,186 @@ def check_chunking(check: Check, bundle: Bundle, corpus: str) -> str:
         f"{len(chunks)} chunks and their labels re-derived; {len(sweep['rows'])} sweep rows recomputed "
         f"({', '.join(sweep_rankers)}; settings and characters embedded from inputs/sitegen.json)"
     )
+
+
+RERANK_SWEEP_DEPTHS = (10, 20, 50, 100)
+RERANK_SWEEP_METRICS = ("ndcg@10", "mrr@10", "recall@10")
+
+
+def exact_dot(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
+    """Dot products as sitegen stores them: each float32 product exact in float64, summed by halving the columns
+    (column j plus column j + half, zero-padded to a power of two), so every machine gets the same bits."""
+    products = matrix.astype(np.float64) * vector.astype(np.float64)
+    size = 1 << max(products.shape[1] - 1, 0).bit_length() if products.shape[1] else 0
+    products = np.pad(products, ((0, 0), (0, size - products.shape[1])))
+    while products.shape[1] > 1:
+        half = products.shape[1] // 2
+        products = products[:, :half] + products[:, half:]
+    return products[:, 0] if size else np.zeros(products.shape[0])
+
+
+def check_rerank(check: Check, bundle: Bundle, corpus: str) -> str:
+    """rerank.json: every bi-encoder rerank stage run again over its first stage's top N for each N of the sweep,
+    from the stored vectors, scored beside the first stage."""
+    rel = f"evidence/{corpus}/rerank.json"
+    stages = [
+        r
+        for r in bundle.rankers(corpus)
+        if (bundle.site / f"evidence/{corpus}/runs/{r}.json").is_file()
+        and family_of(bundle, corpus, r, bundle.run(corpus, r)) == "rerank"
+        and expected_contract(bundle, corpus, r, bundle.run(corpus, r))[1] == "bi-encoder rerank"
+    ]
+    if not stages:
+        if (bundle.site / rel).is_file():
+            check.fail(f"{rel}: present, but no run is a bi-encoder rerank")
+        return "no bi-encoder rerank stage"
+    if _vectors_withheld(bundle, corpus):
+        return _needs(check, "the rerank depth sweep", "vectors")
+    stored, inputs = bundle.json(rel), bundle.inputs(corpus)
+    depth = recorded_command(bundle).depth
+    scored = [q for q in inputs.queries if any(g > 0 for g in inputs.qrels.get(q, {}).values())]
+    want: dict[str, Any] = {
+        "schema_version": 1,
+        "depths": [n for n in RERANK_SWEEP_DEPTHS if n <= depth],
+        "metrics": list(RERANK_SWEEP_METRICS),
+        "questions": len(scored),
+        "ties": RERANK_TIE_RULE,
+        "stages": {},
+    }
+    for name in stages:
+        params = bundle.run(corpus, name)["params"]
+        first = bundle.run(corpus, params["first_stage"])["queries"]
+        emb = rerank_vectors(bundle, corpus, params.get("embedding"), rel)
+        rows_of = {q: i for i, q in enumerate(emb.index["queries"])}
+        position = {d: i for i, d in enumerate(emb.index["passages"])}
+        deepest = max(want["depths"])
+        full = {}
+        for q in scored:
+            ids = [h["doc_id"] for h in first.get(q, [])[:deepest]]
+            values = exact_dot(emb.passages[[position[d] for d in ids]], emb.queries[rows_of[q]]) if ids else []
+            full[q] = {d: float(v) for d, v in zip(ids, values, strict=True)}
+        rows = []
+        for n in want["depths"]:
+            before, after, moved = [], [], 0
+            for q in scored:
+                top = [h["doc_id"] for h in first.get(q, [])[:n]]
+                again = sorted(top, key=lambda d, q=q: (-full[q][d], d))
+                before.append({m: metric(m, top, inputs.qrels[q]) for m in RERANK_SWEEP_METRICS})
+                after.append({m: metric(m, again, inputs.qrels[q]) for m in RERANK_SWEEP_METRICS})
+                moved += top[:10] != again[:10]
+            was = {m: math.fsum(x[m] for x in before) / len(before) if before else 0.0 for m in RERANK_SWEEP_METRICS}
+            now = {m: math.fsum(x[m] for x in after) / len(after) if after else 0.0 for m in RERANK_SWEEP_METRICS}
+            delta = {m: now[m] - was[m] for m in RERANK_SWEEP_METRICS}
+            rows.append({"candidates": n, "first_stage": was, "reranked": now, "delta": delta, "moved": moved})
+        want["stages"][name] = {
+            "first_stage": params["first_stage"],
+            "candidates": params["candidates"],
+            "embedding": params.get("embedding"),
+            "rows": rows,
+        }
+    tol = TOLERANCES["metric_absolute"]
+    for key in want:
+        if not _close(stored.get(key), want[key], tol):
+            check.fail(f"{rel}: {key} differs from the recomputation")
+    return f"{len(stages)} rerank stage(s) swept over {want['depths']} candidates, recomputed from the stored vectors"
+
+
+# What the packaged model weighs, pinned: cost.json must say so for every index of vectors it made.
+# Each packaged model's size, read from its safetensors header and file: a model a bundle names is held to
+# these, whatever cost.json says.
+PACKAGED_MODEL_SIZES = {
+    "sentence-transformers/all-MiniLM-L6-v2": {"parameters": 22_713_728, "weights_bytes": 90_868_376},
+    "sentence-transformers/all-mpnet-base-v2": {"parameters": 109_486_978, "weights_bytes": 437_971_872},
+}
+COST_DEFINITIONS = {
+    "vectors": "passages x dimensions x 4 (float32 passage vectors of one embedding model)",
+    "postings": "(terms + 1) x 8 + postings x (4 + 8): BM25's starts, passage indices and float64 weights",
+    "index_bytes": "the indexes the ranker reads, its own and its components', each counted once",
+    "model": "parameters from the weights file's safetensors header; weights_bytes: that file's size",
+}
+
+
+def bm25_postings_bytes(words: Words) -> int:
+    """BM25's compressed-column postings as cost.json defines them: (terms + 1) int64 starts, and per (term,
+    passage) pair an int32 passage index and a float64 weight."""
+    lengths = np.diff(words.starts)
+    docs = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
+    pairs = np.unique(docs * max(len(words.vocab), 1) + words.ids.astype(np.int64)).size
+    index_width = 4 if len(lengths) < 2**31 else 8
+    return (len(words.vocab) + 1) * 8 + pairs * (index_width + 8)
+
+
+def check_cost(check: Check, bundle: Bundle, corpus: str) -> str:
+    """cost.json: each ranker's indexes and their sizes, recomputed from the stored vectors' shape and the
+    passages' tokens, and the packaged model's size against this file's pin."""
+    rel = f"evidence/{corpus}/cost.json"
+    stored, inputs = bundle.json(rel), bundle.inputs(corpus)
+    rankers = [r for r in bundle.rankers(corpus) if (bundle.site / f"evidence/{corpus}/runs/{r}.json").is_file()]
+    own: dict[str, list[str]] = {}
+    indexes: dict[str, int] = {}
+    models: dict[str, dict[str, Any]] = {}
+    needs = ""
+    for name in rankers:
+        run = bundle.run(corpus, name)
+        try:
+            verifier = expected_contract(bundle, corpus, name, run)[1]
+        except AuditError:
+            continue
+        if "vectors" in VERIFIER_BASIS.get(verifier, ()):
+            by = rerank_embedding(bundle, corpus, name) if verifier == "bi-encoder rerank" else name
+            index = bundle.json(f"evidence/{corpus}/{vector_folder(bundle, corpus, by)}/index.json")
+            model = str(run["params"].get("model") or index.get("model"))
+            key = f"vectors:{model}"
+            indexes[key] = len(index.get("passages") or []) * int(index.get("dimensions") or 0) * 4
+            own[name] = [key]
+            if "supplied" not in index and model in PACKAGED_MODEL_SIZES:
+                models[model] = {**PACKAGED_MODEL_SIZES[model], "index": key}
+        elif verifier == "okapi-bm25":
+            stem, stop = bool(run["params"].get("stemmed")), frozenset(run["params"].get("stop_words") or [])
+            key = f"postings:{'stemmed' if stem else 'plain'}"
+            if key not in indexes:
+                if not inputs.texts:
+                    needs = _needs(check, "the BM25 postings' size")
+                    indexes[key] = (stored.get("indexes") or {}).get(key)
+                else:
+                    indexes[key] = bm25_postings_bytes(filtered_words(bundle.words(corpus), stop, stem))
+            own[name] = [key]
+
+    def reads(name: str, seen: tuple[str, ...] = ()) -> list[str]:
+        if name not in rankers or name in seen:
+            return []
+        found: list[str] = []
+        for component in _components(bundle, corpus, name):
+            found += [component, *reads(component, (*seen, name))]
+        return list(dict.fromkeys(found))
+
+    by_index = {m["index"]: name for name, m in models.items()}
+    table = {}
+    for name in rankers:
+        uses = reads(name)
+        keys = list(dict.fromkeys(k for r in (name, *uses) for k in own.get(r, ())))
+        table[name] = {
+            "own": own.get(name, []),
+            "reads": uses,
+            "indexes": keys,
+            "index_bytes": sum(indexes[k] or 0 for k in keys),
+            "models": [by_index[k] for k in keys if k in by_index],
+        }
+    want = {
+        "schema_version": 1,
+        "passages": len(inputs.doc_text),
+        "definitions": COST_DEFINITIONS,
+        "indexes": dict(sorted(indexes.items())),
+        "models": dict(sorted(models.items())),
+        "rankers": table,
+    }
+    for key, value in want.items():
+        if stored.get(key) != value:
+            check.fail(
+                f"{rel}: {key} is {json.dumps(stored.get(key), sort_keys=True)[:200]}, recomputed "
+                f"{json.dumps(value, sort_keys=True)[:200]}"
+            )
+    return needs or f"{len(indexes)} indexes, {len(models)} model(s) of {len(rankers)} rankers recomputed"
 
 
 def check_filtering(check: Check, bundle: Bundle, corpus: str) -> str:
@@ -4049,6 +4402,8 @@ CORPUS_CHECKS: list[tuple[str, Callable[[Check, Bundle, str], str]]] = [
     ("postgres", check_postgres),
     ("chunking", check_chunking),
     ("filtering", check_filtering),
+    ("rerank", check_rerank),
+    ("cost", check_cost),
     ("ties", check_ties),
     ("changes", check_changes),
     ("hygiene", check_hygiene),

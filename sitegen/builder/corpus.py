@@ -4,12 +4,14 @@ one corpus brings is its :class:`CorpusJob`."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sitegen.builder.cost import corpus_cost
 from sitegen.builder.load import LoadedInputs, Log
 from sitegen.builder.options import BuildOptions
 from sitegen.compare.vector_drift import DriftTracker
@@ -38,6 +40,7 @@ from sitegen.scoring.metrics import configured_metric_names, evaluate
 from sitegen.scoring.packing import packing_report
 from sitegen.scoring.postgres_report import postgres_report
 from sitegen.scoring.report import derive_report, filtering_report
+from sitegen.scoring.rerank_sweep import rerank_sweep
 from sitegen.scoring.ties import ties_report
 from sitegen.stepcache import StepCache
 from sitegen.timer import StageTimer
@@ -146,7 +149,10 @@ def build_corpus(run: BuildRun, job: CorpusJob) -> EmbedStats:
         stats += sweep.stats
     ranked = _rank_corpus(run, job, embeddings, model_vectors)
     with run.timer.stage("experiments"):
-        tables = _derive(run, job, ranked, sweep)
+        inputs = RankInputs(corpus=job.corpus, embeddings=embeddings, runs=ranked.runs, vectors=model_vectors)
+        reranks = rerank_sweep([*run.rankers, *job.fusions], inputs, run.options.depth)
+        costs = corpus_cost(inputs, ranked.runs)
+        tables = dataclasses.replace(_derive(run, job, ranked, sweep), rerank=reranks, cost=costs)
         run.log(f"{job.corpus.name}: experiments done (sweeps, held-out selection, significance, ablation, packing)")
     with run.timer.stage("write"):
         source = git_source(job.corpus.root)

@@ -6,13 +6,13 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from sitegen.builder.options import BuildOptions
 from sitegen.compare.changes import Baseline, open_baseline
-from sitegen.embedding.models import ModelEntryError, parse_model_entries
+from sitegen.embedding.models import ModelEntryError, ModelSpec, parse_model_entries
 from sitegen.errors import BuildError, CorpusError, SitegenError
 from sitegen.inputs.chunk_settings import parse_chunking
 from sitegen.inputs.chunking import chunk_corpus
@@ -20,12 +20,14 @@ from sitegen.inputs.corpus import CONFIG_FILE, RUNS_DIR, Corpus, discover_corpor
 from sitegen.inputs.dates import source_date_epoch
 from sitegen.inputs.freeze import check_frozen
 from sitegen.inputs.fusion_settings import parse_fusions
+from sitegen.inputs.rerank_settings import parse_reranks
 from sitegen.inputs.vectors import SuppliedVectors, read_supplied_vectors
 from sitegen.publish.layout import external_run_input
 from sitegen.publish.redaction import check_redaction
 from sitegen.rankers import make_rankers, model_rankers
 from sitegen.rankers.external import ExternalRunRanker, check_ids, read_trec_run
 from sitegen.rankers.fusion import RRFRanker, RRFSettings
+from sitegen.rankers.rerank import BiEncoderScorer, RerankRanker
 from sitegen.rankers.retriever import RetrieverRanker, load_retriever, retriever_ranker
 from sitegen.scoring.hygiene import flag_lines, hygiene_report
 from sitegen.wording import count
@@ -36,6 +38,7 @@ __all__ = [
     "check_run_corpora",
     "config_fusions",
     "config_models",
+    "config_reranks",
     "external_rankers",
     "load_inputs",
     "question_hygiene",
@@ -200,6 +203,32 @@ def config_models(corpus: Corpus, builtin: Sequence[str]) -> list[Any]:
         raise CorpusError(corpus.root / CONFIG_FILE, str(exc)) from None
 
 
+def config_reranks(
+    corpus: Corpus, known: Sequence[str], models: Mapping[str, ModelSpec] | None = None
+) -> list[RerankRanker]:
+    """The rerank stages the corpus's ``sitegen.json`` asks for (``"reranks"``), in its order: each first stage
+    is a ranker, run or fusion of this build for the corpus (``known``), or an earlier rerank of the list. A
+    bi-encoder naming a model entry's dense ranker (``models``: entry by ranker name) scores by that model."""
+    path = corpus.root / CONFIG_FILE
+    names = list(known)
+    reranks: list[RerankRanker] = []
+    for entry in parse_reranks(corpus.config.get("reranks", [])):
+        if entry.name in names:
+            raise CorpusError(path, f"rerank {entry.name!r}: the name is already a ranker or run of this corpus")
+        if entry.first_stage not in names:
+            raise CorpusError(
+                path,
+                f"rerank {entry.name!r}: first_stage {entry.first_stage} is not a ranker or run of this build for "
+                f"corpus {corpus.name}; known: {', '.join(names)}",
+            )
+        scorer = entry.scorer
+        if isinstance(scorer, BiEncoderScorer) and scorer.embedding in (models or {}):
+            scorer = replace(scorer, model=(models or {})[scorer.embedding])
+        reranks.append(RerankRanker(entry.name, entry.first_stage, entry.candidates, scorer))
+        names.append(entry.name)
+    return reranks
+
+
 def question_hygiene(corpora: Sequence[Corpus], strict: bool, log: Log = quiet) -> dict[str, dict[str, Any]]:
     """Each corpus's ``hygiene.json``, computed while loading; a flag is a warning on ``log``, or with
     ``strict`` (``--strict-questions``) an error naming the corpus, the flag and the question ids."""
@@ -221,8 +250,8 @@ class LoadedInputs:
     rankers: tuple[Any, ...]
     #: Per corpus: its runs from other systems (``runs/*.trec``, ``--run``), then the ``--retriever`` runs.
     externals: Mapping[str, tuple[ExternalRunRanker, ...]]
-    #: Per corpus: the fusions its ``sitegen.json`` asks for.
-    fusions: Mapping[str, tuple[RRFRanker, ...]]
+    #: Per corpus: the fusions its ``sitegen.json`` asks for, then its rerank stages (``"reranks"``).
+    fusions: Mapping[str, tuple[RRFRanker | RerankRanker, ...]]
     #: Per corpus: the ``--retriever`` runs alone, whose call times go to ``timings/``.
     retrieved: Mapping[str, tuple[RetrieverRanker, ...]]
     #: Per corpus: ``hygiene.json``.
@@ -268,10 +297,13 @@ def load_inputs(options: BuildOptions, log: Log) -> LoadedInputs:
     runs = {c.name: external_rankers(c, options, builtin, log) for c in corpora}
     retrieved = retriever_rankers(corpora, options, builtin, runs, log)
     externals = {name: (*found, *retrieved[name]) for name, found in runs.items()}
-    fusions = {}
+    fusions: dict[str, tuple[RRFRanker | RerankRanker, ...]] = {}
     for c in corpora:
         known = [*builtin, *(m.name for m in models[c.name])]
-        fusions[c.name] = tuple(config_fusions(c, known, [e.name for e in externals[c.name]]))
+        fused = config_fusions(c, known, [e.name for e in externals[c.name]])
+        staged = [*known, *(e.name for e in externals[c.name]), *(f.name for f in fused)]
+        specs = {r.name: r.contract.model for r in [*rankers, *models[c.name]] if r.contract.model is not None}
+        fusions[c.name] = (*fused, *config_reranks(c, staged, specs))
     return LoadedInputs(
         corpora=tuple(corpora),
         rankers=tuple(rankers),

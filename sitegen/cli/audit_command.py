@@ -74,6 +74,13 @@ from sitegen.wording import count
     "the stored runs (same ids in the same order, scores within 1e-6).",
 )
 @click.option(
+    "--rescore",
+    is_flag=True,
+    help="Also run every cross-encoder rerank stage's model again (a local folder, or a hub id from the local "
+    "Hugging Face cache) on its stored (question, passage) pairs and compare with the stored scores (within 1e-5) "
+    "and order.",
+)
+@click.option(
     "--pg-dsn",
     envvar="SITEGEN_PG_DSN",
     default=None,
@@ -89,6 +96,7 @@ def audit(
     record: Path | None,
     pages: bool,
     postgres: bool,
+    rescore: bool,
     pg_dsn: str | None,
 ) -> None:
     """Verify a built site independently: checksums, rankings, fusion, metrics, derived tables.
@@ -107,6 +115,7 @@ def audit(
         sitegen audit --pages site
         sitegen audit --postgres site
         sitegen audit --postgres --pg-dsn postgresql://localhost/scratch site
+        sitegen audit --rescore site
     """
     from sitegen.audit import run_audit
 
@@ -192,6 +201,22 @@ def audit(
                 + (f"; first: {rerun.first_difference}" if rerun.first_difference else "")
             )
             failed = failed or not rerun.ok
+    if rescore:
+        from sitegen.verify.rescore import RESCORE_TOLERANCE, rescore_bundle
+
+        rescored = extension("rescore", "runs are not trusted", lambda: rescore_bundle(site))
+        if not rescored:
+            click.echo("PASS rescore: no cross-encoder rerank in this bundle")
+        for result in rescored:
+            weights = "" if result.weights_match else ", the model folder's weights sha256 differs from the run's"
+            verdict = "PASS" if result.ok else "FAIL"
+            click.echo(
+                f"{verdict} rescore:{result.corpus}/{result.ranker}: {count(result.pairs, 'pair')}"
+                f" scored again with {result.model}, largest score difference {result.max_score_diff:.1e} (tolerance "
+                f"{RESCORE_TOLERANCE:.0e}), {result.order_differs} questions in another order{weights}"
+                + (f"; first: {result.first_difference}" if result.first_difference else "")
+            )
+            failed = failed or not result.ok
     if record is not None:
         from sitegen.verify.record import verification_record, write_verification
 

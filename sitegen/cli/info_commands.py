@@ -24,6 +24,7 @@ def rankers(as_json: bool) -> None:
 
     from sitegen.embedding.models import DEFAULT_SPEC, model_name
     from sitegen.rankers import RANKERS
+    from sitegen.rankers.base import Family
 
     rows = []
     for name, factory in RANKERS.items():
@@ -37,7 +38,11 @@ def rankers(as_json: bool) -> None:
             keys.append(f"stop list ({len(params.get('stop_words', []))} words), plurals stripped")
         if contract.family.value == "dense" or "ef_search" in params or "vector_list" in params:  # ranks by vectors
             keys.append(f"vectors of {model_name(contract.model or DEFAULT_SPEC)}")
-        if contract.components:
+        if contract.family is Family.RERANK:
+            vectors = f" of {params['embedding']}'s vectors" if "embedding" in params else ""
+            scorer = f"{params.get('scorer')}{vectors}"
+            keys.append(f"reranks the top {params.get('candidates')} of {contract.components[0]} by {scorer}")
+        elif contract.components:
             keys.append("fuses " + " + ".join(contract.components))
         if contract.filtered:
             keys.append("question's filter applied")

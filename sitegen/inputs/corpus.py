@@ -261,6 +261,7 @@ def _load_config(path: Path) -> dict[str, Any]:
      "significance": {"correction": "holm" | "bh"},
      "fusions": [{"name": NAME, "components": [NAME, ...], "k": 60, "candidates": 20}],
      "models": [{"name": NAME, "model": PROVIDER | HUB_ID | FOLDER, ...}],  (sitegen.embedding.models)
+     "reranks": [{"name": NAME, "first_stage": NAME, "candidates": 50, "scorer": {"kind": ...}}],
      "publish": "full" | "redacted"}
 
     ``"publish": "redacted"`` publishes the report without a passage's or question's text (see
@@ -270,7 +271,18 @@ def _load_config(path: Path) -> dict[str, Any]:
     config = _parse_json(path, None, text)
     if not isinstance(config, dict):
         raise CorpusError(path, "expected a JSON object")
-    known = ("ablation", "chunking", "filters", "fusions", "metrics", "models", "packing", "publish", "significance")
+    known = (
+        "ablation",
+        "chunking",
+        "filters",
+        "fusions",
+        "metrics",
+        "models",
+        "packing",
+        "publish",
+        "reranks",
+        "significance",
+    )
     unknown = sorted(set(config) - set(known))
     if unknown:
         raise CorpusError(path, f"unknown setting(s) {', '.join(unknown)}; known: {', '.join(known)}")
@@ -305,6 +317,14 @@ def _load_config(path: Path) -> dict[str, Any]:
                 parse(config[key])
         except error as exc:
             line = next((n for n, row in enumerate(text.splitlines(), 1) if f'"{key}"' in row), None)
+            raise CorpusError(path, str(exc), line) from None
+    if "reranks" in config:
+        from sitegen.inputs.rerank_settings import RerankSettingsError, parse_reranks
+
+        try:
+            parse_reranks(config["reranks"])
+        except RerankSettingsError as exc:
+            line = next((n for n, row in enumerate(text.splitlines(), 1) if '"reranks"' in row), None)
             raise CorpusError(path, str(exc), line) from None
     packing = config.get("packing", {})
     budgets = packing.get("budgets", []) if isinstance(packing, dict) else None

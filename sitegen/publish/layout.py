@@ -136,6 +136,8 @@ PACKING = "packing.json"
 POSTGRES = "postgres.json"
 CHUNKING = "chunking.json"
 FILTERING = "filtering.json"
+RERANK = "rerank.json"
+COST = "cost.json"
 TIES = "ties.json"
 HYGIENE = "hygiene.json"
 CHANGES = "changes.json"
@@ -215,6 +217,8 @@ class CorpusFiles:
     postgres = property(lambda self: self.at(POSTGRES))
     chunking = property(lambda self: self.at(CHUNKING))
     filtering = property(lambda self: self.at(FILTERING))
+    rerank = property(lambda self: self.at(RERANK))
+    cost = property(lambda self: self.at(COST))
     ties = property(lambda self: self.at(TIES))
     hygiene = property(lambda self: self.at(HYGIENE))
     changes = property(lambda self: self.at(CHANGES))

@@ -175,6 +175,10 @@ class CorpusEvidence:
     #: ``referenced.json``: the files a redacted bundle holds by reference (sitegen.publish.redaction); None when
     #: the bundle copies them all.
     referenced: Mapping[str, Any] | None
+    #: ``rerank.json``: the depth sweep of the bi-encoder rerank stages (sitegen.scoring.rerank_sweep); None: none.
+    rerank: Mapping[str, Any] | None
+    #: ``cost.json``: each ranker's index and model sizes (sitegen.scoring.cost); None in a bundle from before it.
+    cost: Mapping[str, Any] | None
 
     @property
     def rankers(self) -> tuple[str, ...]:
@@ -341,6 +345,8 @@ class CorpusReader:
             readme=self.readme(),
             config=self.optional(files.config_input) or {},
             referenced=self.optional(files.referenced),
+            rerank=self.optional(files.rerank),
+            cost=self.optional(files.cost),
         )
 
 

@@ -2,9 +2,10 @@
 
 Timings describe one machine on one day, so they are kept apart from the evidence: the build
 copies the committed ``bench/results*.json`` files to ``timings/`` on the site, outside the
-manifest and the audit, and this module turns them into the rows the page shows. Two kinds are
-read: the benchmark suite's results (``bench/run.py``) and the PostgreSQL cost test
-(``sitegen bench-pg``, ``"kind": "sitegen-pg-cost"``), and a third the build writes itself: each
+manifest and the audit, and this module turns them into the rows the page shows. Three kinds are
+read: the benchmark suite's results (``bench/run.py``), the PostgreSQL cost test
+(``sitegen bench-pg``, ``"kind": "sitegen-pg-cost"``) and each ranker's latency (``bench/cost.py``,
+``"kind": "sitegen-cost"``, shown on the corpus pages), and a fourth the build writes itself: each
 ``--retriever``'s call latency (``timings/retrievers-NAME.json``, ``"kind": "sitegen-retriever-latency"``).
 """
 
@@ -25,6 +26,8 @@ __all__ = ["TimingFile", "copy_timing_files", "load_timing_files", "performance_
 
 PG_COST_KIND = "sitegen-pg-cost"
 RETRIEVER_LATENCY_KIND = "sitegen-retriever-latency"  # sitegen.rankers.retriever.LATENCY_KIND
+RANKER_COST_KIND = "sitegen-cost"  # sitegen.bench.cost.COST_KIND: shown on each corpus page, not here
+_COST_KEYS = {"machine": dict, "corpora": list, "run_at": str}
 _RETRIEVER_KEYS = {"retriever": str, "target": str, "k": int, "machine": dict, "corpora": list, "overall": dict}
 _SUITE_KEYS = {"machine": dict, "targets": list, "sections": dict, "run_at": str}
 _PG_KEYS = {
@@ -82,8 +85,10 @@ def load_timing_files(folder: Path) -> list[TimingFile]:
             raise BuildError(f"{path}:{exc.lineno}: malformed JSON: {exc.msg}") from None
         if not isinstance(data, dict):
             raise BuildError(f"{path}: expected a JSON object")
-        kind = {PG_COST_KIND: "pg-cost", RETRIEVER_LATENCY_KIND: "retriever"}.get(data.get("kind"), "suite")
-        _require(path, data, {"pg-cost": _PG_KEYS, "retriever": _RETRIEVER_KEYS, "suite": _SUITE_KEYS}[kind])
+        kinds = {PG_COST_KIND: "pg-cost", RETRIEVER_LATENCY_KIND: "retriever", RANKER_COST_KIND: "cost"}
+        kind = kinds.get(data.get("kind"), "suite")
+        keys = {"pg-cost": _PG_KEYS, "retriever": _RETRIEVER_KEYS, "suite": _SUITE_KEYS, "cost": _COST_KEYS}
+        _require(path, data, keys[kind])
         files.append(TimingFile(path.name, kind, data))
     return files
 

@@ -60,6 +60,10 @@ class DerivedTables:
     chunking: Mapping[str, Any] | None = None
     #: sitegen.scoring.postgres_report.postgres_report, when PostgreSQL rankers were asked for
     postgres: Mapping[str, Any] | None = None
+    #: sitegen.scoring.rerank_sweep.rerank_sweep, when a bi-encoder rerank stage ran
+    rerank: Mapping[str, Any] | None = None
+    #: sitegen.scoring.cost: index and model sizes per ranker
+    cost: Mapping[str, Any] | None = None
 
     def by_file(self, files: CorpusFiles) -> dict[str, Mapping[str, Any]]:
         """Each table that was derived, by its site path."""
@@ -72,6 +76,8 @@ class DerivedTables:
             files.filtering: self.filtering,
             files.chunking: self.chunking,
             files.postgres: self.postgres,
+            files.rerank: self.rerank,
+            files.cost: self.cost,
         }
         return {path: table for path, table in tables.items() if table is not None}
 

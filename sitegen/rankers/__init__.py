@@ -23,6 +23,7 @@ from sitegen.rankers.dense import DenseRanker
 from sitegen.rankers.fusion import RRFRanker, reciprocal_rank_fusion
 from sitegen.rankers.pg import PgHybridRanker, PgTsvectorRanker, PgVectorRanker
 from sitegen.rankers.plugins import entry_point_names, load_entry_point_ranker
+from sitegen.rankers.rerank import BiEncoderScorer, RerankRanker
 
 __all__ = [
     "DEFAULT_RANKERS",
@@ -55,6 +56,12 @@ RANKERS: dict[str, Callable[[], Ranker]] = {
     "dense-mpnet": lambda: DenseRanker("dense-mpnet", model=MPNET_SPEC),
     "rrf-mpnet-bm25": lambda: RRFRanker("rrf-mpnet-bm25", ("dense-mpnet", "bm25")),
     "rrf-mpnet-bm25-stem": lambda: RRFRanker("rrf-mpnet-bm25-stem", ("dense-mpnet", "bm25-stem")),
+    # The seed's pipeline end to end: retrieve, fuse, then rerank the fused top 50 by the embedding model's
+    # cosine. The scorer's embedding is the one place to name another configured model.
+    "rerank-dense": lambda: RerankRanker("rerank-dense", "rrf-dense-bm25", 50, BiEncoderScorer("dense")),
+    "rerank-mpnet": lambda: RerankRanker(
+        "rerank-mpnet", "rrf-dense-bm25", 50, BiEncoderScorer("dense-mpnet", MPNET_SPEC)
+    ),
     # Filtered variants run only on corpora whose questions carry a metadata filter.
     "bm25-filtered": lambda: BM25Ranker("bm25-filtered", stemmed=False, filtered=True, unfiltered="bm25"),
     "dense-filtered": lambda: DenseRanker("dense-filtered", filtered=True, unfiltered="dense"),

@@ -28,6 +28,8 @@ class Family(str, Enum):
     FUSION = "fusion"
     POSTGRES = "postgres"
     EXTERNAL = "external"
+    #: a first stage's top N reordered by a second scorer (:mod:`sitegen.rankers.rerank`)
+    RERANK = "rerank"
 
 
 class Basis(str, Enum):
@@ -43,6 +45,9 @@ class Basis(str, Enum):
     POSTGRES = "postgres"
     #: another system's run: its metrics are checked, its ranking cannot be reproduced from the bundle
     EXTERNAL = "external"
+    #: scores a model gave that the audit does not run (a cross-encoder): it checks their order and the
+    #: candidates; only ``sitegen audit --rescore`` runs the model again
+    MODEL = "model"
 
     @property
     def recomputable(self) -> bool:

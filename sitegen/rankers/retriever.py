@@ -1,10 +1,13 @@
 """Your own retriever, evaluated as an external run: ``sitegen build --retriever NAME=module:callable``.
 
 The callable is ``(question_text: str, k: int, filter: dict | None) -> [(doc_id, score), ...]``, best
-first. The build imports it from the current project (the working directory first on ``sys.path``, as
-``python -m`` does), calls it once for every question of every corpus while loading, before any ranker
-runs, and checks every answer: known document ids only, no id twice, finite numeric scores, at most
-``k`` pairs. A mistake stops the build with one line naming the retriever, the question and the bad value.
+first. A callable that also takes keyword arguments ``corpus`` and ``query_id`` (or ``**kwargs``) is given the
+corpus's name and the question's id too, so one retriever can serve several corpora, each from its own index;
+one with the three-argument signature is called as before. The build imports it from the current project (the
+working directory first on ``sys.path``, as ``python -m`` does), calls it once for every question of every
+corpus while loading, before any ranker runs, and checks every answer: known document ids only, no id twice,
+finite numeric scores, at most ``k`` pairs. A mistake stops the build with one line naming the retriever, the
+question and the bad value.
 
 The answers become a TREC run (``qid Q0 docid rank score NAME``), written into the bundle's inputs as
 ``inputs/runs/NAME.trec`` and read back with the same reader as ``--run`` files, so the run is scored,
@@ -20,6 +23,7 @@ site, beside the benchmark files and outside ``evidence/``, so the evidence stay
 from __future__ import annotations
 
 import importlib
+import inspect
 import itertools
 import json
 import math
@@ -53,6 +57,8 @@ __all__ = [
 LATENCY_KIND = "sitegen-retriever-latency"
 #: Set on a callable (as the adapters do) to say in the run's params how its scores were made.
 SCORES_ATTRIBUTE = "sitegen_scores"
+#: The keyword arguments a retriever that asks for them is given: the corpus's name and the question's id.
+CONTEXT_KEYWORDS = frozenset({"corpus", "query_id"})
 _TARGET = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 _SPACE = re.compile(r"\s")
 
@@ -91,6 +97,18 @@ class Retriever:
     name: str
     target: str
     function: Callable[..., Any]
+
+    @property
+    def wants_context(self) -> bool:
+        """Whether the callable takes the keyword arguments ``corpus`` and ``query_id`` (or any ``**kwargs``)."""
+        try:
+            parameters = inspect.signature(self.function).parameters.values()
+        except (TypeError, ValueError):  # a builtin or C callable without a signature: the plain call
+            return False
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+            return True
+        keyword = {p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+        return CONTEXT_KEYWORDS <= keyword
 
     @property
     def scores(self) -> str:
@@ -204,12 +222,14 @@ def retriever_ranker(
     bundle's inputs will hold at ``input_copy`` (its params name it)."""
     lines: list[str] = []
     seconds: list[float] = []
+    context = retriever.wants_context
     with _project_on_path():
         for query in corpus.queries:
             query_filter = _plain(query.filter) if query.filter else None
+            extra = {"corpus": corpus.name, "query_id": query.query_id} if context else {}
             start = clock()
             try:
-                result = retriever.function(query.text, depth, query_filter)
+                result = retriever.function(query.text, depth, query_filter, **extra)
                 if _lazy(result):  # a generator's time is the retriever's time; one pair past k is enough
                     result = list(itertools.islice(result, depth + 1))
             except Exception as exc:

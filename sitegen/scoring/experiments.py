@@ -264,6 +264,7 @@ def run_experiments(
     }
 
 
+RERANK_ADDS = "+ rerank: the first stage's top candidates scored again"
 ABLATION_CONFIGURED = "corpus config (sitegen.json): each row against the row above"
 ABLATION_DEFAULT = "default: each fusion against each list it fuses, each filtered ranker against its unfiltered twin"
 
@@ -283,6 +284,8 @@ def default_ablation(rankers: Sequence[str], contracts: Mapping[str, Contract]) 
                 pairs.append((component, ranker, f"{', '.join(others)} fused in"))
         if contract.unfiltered in present:
             pairs.append((contract.unfiltered, ranker, "the question's metadata filter"))
+        if contract.family is Family.RERANK and contract.components[0] in present:
+            pairs.append((contract.components[0], ranker, RERANK_ADDS))
     return pairs
 
 

@@ -57,7 +57,7 @@ def test_each_model_entry_stores_its_vectors_in_a_folder_of_its_own(models_site:
     manifest = json.loads((models_site / "evidence" / "manifest.json").read_text())
     record = manifest["models"]["dense-mpnet"]
     assert record["name"] == MPNET and record["config_sha256"] == entry["config_sha256"]
-    assert record["entry"] == {"name": "dense-mpnet", "model": "mpnet"}
+    assert record["entry"] == {"name": "dense-mpnet", "model": "mpnet", "batch_size": 32}
     run = json.loads((models_site / "evidence" / "tiny" / "runs" / "dense-mpnet.json").read_text())
     assert run["params"]["model"] == MPNET
 

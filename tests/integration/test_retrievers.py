@@ -605,3 +605,20 @@ def test_entry_points_are_read_lazily_and_only_for_names_not_built_in(monkeypatc
     with pytest.raises(SitegenError, match="unknown ranker 'x'"):
         make_rankers(["x"])
     assert calls and set(calls) == {"sitegen.rankers"}
+
+
+def test_a_retriever_on_two_corpora_is_told_each_questions_corpus_and_id(tmp_path: Path) -> None:
+    from tests.helpers import RICH_DOCS, RICH_QRELS, RICH_QUERIES, TINY_QUERIES, write_corpus
+
+    write_corpus(tmp_path / "corpora" / "tiny")
+    write_corpus(tmp_path / "corpora" / "rich", RICH_DOCS, RICH_QUERIES, RICH_QRELS)
+    first_doc = {"tiny": "d1", "rich": RICH_DOCS[0]["_id"]}
+    asked: list[tuple[str, str, str]] = []
+
+    def per_corpus(question: str, k: int, filter: dict | None, *, corpus: str, query_id: str) -> list:
+        asked.append((corpus, query_id, question))
+        return [(first_doc[corpus], 1.0)]  # each corpus's own index: a passage only that corpus has
+
+    build(tmp_path / "corpora", tmp_path / "site", retrievers=(("mine", per_corpus),), rankers=("bm25",))
+    want = [("rich", q["_id"], q["text"]) for q in RICH_QUERIES] + [("tiny", q["_id"], q["text"]) for q in TINY_QUERIES]
+    assert asked == want

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sitegen import wording
+from sitegen.publish.cost_view import cost_context
 from sitegen.publish.pages.base import Page, Site, format_minus, format_score, format_signed, setting_label
 from sitegen.publish.pages.view import TABLE_METRICS, CorpusView, hits, metric_table, row_label
 from sitegen.publish.plots import ForestRow, forest_svg, grouped_bar_svg, line_svg
@@ -422,6 +423,8 @@ def corpus_pages(c: CorpusView, site: Site) -> list[Page]:
         "postgres": c.postgres,
         "chunking": c.chunking,
         "filtering": c.filtering,
+        "rerank": c.rerank,
+        "cost": cost_context(c, site),
         "hygiene": c.hygiene,
         "ties": _ties_table(c),
         "chunk_plot": _chunk_plot(c, site),

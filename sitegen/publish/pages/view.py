@@ -74,6 +74,8 @@ def basis_badge(c: CorpusEvidence, ranker: str) -> str | None:
     basis = c.report.get("basis", {}).get(ranker, ())
     if "external" in basis or ranker in c.external:
         return "external"
+    if "model" in basis:
+        return "model"
     return "postgres" if "postgres" in basis else None
 
 

@@ -61,6 +61,8 @@ def test_check_registries_name_every_check_family() -> None:
         "postgres",
         "chunking",
         "filtering",
+        "rerank",
+        "cost",
         "ties",
         "changes",
         "hygiene",
