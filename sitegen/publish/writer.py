@@ -195,8 +195,9 @@ def _summary(results: CorpusResults, copies: Mapping[str, str], held: Mapping[st
 def _write_embeddings(place: redaction.Placement, corpus: Corpus, embeddings: CorpusEmbeddings) -> None:
     """The vectors (or, withheld, their sha256) and their index: ids and text hashes, always published."""
     files = place.files
-    place.vectors(files.passage_vectors, _npy_bytes(embeddings.doc_vectors))
-    place.vectors(files.query_vectors, _npy_bytes(embeddings.query_vectors))
+    supplied = embeddings.supplied is not None
+    place.vectors(files.passage_vectors, _npy_bytes(embeddings.doc_vectors), supplied)
+    place.vectors(files.query_vectors, _npy_bytes(embeddings.query_vectors), supplied)
     write_json(
         place.site_dir / files.vector_index,
         {
