@@ -83,9 +83,8 @@ def test_with_the_inputs_the_audit_checks_their_hashes_and_recomputes_every_rank
     # the passage vectors were embedded by the build, so the collection does not hold them: dense alone waits
     pending = next(line for line in output.splitlines() if line.startswith("NOT RECOMPUTED:"))
     assert "(held:embeddings:cranfield, held:run:cranfield/dense)" in pending
-    assert "sitegen audit --inputs" in json.loads((site / "evidence/cranfield/referenced.json").read_text())["files"][
-        "embeddings/passages.npy"
-    ]["source"]
+    held = json.loads((site / "evidence/cranfield/referenced.json").read_text())["files"]
+    assert "sitegen audit --inputs" in held["embeddings/passages.npy"]["source"]
 
 
 def test_a_changed_input_brought_to_the_audit_fails_it(collection, site, tmp_path) -> None:
