@@ -117,6 +117,59 @@ def standalone_audit(out: Path, corpora: Path) -> dict[str, Any]:
     }
 
 
+TARGET_SECONDS, TARGET_PEAK_BYTES = 1200.0, 6e9  # issue #34 at 1,000,000 x 5,000: 20 minutes and 6 GB, audit included
+SITE_LIMIT, FILE_LIMIT = 1_000_000_000, 100_000_000  # GitHub Pages and git
+
+
+def collect(results: list[Path], command: str) -> dict[str, Any]:
+    """The per-size JSON files of earlier runs as one benchmark results file (``machine``, ``targets``,
+    ``sections``, ``run_at``: the shape the site's Performance page reads): the whole build and the standalone audit
+    together against 20 minutes and 6 GB, the site against GitHub's limits."""
+    from sitegen.bench.machine import machine
+
+    sizes, targets = {}, []
+    for path in results:
+        r = json.loads(path.read_text(encoding="utf-8"))
+        where = f"{r['passages']}x{r['questions']}"
+        sizes[where] = r
+        build, audit = r["build"], r.get("standalone_audit") or {}
+        seconds = build["wall_seconds"] + audit.get("wall_seconds", 0.0)
+        peak = max(build["peak_rss_bytes"], audit.get("peak_rss_bytes", 0))
+        load = f"load {build['load_before'][0]}-{audit.get('load_after', build['load_after'])[0]} on 2 cores"
+        targets += [
+            {
+                "target": "whole_build_and_audit_seconds",
+                "where": where,
+                "value": seconds,
+                "wanted": f"<= {TARGET_SECONDS:.0f} at 1,000,000 x 5,000 (build + audit.py --inputs; {load})",
+                "met": seconds <= TARGET_SECONDS,
+            },
+            {
+                "target": "whole_build_and_audit_peak_rss",
+                "where": where,
+                "value": peak,
+                "wanted": f"<= {TARGET_PEAK_BYTES:.0e} bytes (the larger of the two peaks)",
+                "met": peak <= TARGET_PEAK_BYTES,
+            },
+            {
+                "target": "site_fits_github_pages",
+                "where": where,
+                "value": r["site"]["site_bytes"],
+                "wanted": f"<= {SITE_LIMIT} bytes in all, no file over {FILE_LIMIT} "
+                f"(largest: {r['site']['largest_file']['path']}, {r['site']['largest_file']['bytes']} bytes)",
+                "met": r["site"]["site_bytes"] <= SITE_LIMIT and r["site"]["largest_file"]["bytes"] <= FILE_LIMIT,
+            },
+        ]
+    return {
+        "schema": "sitegen-bench-scale-build",
+        "command": command,
+        "machine": machine(),
+        "run_at": max(time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(p.stat().st_mtime)) for p in results),
+        "targets": targets,
+        "sections": {"scale_build": {"sizes": sizes}},
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("corpora", type=Path, help="the folder holding scale/")
@@ -125,7 +178,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rankers", default=",".join(RANKERS), help="comma-separated rankers")
     parser.add_argument("--json", type=Path, default=None, help="also write the result here")
     parser.add_argument("--no-audit", action="store_true", help="skip the standalone audit with --inputs")
+    parser.add_argument("--collect", type=Path, nargs="+", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.collect:  # bench/scale_build.py - OUT.json --collect SIZE.json ...: one results file of the sizes run
+        report = collect(args.collect, f"python bench/scale_build.py CORPORA/<size> SITE (sizes: {len(args.collect)})")
+        args.out.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        return 0
     cache = args.cache or args.out.with_name(args.out.name + ".cache")
     passages = sum(1 for _ in (args.corpora / "scale" / "corpus.jsonl").open("rb"))
     questions = sum(1 for _ in (args.corpora / "scale" / "queries.jsonl").open("rb"))
