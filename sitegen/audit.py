@@ -84,6 +84,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import gzip
 import hashlib
 import html
 import html.parser
@@ -122,6 +123,9 @@ TREC_DEPTH = 100
 VECTORS = "embeddings"
 PACKING_SCHEMA_VERSION = 2  # packing.json: each pack as the run ranks it sends; 1 (ids sent and skipped) is read too
 DENSE_BATCH = 64  # questions scored by one matrix product in the dense check (64 x 100,000 float32: 25 MB)
+# A run's JSON or the records of a file held by reference larger than this is stored gzip-compressed as NAME.gz;
+# at most this, it stays plain (sitegen's layout rule, written again here).
+GZIP_ABOVE = 1 << 20
 MAX_LISTED = 200  # mismatches kept per check in audit.json
 MAX_PRINTED = 10  # mismatches printed under a FAIL line
 TOLERANCES = {
@@ -191,8 +195,13 @@ class Bundle:
         self._memo: dict[tuple[str, str], tuple[Any, AuditError | None]] = {}
 
     def file(self, rel: str) -> Path:
-        """Where a site path's bytes are: the file brought for it with --inputs, else the site's own."""
-        return self.held.get(rel, self.site / rel)
+        """Where a site path's bytes are: the file brought for it with --inputs, else the site's own, plain or
+        stored gzip-compressed as ``rel.gz`` (a large run, the records of a large file)."""
+        if rel in self.held:
+            return self.held[rel]
+        path = self.site / rel
+        compressed = self.site / f"{rel}.gz"
+        return compressed if not path.is_file() and compressed.is_file() else path
 
     def has(self, rel: str) -> bool:
         return self.file(rel).is_file()
@@ -218,8 +227,14 @@ class Bundle:
         def load() -> str:
             if not self.has(rel):
                 raise AuditError(f"{rel}: file is missing")
+            path = self.file(rel)
             try:
-                return self.file(rel).read_text(encoding="utf-8")
+                data = path.read_bytes()
+                if path.name.endswith(".gz"):
+                    data = gzip.decompress(data)
+                return data.decode("utf-8")
+            except (OSError, EOFError) as exc:
+                raise AuditError(f"{path.relative_to(self.site).as_posix()}: not a readable gzip file: {exc}") from None
             except UnicodeDecodeError as exc:
                 raise AuditError(f"{rel}: not valid UTF-8 (byte {exc.start})") from None
 
@@ -269,7 +284,7 @@ class Bundle:
 
     def _linked_runs(self) -> dict[str, set[str]]:
         """Every page read once: {corpus: rankers whose run file some page links to}."""
-        pattern = re.compile(r'evidence/([^"/<>]+)/runs/([^"/<>]+)\.json"')
+        pattern = re.compile(r'evidence/([^"/<>]+)/runs/([^"/<>]+?)\.json(?:\.gz)?"')
         linked: dict[str, set[str]] = {}
         for page in sorted(self.site.glob("**/*.html")):
             for corpus, ranker in pattern.findall(page.read_text(encoding="utf-8", errors="replace")):
@@ -287,7 +302,7 @@ class Bundle:
                 continue
             keys = data.get("rankers", []) if rel.endswith("corpus.json") else list(data)
             named += [r for r in keys if isinstance(r, str)] if isinstance(keys, list) else []
-        found = sorted(p.stem for p in (self.site / "evidence" / corpus / "runs").glob("*.json"))
+        found = run_files(self.site, corpus)
         return list(dict.fromkeys(named + found + self.pages_naming_runs(corpus)))
 
     def run(self, corpus: str, ranker: str) -> dict[str, Any]:
@@ -340,12 +355,19 @@ class Bundle:
         return self._cached(("words", corpus), lambda: words_of(self.inputs(corpus).doc_text.values()))
 
 
-def _jsonl(bundle: Bundle, rel: str, text: str = "text") -> Iterator[tuple[int, dict[str, Any]]]:
-    """The records of a JSONL input, each with a string ``_id`` and ``text`` (a redacted bundle's records:
-    ``text_sha256``)."""
+def run_files(site: Path, corpus: str) -> list[str]:
+    """The rankers of the run files present, ``runs/<ranker>.json`` or, stored compressed, ``.json.gz``."""
+    folder = site / "evidence" / corpus / "runs"
+    names = [p.name.removesuffix(".gz") for p in folder.glob("*.json*") if p.is_file()]
+    return sorted({n.removesuffix(".json") for n in names if n.endswith(".json")})
+
+
+def _jsonl(bundle: Bundle, rel: str, text: str | None = "text") -> Iterator[tuple[int, dict[str, Any]]]:
+    """The records of a JSONL input, each with a string ``_id`` and ``text`` (records standing in for a file held
+    by reference: ``text`` None, no text field)."""
     for number, obj in _json_records(bundle, rel):
-        if not isinstance(obj.get("_id"), str) or not isinstance(obj.get(text), str):
-            raise AuditError(f"{rel}: line {number}: expected an object with string _id and {text}")
+        if not isinstance(obj.get("_id"), str) or (text is not None and not isinstance(obj.get(text), str)):
+            raise AuditError(f"{rel}: line {number}: expected an object with string _id and {text or '_id'}")
         yield number, obj
 
 
@@ -362,11 +384,12 @@ def _json_records(bundle: Bundle, rel: str) -> Iterator[tuple[int, dict[str, Any
         yield number, obj
 
 
-def _text_file(bundle: Bundle, corpus: str, name: str) -> tuple[str, str]:
+def _text_file(bundle: Bundle, corpus: str, name: str) -> tuple[str, str | None]:
     """Where to read a text input (``corpus.jsonl``) and its text field: the copy (or the file --inputs brought
-    for it), else, in a redacted bundle, the records standing in for it, whose field is ``text_sha256``."""
+    for it), else the records standing in for a file held by reference, which hold no text field (a redacted
+    bundle's a ``text_sha256``, checked by check_referenced; a large file's none)."""
     copy, records = f"evidence/{corpus}/inputs/{name}", f"evidence/{corpus}/referenced/inputs/{name}"
-    return (records, "text_sha256") if not bundle.has(copy) and bundle.has(records) else (copy, "text")
+    return (records, None) if not bundle.has(copy) and bundle.has(records) else (copy, "text")
 
 
 def _read_inputs(bundle: Bundle, corpus: str) -> Inputs:
@@ -384,7 +407,7 @@ def _read_inputs(bundle: Bundle, corpus: str) -> Inputs:
             raise AuditError(f"{corpus_rel}: line {number}: title must be a string")
         if obj["_id"] in doc_text:
             problems.append(f"{corpus_rel}: line {number}: duplicate doc id {obj['_id']}")
-        text = obj["text"] if texts else None
+        text = obj["text"] if texts else None  # records: no text
         doc_text[obj["_id"]] = (f"{title}\n{text}" if title else text) if texts else None
         documents[obj["_id"]] = obj
         passages.append((obj["_id"], title if texts else None, text))
@@ -529,11 +552,12 @@ def _withheld_chunks(bundle: Bundle, corpus: str, queries: dict[str, dict]) -> t
     """A redacted chunked corpus without its texts: the chunks the records of its chunks.jsonl name (each with
     its document and character range in its metadata) and the grades the spans give them. Whether those are
     the chunks the texts give is the chunking check's, with --inputs."""
-    rel = f"evidence/{corpus}/referenced/chunks.jsonl"
+    rel = f"evidence/{corpus}/chunks.jsonl"  # copied when only the corpus was large enough to hold by reference
+    rel = rel if bundle.has(rel) else f"evidence/{corpus}/referenced/chunks.jsonl"
     doc_text: dict[str, None] = {}
     doc_meta: dict[str, dict[str, Any]] = {}
     qrels: dict[str, dict[str, int]] = {}
-    for number, obj in _jsonl(bundle, rel, "text_sha256"):
+    for number, obj in _jsonl(bundle, rel, None):
         meta = obj.get("metadata") or {}
         if not isinstance(meta.get("doc_id"), str) or not all(type(meta.get(k)) is int for k in ("start", "end")):
             raise AuditError(f"{rel}: line {number}: metadata needs doc_id, start and end")
@@ -843,9 +867,15 @@ def required_files(bundle: Bundle, corpus: str) -> dict[str, str]:
     except AuditError:
         published = Publication(False, True)  # the choices check reports an unreadable command
     withheld = "inputs/sitegen.json or the recorded command publishes it redacted: its texts are held by reference"
+    try:
+        held = referenced_files(bundle, corpus)
+    except AuditError:
+        held = {}
     for name in ("corpus.jsonl", "queries.jsonl"):
         if published.redacted:
             need[f"{base}/referenced/inputs/{name}"] = withheld
+        elif f"inputs/{name}" in held:  # large (check_referenced holds it to --reference and --reference-above)
+            need[f"{base}/referenced/inputs/{name}"] = f"referenced.json holds inputs/{name} by reference"
         else:
             need[f"{base}/inputs/{name}"] = "every corpus has it"
     if published.redacted:
@@ -859,7 +889,7 @@ def required_files(bundle: Bundle, corpus: str) -> dict[str, str]:
     config_rel = f"{base}/inputs/sitegen.json"
     config = bundle.json(config_rel) if (bundle.site / config_rel).is_file() else {}
     if isinstance(config.get("chunking"), dict):
-        chunks = "referenced/chunks.jsonl" if published.redacted else "chunks.jsonl"
+        chunks = "referenced/chunks.jsonl" if published.redacted or "chunks.jsonl" in held else "chunks.jsonl"
         for name in ("chunking.json", chunks):
             need[f"{base}/{name}"] = "inputs/sitegen.json asks for chunking"
     copy_rel = f"{base}/baseline/baseline.json"
@@ -885,7 +915,8 @@ def required_files(bundle: Bundle, corpus: str) -> dict[str, str]:
             by = rerank_embedding(bundle, corpus, ranker) if verifier == "bi-encoder rerank" else ranker
             folder = vector_folder(bundle, corpus, by)
             for name in ("index.json", "passages.npy", "queries.npy") if published.vectors else ("index.json",):
-                need[f"{base}/{folder}/{name}"] = f"{ranker} ranks by the stored vectors"
+                if f"{folder}/{name}" not in held:  # a large matrix held: check_referenced holds it to the rule
+                    need[f"{base}/{folder}/{name}"] = f"{ranker} ranks by the stored vectors"
         if verifier in POSTGRES_VERIFIERS:
             need[f"{base}/postgres.json"] = f"{ranker} ran in PostgreSQL"
     return need
@@ -894,11 +925,33 @@ def required_files(bundle: Bundle, corpus: str) -> dict[str, str]:
 def check_presence(check: Check, bundle: Bundle, corpus: str) -> str:
     need = required_files(bundle, corpus)
     for rel, why in need.items():
-        if not (bundle.site / rel).is_file():
+        if not (bundle.site / rel).is_file() and not _stored_compressed(bundle, rel):
             check.fail(f"{rel}: missing, and required: {why}")
+    for ranker in run_files(bundle.site, corpus):
+        _check_stored_form(check, bundle, f"evidence/{corpus}/runs/{ranker}.json")
     if not any(rel.endswith(".json") and "/runs/" in rel for rel in need):
         check.fail(f"evidence/{corpus}: no ranker run at all")
     return f"all {len(need)} files the inputs and runs call for are present"
+
+
+def _stored_compressed(bundle: Bundle, rel: str) -> bool:
+    """Whether ``rel`` may be, and is, stored as ``rel.gz``: a run's JSON or the records of a file held by
+    reference."""
+    compressible = ("/runs/" in rel and rel.endswith(".json")) or "/referenced/" in rel
+    return compressible and (bundle.site / f"{rel}.gz").is_file()
+
+
+def _check_stored_form(check: Check, bundle: Bundle, rel: str) -> None:
+    """A compressible file is stored one way, by its size: plain up to GZIP_ABOVE bytes, gzip-compressed above."""
+    plain, compressed = bundle.site / rel, bundle.site / f"{rel}.gz"
+    if plain.is_file() and compressed.is_file():
+        check.fail(f"{rel}: stored both plain and as {compressed.name}")
+    elif plain.is_file() and plain.stat().st_size > GZIP_ABOVE:
+        check.fail(f"{rel}: {plain.stat().st_size} bytes stored plain; above {GZIP_ABOVE} it is stored as .gz")
+    elif compressed.is_file():
+        size = len(bundle.text(rel).encode("utf-8"))
+        if size <= GZIP_ABOVE:
+            check.fail(f"{rel}.gz: {size} bytes compressed; at most {GZIP_ABOVE} a file is stored plain")
 
 
 def check_inputs(check: Check, bundle: Bundle, corpus: str) -> str:
@@ -957,15 +1010,15 @@ def check_summary(check: Check, bundle: Bundle, corpus: str) -> str:
     if summary.get("frozen") != (frozen := frozen_summary(bundle, corpus)):
         stated = summary.get("frozen")
         check.fail(f"{rel}: frozen is {stated!r}, inputs/{FROZEN_FILE} and the input copies give {frozen!r}")
-    run_files = sorted(p.stem for p in (bundle.site / "evidence" / corpus / "runs").glob("*.json"))
-    for what, names in (("runs/*.json files", run_files), ("metrics.json rankers", sorted(metrics))):
+    present = run_files(bundle.site, corpus)
+    for what, names in (("runs/*.json files", present), ("metrics.json rankers", sorted(metrics))):
         if sorted(summary.get("rankers", [])) != names:
             check.fail(f"{rel}: rankers {summary.get('rankers')!r} differ from the {what} {names!r}")
     for name in summary.get("inputs", []):
         if not (bundle.site / "evidence" / corpus / name).is_file():
             check.fail(f"{rel}: input {name} is listed but missing")
     _check_trec_contract(check, bundle, corpus, summary)
-    return f"counts, kinds, rankers and inputs agree ({len(run_files)} runs); so do qrels.trec and trec_eval.json"
+    return f"counts, kinds, rankers and inputs agree ({len(present)} runs); so do qrels.trec and trec_eval.json"
 
 
 FROZEN_FILE = "FROZEN.json"
@@ -1727,6 +1780,8 @@ class BuildCommand:
     redact: tuple[str, ...] = ()  # --redact NAME: published without its texts
     publish_vectors: bool = False  # --publish-vectors: a redacted corpus's vectors published all the same
     models: dict[str, str] = field(default_factory=dict)  # --model NAME=MODEL (or a JSON entry): name -> model
+    reference: tuple[str, ...] = ()  # --reference NAME: its texts and vectors held by reference, whatever their size
+    reference_above: int = 50_000_000  # --reference-above BYTES: a text input or vectors above it held by reference
 
 
 _VALUED_OPTIONS = (
@@ -1741,6 +1796,8 @@ _VALUED_OPTIONS = (
     "--description",
     "--redact",
     "--model",
+    "--reference",
+    "--reference-above",
 )
 _FLAG_OPTIONS = ("--allow-edited", "--publish-vectors")
 
@@ -1773,6 +1830,9 @@ def recorded_command(bundle: Bundle) -> BuildCommand:
     depth = values["--depth"][-1] if values["--depth"] else str(TREC_DEPTH)
     if not depth.isdigit() or int(depth) < 1:
         raise AuditError(f"evidence/manifest.json: command {text!r}: --depth {depth} is not a positive integer")
+    above = values["--reference-above"][-1] if values["--reference-above"] else str(BuildCommand.reference_above)
+    if not above.isdigit():
+        raise AuditError(f"evidence/manifest.json: command {text!r}: --reference-above {above} is not a byte count")
     return BuildCommand(
         tuple(values["--only"]),
         tuple(values["--ranker"]),
@@ -1782,6 +1842,8 @@ def recorded_command(bundle: Bundle) -> BuildCommand:
         tuple(values["--redact"]),
         "--publish-vectors" in flags,
         dict(_model_entry(text, spec) for spec in values["--model"]),
+        tuple(values["--reference"]),
+        int(above),
     )
 
 
@@ -1840,10 +1902,18 @@ class Publication:
 
     redacted: bool
     vectors: bool
+    referenced: bool = False  # --reference NAME: every text input, chunk file and matrix of vectors held
+    reference_above: int = BuildCommand.reference_above  # any of them larger than this held
+
+    def held(self, size: int) -> bool:
+        """Whether a text input, chunk file or matrix of vectors of ``size`` bytes is held by reference (a redacted
+        corpus's texts and withheld vectors aside)."""
+        return self.referenced or size > self.reference_above
 
     def as_dict(self) -> dict[str, Any]:
         """``corpus.json``'s ``publish``."""
-        return {"mode": "redacted" if self.redacted else "full", "vectors": self.vectors}
+        referenced = {"referenced": True} if self.referenced else {}
+        return {"mode": "redacted" if self.redacted else "full", "vectors": self.vectors} | referenced
 
 
 def publication(bundle: Bundle, corpus: str) -> Publication:
@@ -1851,7 +1921,8 @@ def publication(bundle: Bundle, corpus: str) -> Publication:
     config = bundle.json(rel) if (bundle.site / rel).is_file() else {}
     command = recorded_command(bundle)
     redacted = config.get("publish") == "redacted" or corpus in command.redact
-    return Publication(redacted, not redacted or command.publish_vectors)
+    vectors = not redacted or command.publish_vectors
+    return Publication(redacted, vectors, corpus in command.reference, command.reference_above)
 
 
 def expected_rankers(bundle: Bundle, corpus: str) -> dict[str, str]:
@@ -1870,7 +1941,7 @@ def expected_rankers(bundle: Bundle, corpus: str) -> dict[str, str]:
         elif name in reranks:
             components = reranks[name][1]["components"]
         else:  # a ranker sitegen does not ship (a --ranker plugin): what its run fuses, checked by its verifier
-            present = (bundle.site / "evidence" / corpus / "runs" / f"{name}.json").is_file()
+            present = bundle.has(f"evidence/{corpus}/runs/{name}.json")
             components = (bundle.run(corpus, name)["params"].get("components") or []) if present else []
         for component in components:
             place(component)
@@ -4324,14 +4395,19 @@ CITATIONS = "inputs/citations.jsonl"  # its text is each citation's quote
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
-def _records_of(name: str, obj: dict[str, Any]) -> dict[str, Any]:
-    """One line of a withheld text file as its record stands: text fields by their sha256."""
+def _records_of(name: str, obj: dict[str, Any], hashed: bool = True) -> dict[str, Any]:
+    """One line of a withheld text file as its record stands: text fields by their sha256 (a redacted corpus's),
+    or left out (``hashed`` False: a file held by reference for its size)."""
+
+    def record(item: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
+        return hashed_record(item, fields) if hashed else {k: v for k, v in item.items() if k not in fields}
+
     if name == CITATIONS:
         items = obj.get("citations")
         if isinstance(items, list):
-            return {**obj, "citations": [hashed_record(c, ("quote",)) if isinstance(c, dict) else c for c in items]}
+            return {**obj, "citations": [record(c, ("quote",)) if isinstance(c, dict) else c for c in items]}
         return dict(obj)
-    return hashed_record(obj, TEXT_FIELDS[name])
+    return record(obj, TEXT_FIELDS[name])
 
 
 def check_referenced(check: Check, bundle: Bundle, corpus: str) -> str:
@@ -4341,9 +4417,7 @@ def check_referenced(check: Check, bundle: Bundle, corpus: str) -> str:
     published, base = publication(bundle, corpus), f"evidence/{corpus}"
     rel = f"{base}/referenced.json"
     if not published.redacted:
-        if (bundle.site / rel).exists() or (bundle.site / base / "referenced").exists():
-            check.fail(f"{rel}: the corpus is not published redacted, yet the bundle holds files by reference")
-        return "every input is copied (not redacted)"
+        return _check_large(check, bundle, corpus, published)
     files = referenced_files(bundle, corpus)
     if bundle.json(rel).get("schema_version") != 1:
         check.fail(f"{rel}: schema_version {bundle.json(rel).get('schema_version')!r}, this audit reads 1")
@@ -4362,7 +4436,8 @@ def check_referenced(check: Check, bundle: Bundle, corpus: str) -> str:
             check.fail(f"{rel}: does not hold {name}, which a redacted corpus withholds")
     records = 0
     for name, entry in files.items():
-        if name not in must and name != CITATIONS:
+        large = name in LARGE_CANDIDATES and published.held(entry["bytes"])  # published vectors, too large to copy
+        if name not in must and name != CITATIONS and not large:
             check.fail(f"{rel}: holds {name}, which this corpus's publication does not withhold")
         if (bundle.site / base / name).exists():
             check.fail(f"{base}/{name}: published, and {rel} says it is withheld")
@@ -4381,12 +4456,75 @@ def check_referenced(check: Check, bundle: Bundle, corpus: str) -> str:
                 elif not all(_SHA256.fullmatch(str(item.get(f"{f}_sha256", ""))) for f in fields if f != "title"):
                     check.fail(f"{base}/referenced/{name}: line {number}: a text's sha256 is missing or malformed")
             records += 1
-    listed = {f"referenced/{n}" for n, e in files.items() if e.get("records")}
-    for path in sorted((bundle.site / base / "referenced").rglob("*")):
-        if path.is_file() and path.relative_to(bundle.site / base).as_posix() not in listed:
-            check.fail(f"{path.relative_to(bundle.site).as_posix()}: not the records of a file {rel} holds")
+    _check_records_listed(check, bundle, corpus, files)
     vectors = "published" if published.vectors else "withheld"
     return f"{len(files)} files held by reference ({records} records stand for their texts); vectors {vectors}"
+
+
+def _check_records_listed(check: Check, bundle: Bundle, corpus: str, files: dict[str, dict[str, Any]]) -> None:
+    """Every file under referenced/ is the records of a file referenced.json holds, stored by the size rule."""
+    base = f"evidence/{corpus}"
+    listed = {f"referenced/{n}" for n, e in files.items() if e.get("records")}
+    for path in sorted((bundle.site / base / "referenced").rglob("*")):
+        name = path.relative_to(bundle.site / base).as_posix().removesuffix(".gz")
+        if path.is_file() and name not in listed:
+            where = path.relative_to(bundle.site).as_posix()
+            check.fail(f"{where}: not the records of a file {base}/referenced.json holds")
+    for name in sorted(listed):
+        _check_stored_form(check, bundle, f"{base}/{name}")
+
+
+# What any corpus holds by reference when it is larger than --reference-above, or when --reference names the corpus.
+LARGE_CANDIDATES = (
+    "inputs/corpus.jsonl",
+    "inputs/queries.jsonl",
+    CITATIONS,
+    "chunks.jsonl",
+    "embeddings/passages.npy",
+    "embeddings/queries.npy",
+    "embeddings/sweep-passages.npy",
+)
+
+
+def _check_large(check: Check, bundle: Bundle, corpus: str, published: Publication) -> str:
+    """A corpus that is not redacted holds by reference exactly the large candidates the recorded command calls
+    for (each above --reference-above, or all of them with --reference NAME), never a copy beside one; a text
+    file's records keep every field but its texts, and hold none."""
+    base = f"evidence/{corpus}"
+    rule = "named with --reference" if published.referenced else f"above --reference-above {published.reference_above}"
+    for name in LARGE_CANDIDATES:
+        copy = bundle.site / base / name
+        if copy.is_file() and published.held(copy.stat().st_size):
+            size = copy.stat().st_size
+            check.fail(f"{base}/{name}: a copy of {size} bytes, and the corpus is {rule}: it is held by reference")
+    files = referenced_files(bundle, corpus)
+    if not files:
+        if (bundle.site / base / "referenced").exists():
+            check.fail(f"{base}/referenced/: records of files, and {base}/referenced.json holds none")
+        return "every input is copied (not redacted)"
+    records = 0
+    for name, entry in files.items():
+        if name not in LARGE_CANDIDATES:
+            check.fail(f"{base}/referenced.json: holds {name}, which is always copied")
+            continue
+        if (bundle.site / base / name).exists():
+            check.fail(f"{base}/{name}: copied, and {base}/referenced.json says it is held by reference")
+        if not published.held(entry["bytes"]):
+            check.fail(f"{base}/referenced.json: holds {name} ({entry['bytes']} bytes), which is not {rule}")
+        texts = name in TEXT_FIELDS or name == CITATIONS
+        want = f"referenced/{name}" if texts else None
+        if entry.get("records") != want:
+            check.fail(f"{base}/referenced.json: {name}: records is {entry.get('records')!r}, expected {want!r}")
+        if not texts:
+            continue
+        fields = ("quote",) if name == CITATIONS else TEXT_FIELDS[name]
+        for number, obj in _json_records(bundle, f"{base}/referenced/{name}"):
+            items = obj.get("citations") if name == CITATIONS and isinstance(obj.get("citations"), list) else [obj]
+            if any(not isinstance(i, dict) or any(f in i or f"{f}_sha256" in i for f in fields) for i in items):
+                check.fail(f"{base}/referenced/{name}: line {number}: holds a text or its sha256; the file's binds it")
+            records += 1
+    _check_records_listed(check, bundle, corpus, files)
+    return f"{len(files)} large files held by reference ({rule}; {records} records of their other fields)"
 
 
 CORPUS_CHECKS: list[tuple[str, Callable[[Check, Bundle, str], str]]] = [
@@ -4863,7 +5001,7 @@ def check_trusted_corpora(check: Check, bundle: Bundle, trusted: Path) -> str:
 _RECORD_KINDS = {"inputs/corpus.jsonl": "passage", "inputs/queries.jsonl": "question", CITATIONS: "citations of"}
 
 
-def _record_differences(bundle: Bundle, corpus: str, name: str, path: Path) -> list[str]:
+def _record_differences(bundle: Bundle, corpus: str, name: str, path: Path, hashed: bool) -> list[str]:
     """Each record of a brought text file that differs from the bundle's (by its id, in file order): which
     passage or question, which of its fields, on which line of the file brought."""
     records = {}
@@ -4879,7 +5017,7 @@ def _record_differences(bundle: Bundle, corpus: str, name: str, path: Path) -> l
     for number, obj in lines:
         key = str(obj.get("query_id" if name == CITATIONS else "_id"))
         seen.add(key)
-        want, got = records.get(key), _records_of(name, obj)
+        want, got = records.get(key), _records_of(name, obj, hashed)
         if want is None:
             found.append(f"{path}: line {number}: {kind} {key} is not in the bundle's records")
         elif got != want:
@@ -4897,6 +5035,10 @@ def check_held(check: Check, bundle: Bundle, corpus: str, folder: Path) -> str:
     for the dense checks whether or not they are the withheld bytes (a re-embedding on another machine is not),
     and the detail says which. The files that match are then read in place of the missing copies."""
     files, notes = referenced_files(bundle, corpus), []
+    try:
+        redacted = publication(bundle, corpus).redacted
+    except AuditError:
+        redacted = True
     for name, entry in sorted(files.items()):
         if name == "chunks.jsonl":
             continue  # made from the texts: the chunking check recomputes it from them
@@ -4912,11 +5054,14 @@ def check_held(check: Check, bundle: Bundle, corpus: str, folder: Path) -> str:
         if digest == entry["sha256"] and size == entry["bytes"]:
             bundle.held[site_rel] = path
             notes.append(f"{name} matches")
-        elif not name.startswith("inputs/"):
+        elif not name.startswith("inputs/") and redacted:
             bundle.held[site_rel] = path
             notes.append(f"{name} brought, not the withheld bytes (sha256 {digest[:16]}...): used as brought")
+        elif not name.startswith("inputs/"):  # vectors held for their size: the bytes the build ranked by, or nothing
+            recorded = f"{entry['sha256']} ({entry['bytes']} bytes)"
+            check.fail(f"{path}: sha256 {digest} ({size} bytes); the bundle records {recorded}")
         else:
-            for problem in _record_differences(bundle, corpus, name, path):
+            for problem in _record_differences(bundle, corpus, name, path, redacted):
                 check.fail(problem)
             recorded = f"{entry['sha256']} ({entry['bytes']} bytes)"
             check.fail(f"{path}: sha256 {digest} ({size} bytes); the bundle records {recorded}")
@@ -5021,6 +5166,7 @@ def run_audit(
     if corpora is not None:
         checks.append(_run_check("trusted-inputs", check_trusted_corpora, bundle, Path(corpora)))
     if inputs is not None:
+        del bundle  # what the pages check read (every run's JSON among it) goes before the held checks read the texts
         checks += held_checks(site, Path(inputs), checks)
     for check in checks:
         echo(f"{'FAIL' if check.mismatches else 'PASS'} {check.name}: {check.detail}")
@@ -5039,7 +5185,7 @@ def run_audit(
         names = report["needs_inputs"]
         echo(
             f"NOT RECOMPUTED: {len(names)} checks passed on what the bundle holds, and could not recompute what needs "
-            f"a redacted corpus's withheld texts or vectors ({', '.join(names[:MAX_PRINTED])}"
+            f"texts or vectors held by reference ({', '.join(names[:MAX_PRINTED])}"
             f"{', ...' if len(names) > MAX_PRINTED else ''}); a holder of the collection runs "
             "audit.py SITE --inputs DIR"
         )

@@ -172,7 +172,13 @@ def build_corpus(run: BuildRun, job: CorpusJob) -> EmbedStats:
                 source=source.as_dict() if source is not None else None,
             ),
             external_inputs=job.externals,
-            publication=publication(job.corpus, run.options.redact, run.options.publish_vectors),
+            publication=publication(
+                job.corpus,
+                run.options.redact,
+                run.options.publish_vectors,
+                run.options.reference,
+                run.options.reference_above,
+            ),
         )
         write_corpus_evidence(run.staging, results)
     return stats

@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from sitegen.embedding.models import ModelSpec, model_option
 from sitegen.publish.evidence import DEFAULT_TITLE, TREC_DEPTH
+from sitegen.publish.redaction import REFERENCE_ABOVE
+from sitegen.publish.size_guard import SiteLimits
 from sitegen.publish.verification import DEFAULT_RECORD
 from sitegen.rankers import DEFAULT_RANKERS
 
@@ -61,6 +63,14 @@ class BuildOptions:
     #: (sitegen.publish.redaction).
     redact: tuple[str, ...] = ()
     publish_vectors: bool = False
+    #: ``--reference NAME``: hold these corpora's text inputs, chunks and vectors by reference (sha256, size,
+    #: source) instead of copying them; ``--reference-above BYTES``: so any such file larger than this
+    #: (sitegen.publish.redaction.REFERENCE_ABOVE by default).
+    reference: tuple[str, ...] = ()
+    reference_above: int = REFERENCE_ABOVE
+    #: What the finished site may weigh (GitHub Pages and git's limits), and whether going over fails the build
+    #: or warns (sitegen.publish.size_guard).
+    size_limits: SiteLimits = field(default_factory=SiteLimits)
     #: The record of the last ``sitegen audit --reembed --postgres --record`` to show on the Reproducibility page;
     #: None: ``verification/last.json`` beside the corpora, when it exists.
     verification_file: Path | None = None
@@ -111,6 +121,10 @@ def build_command(options: BuildOptions) -> str:
         words += ["--redact", name]
     if options.publish_vectors:
         words.append("--publish-vectors")
+    for name in sorted(set(options.reference)):
+        words += ["--reference", name]
+    if options.reference_above != REFERENCE_ABOVE:
+        words += ["--reference-above", str(options.reference_above)]
     if options.baseline is not None:
         words += ["--baseline", _shown_path(options.baseline)]
     if options.title != DEFAULT_TITLE:

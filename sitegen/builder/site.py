@@ -33,6 +33,7 @@ from sitegen.publish.audit_stage import audit_and_render
 from sitegen.publish.bundle import StoredVectors, has_manifest, stored_vectors
 from sitegen.publish.evidence import ManifestRecord, write_manifest
 from sitegen.publish.layout import VERIFICATION, model_vector_dir, retriever_timing
+from sitegen.publish.size_guard import oversize, site_size
 from sitegen.publish.timings import copy_timing_files, load_timing_files
 from sitegen.publish.verification import read_verification
 from sitegen.rankers.base import Basis
@@ -150,6 +151,7 @@ def _build_locked(request: _Request, out_dir: Path, lock: TargetLock) -> BuildRe
             + "; ".join(f"{name} {n['computed']} computed, {n['reused']} reused" for name, n in steps.counts.items())
         )
         ran = rankers_run(staging, loaded.names)
+        _check_size(staging, options, log)
         swap_into_place(staging, out_dir, lock)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -174,6 +176,19 @@ def _model_specs(loaded: LoadedInputs) -> list[ModelSpec]:
         if ranker.contract.uses_embeddings and spec is not None and spec != DEFAULT_SPEC:
             specs.setdefault(spec.name, spec)
     return list(specs.values())
+
+
+def _check_size(staging: Path, options: BuildOptions, log: Log) -> None:
+    """Refuse (or, with ``--allow-oversize``, warn about) a site over GitHub Pages' or git's size limits, before it
+    replaces the one in ``--out``."""
+    limits = options.size_limits
+    problems = oversize(site_size(staging, limits), limits)
+    if not problems:
+        return
+    if not limits.warn_only:
+        found = "; ".join(problems)
+        raise BuildError(f"the site would not fit on GitHub Pages: {found}; {options.out_dir} is unchanged")
+    log(f"warning: the site will not fit on GitHub Pages: {'; '.join(problems[:-1])} (published: --allow-oversize)")
 
 
 def _build_corpora(

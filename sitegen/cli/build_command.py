@@ -10,6 +10,8 @@ import click
 from sitegen.cli.common import CommandError, _ExternalRun, _ModelEntry, _os_problem, _Progress, _Retriever
 from sitegen.cli.config import CONFIG_FILE, apply_config, load_config
 from sitegen.errors import SitegenError
+from sitegen.publish.redaction import REFERENCE_ABOVE
+from sitegen.publish.size_guard import SiteLimits
 from sitegen.wording import count
 
 if TYPE_CHECKING:
@@ -156,6 +158,29 @@ if TYPE_CHECKING:
     help="Publish the vectors of redacted corpora all the same [default: withheld, as an embedding leaks its text].",
 )
 @click.option(
+    "--reference",
+    multiple=True,
+    metavar="NAME",
+    help="Hold corpus NAME's texts (corpus.jsonl, queries.jsonl, citations.jsonl, chunks) and vectors by reference "
+    "(repeatable): the bundle keeps each file's sha256, size and source, its pages show passages by id, and "
+    "audit.py --inputs DIR recomputes from the files [default: only files above --reference-above].",
+)
+@click.option(
+    "--reference-above",
+    type=click.IntRange(min=0),
+    default=REFERENCE_ABOVE,
+    show_default=True,
+    metavar="BYTES",
+    help="Hold any text input, chunk file or matrix of vectors larger than this by reference instead of copying it "
+    "(the default keeps every copy under half of git's 100 MB file limit).",
+)
+@click.option(
+    "--allow-oversize",
+    is_flag=True,
+    help="Publish a site over GitHub Pages' 1 GB or with a file over git's 100 MB, with a warning "
+    "[default: such a build fails with the sizes, and the --out site stays as it was].",
+)
+@click.option(
     "--baseline",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
@@ -206,6 +231,9 @@ def build(
     strict_questions: bool,
     redact: tuple[str, ...],
     publish_vectors: bool,
+    reference: tuple[str, ...],
+    reference_above: int,
+    allow_oversize: bool,
     baseline: Path | None,
     device: str,
     title: str | None,
@@ -235,6 +263,7 @@ def build(
         sitegen build --retriever mine=my_project.search:retrieve
         sitegen build --reembed --out /tmp/reembedded --vectors-from site
         sitegen build --redact support-tickets --out /tmp/report
+        sitegen build --reference msmarco --out /tmp/report
     """
     from sitegen.builder import BuildOptions, build_site
     from sitegen.publish.evidence import DEFAULT_TITLE
@@ -298,6 +327,9 @@ def build(
         device=device,
         redact=tuple(redact),
         publish_vectors=publish_vectors,
+        reference=tuple(reference),
+        reference_above=reference_above,
+        size_limits=SiteLimits(warn_only=allow_oversize),
     )
     try:
         result = build_site(options, log=log, progress=progress)

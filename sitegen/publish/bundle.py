@@ -6,8 +6,10 @@ Every consumer of an earlier bundle (``sitegen diff``, a build reusing stored ve
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -20,14 +22,25 @@ from sitegen.errors import BundleError
 from sitegen.hashing import sha256_file
 from sitegen.publish.layout import (
     EVIDENCE_DIR,
+    GZIP_SUFFIX,
     MANIFEST,
     MANIFEST_NAME,
     CorpusFiles,
     corpus_file,
+    gzipped_name,
     vector_index_files,
 )
 
-__all__ = ["REEMBED_TOLERANCE", "Bundle", "StoredVectors", "has_manifest", "load_json", "open_bundle", "stored_vectors"]
+__all__ = [
+    "REEMBED_TOLERANCE",
+    "Bundle",
+    "StoredVectors",
+    "has_manifest",
+    "load_json",
+    "open_bundle",
+    "read_stored",
+    "stored_vectors",
+]
 
 #: Largest allowed absolute difference in any vector component between stored and recomputed
 #: vectors. Re-embedding on another CPU changes the last bits of float32 arithmetic, not the third decimal.
@@ -46,21 +59,39 @@ class Bundle:
         """The file for a manifest path (``evidence/...``), wherever the evidence folder itself lies."""
         return self.evidence_dir.joinpath(*PurePosixPath(rel).parts[1:])
 
+    def stored(self, rel: str) -> str:
+        """The path a file is stored under: ``rel``, or ``rel.gz`` when the manifest lists that one instead."""
+        return gzipped_name(rel) if rel not in self.files and gzipped_name(rel) in self.files else rel
+
     def has(self, rel: str) -> bool:
-        """Whether the manifest lists ``rel`` (and so :func:`open_bundle` verified it)."""
-        return rel in self.files
+        """Whether the manifest lists ``rel``, plain or compressed (and so :func:`open_bundle` verified it)."""
+        return self.stored(rel) in self.files
 
     def require(self, rel: str) -> Path:
-        """The file of a path the manifest lists; any other file is not evidence, and is refused."""
-        if rel not in self.files:
+        """The file of a path the manifest lists (plain or ``.gz``); any other file is not evidence, and is
+        refused."""
+        if not self.has(rel):
             raise BundleError(self.path(MANIFEST), f"does not list {rel}, which is needed here")
-        return self.path(rel)
+        return self.path(self.stored(rel))
+
+
+def read_stored(path: Path) -> bytes:
+    """A bundle file's content: its bytes, decompressed when it is stored gzip-compressed (``NAME.gz``,
+    sitegen.publish.evidence.write_stored)."""
+    data = path.read_bytes()
+    if path.name.endswith(GZIP_SUFFIX):
+        try:
+            return gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise BundleError(path, f"not a readable gzip file: {exc}") from None
+    return data
 
 
 def load_json(path: Path) -> Any:
-    """A bundle JSON file, or a one-line BundleError naming it (and the line of a syntax error)."""
+    """A bundle JSON file (plain, or ``NAME.gz``), or a one-line BundleError naming it (and the line of a syntax
+    error)."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(read_stored(path).decode("utf-8"))
     except OSError as exc:
         raise BundleError(path, f"cannot read: {exc.strerror or exc}") from None
     except UnicodeDecodeError:

@@ -32,6 +32,7 @@ indentation above them), UTF-8, one trailing newline.
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import platform
@@ -52,10 +53,12 @@ from sitegen.publish.layout import (
     CHUNKING,
     CHUNKS,
     EVIDENCE_DIR,
+    GZIP_ABOVE,
     MANIFEST,
     TREC_EVAL,
     TREC_QRELS,
     CorpusFiles,
+    gzipped_name,
     input_name,
     trec_run_file,
 )
@@ -69,6 +72,7 @@ __all__ = [
     "ManifestRecord",
     "canonical_json",
     "expand_run",
+    "gzip_bytes",
     "library_versions",
     "read_run",
     "run_document",
@@ -78,6 +82,7 @@ __all__ = [
     "write_json",
     "write_manifest",
     "write_run",
+    "write_stored",
 ]
 
 SCHEMA_VERSION = 1
@@ -204,10 +209,35 @@ def run_json(doc: Mapping[str, Any]) -> bytes:
     return ("{" + ",\n".join(lines) + "}\n").encode("utf-8")
 
 
-def write_run(path: Path, doc: Mapping[str, Any]) -> None:
-    """Write a run (the :func:`run_document` form) as :func:`run_json`."""
+#: zlib's level, fixed: the same level on the same zlib gives the same bytes. A zlib with another deflate
+#: (zlib-ng, as Fedora ships it) may pick other matches at the same level; its stream decompresses to the same
+#: content, but the compressed bytes, and so their sha256 in the manifest, can differ from this machine's.
+GZIP_LEVEL = 9
+
+
+def gzip_bytes(data: bytes) -> bytes:
+    """``data`` gzip-compressed the same way every time: modification time 0, no file name (``gzip.compress``
+    writes none), level :data:`GZIP_LEVEL`, operating system byte 255 (unknown) as Python writes it."""
+    return gzip.compress(data, compresslevel=GZIP_LEVEL, mtime=0)
+
+
+def write_stored(path: Path, data: bytes) -> Path:
+    """Write a file that is stored compressed when large (a run, the records of a file held by reference):
+    ``data`` as it is at ``path`` up to :data:`GZIP_ABOVE` bytes, above it :func:`gzip_bytes` of it at
+    ``path`` + ``.gz``; returns the path written."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(run_json(doc))
+    if len(data) <= GZIP_ABOVE:
+        path.write_bytes(data)
+        return path
+    target = path.with_name(gzipped_name(path.name))
+    target.write_bytes(gzip_bytes(data))
+    return target
+
+
+def write_run(path: Path, doc: Mapping[str, Any]) -> Path:
+    """Write a run (the :func:`run_document` form) as :func:`run_json`, compressed when large
+    (:func:`write_stored`); returns the path written."""
+    return write_stored(path, run_json(doc))
 
 
 def _finite_number(value: Any) -> bool:

@@ -43,6 +43,8 @@ __all__ = [
     "EVIDENCE_DIR",
     "EXPERIMENTS",
     "FILTERING",
+    "GZIP_ABOVE",
+    "GZIP_SUFFIX",
     "HYGIENE",
     "INDEX_PAGE",
     "MANIFEST",
@@ -75,11 +77,13 @@ __all__ = [
     "CorpusPages",
     "corpus_file",
     "external_run_input",
+    "gzipped_name",
     "input_name",
     "input_of",
     "model_vector_dir",
     "model_vector_files",
     "page_name",
+    "plain_name",
     "records_name",
     "retriever_timing",
     "run_file",
@@ -158,6 +162,25 @@ PASSAGE_VECTORS = SUPPLIED_PASSAGES
 QUERY_VECTORS = SUPPLIED_QUERIES
 _SWEEP_INDEX = f"{SUPPLIED_DIR}/sweep-index.json"
 _SWEEP_PASSAGES = f"{SUPPLIED_DIR}/sweep-passages.npy"
+
+
+#: A run's JSON (``runs/<ranker>.json``) or the records standing in for a file held by reference whose bytes exceed
+#: this are stored gzip-compressed as ``NAME.gz`` (sitegen.publish.evidence.gzip_bytes); at or below it they stay
+#: plain JSON, readable in a browser. 1 MiB keeps every run of the committed corpora plain (the largest is 0.4 MB)
+#: and compresses the runs of 1,000,000 x 5,000 (about 12 MB each). The TREC twins stay plain: the trec_eval
+#: commands on the Reproducibility page read them as they are.
+GZIP_ABOVE = 1 << 20
+GZIP_SUFFIX = ".gz"
+
+
+def gzipped_name(name: str) -> str:
+    """Where a file stored compressed lies: ``runs/bm25.json.gz`` for ``runs/bm25.json``."""
+    return name + GZIP_SUFFIX
+
+
+def plain_name(name: str) -> str:
+    """The file a stored name stands for: ``runs/bm25.json`` for ``runs/bm25.json.gz`` (any other name as it is)."""
+    return name.removesuffix(GZIP_SUFFIX)
 
 
 def _run(ranker: str, suffix: str) -> str:
@@ -279,7 +302,7 @@ def corpus_file(path: str) -> tuple[str, str] | None:
 
 def run_ranker(name: str) -> str | None:
     """The ranker of ``runs/<ranker>.json`` (a name inside a corpus folder); None for any other file."""
-    parts = PurePosixPath(name).parts
+    parts = PurePosixPath(plain_name(name)).parts
     if len(parts) == 2 and parts[0] == _RUNS and parts[1].endswith(".json"):
         return parts[1].removesuffix(".json")
     return None

@@ -19,9 +19,18 @@ import numpy as np
 from sitegen.errors import BundleError
 from sitegen.inputs.corpus import json_lines
 from sitegen.inputs.vectors import SUPPLIED_DIR
-from sitegen.publish.bundle import Bundle, load_json
+from sitegen.publish.bundle import Bundle, load_json, read_stored
 from sitegen.publish.evidence import expand_run
-from sitegen.publish.layout import METRICS, CorpusFiles, corpus_file, input_of, run_ranker, vector_rows
+from sitegen.publish.layout import (
+    GZIP_SUFFIX,
+    METRICS,
+    CorpusFiles,
+    corpus_file,
+    gzipped_name,
+    input_of,
+    run_ranker,
+    vector_rows,
+)
 
 __all__ = [
     "BundlePair",
@@ -42,10 +51,17 @@ class Source(Protocol):
 
     def path(self, rel: str) -> Path: ...
 
-    def has(self, rel: str) -> bool: ...
+    def has(self, rel: str) -> bool:
+        """Whether the file is there, plain or stored compressed (``rel.gz``)."""
+        ...
+
+    def stored(self, rel: str) -> str:
+        """The path the file is stored under: ``rel``, or ``rel.gz`` when it is stored compressed."""
+        ...
 
     def require(self, rel: str) -> Path:
-        """The file of a path that must be there; a source that knows its files refuses one it lacks."""
+        """The file of a path that must be there (plain or ``.gz``); a source that knows its files refuses one it
+        lacks."""
         ...
 
 
@@ -58,11 +74,15 @@ class SiteFolder:
     def path(self, rel: str) -> Path:
         return self.root / rel
 
+    def stored(self, rel: str) -> str:
+        compressed = gzipped_name(rel)
+        return compressed if not (self.root / rel).is_file() and (self.root / compressed).is_file() else rel
+
     def has(self, rel: str) -> bool:
-        return (self.root / rel).is_file()
+        return (self.root / self.stored(rel)).is_file()
 
     def require(self, rel: str) -> Path:
-        return self.root / rel
+        return self.root / self.stored(rel)
 
 
 @dataclass(frozen=True)
@@ -158,6 +178,9 @@ class CorpusEvidence:
     grades: Mapping[str, Mapping[str, int]]
     #: Every run, expanded to ``{"queries": {qid: [{"doc_id", "rank", "score", "components"?}]}, ...}``.
     runs: Mapping[str, Mapping[str, Any]]
+    #: Where each run's JSON is stored, by ranker: ``runs/<ranker>.json``, or ``.json.gz`` when large (what a page
+    #: links to and points into).
+    run_files: Mapping[str, str]
     experiments: Mapping[str, Any] | None
     packing: Mapping[str, Any] | None
     postgres: Mapping[str, Any] | None
@@ -241,7 +264,7 @@ class CorpusReader:
 
     def json(self, rel: str) -> Any:
         """A JSON file that must be there."""
-        return self.mark(load_json(self.source.require(rel)), rel)
+        return self.mark(load_json(self.source.require(rel)), self.source.stored(rel))
 
     def optional(self, rel: str) -> Any | None:
         """A JSON file the corpus's build may not have written: None when absent."""
@@ -294,7 +317,11 @@ class CorpusReader:
         """A JSONL file of the bundle, or the records standing in for it when it is held by reference."""
         if not self.source.has(rel) and self._held(rel):
             rel = self.files.records(rel.removeprefix(f"{self.files.folder}/"))
-        return [obj for _, obj in json_lines(self.source.require(rel))]
+        path = self.source.require(rel)
+        if path.name.endswith(GZIP_SUFFIX):  # records stored compressed: numbered lines of the content
+            lines = enumerate(read_stored(path).decode("utf-8").split("\n"), start=1)
+            return [obj for _, obj in json_lines(path, lines)]
+        return [obj for _, obj in json_lines(path)]
 
     def inputs(self, summary: CorpusSummary) -> dict[str, Path]:
         """Each input copy the summary lists, by its name in the corpus folder (``qrels/test.tsv``)."""
@@ -332,6 +359,7 @@ class CorpusReader:
             queries=self.queries(),
             grades=self.grades(chunking),
             runs={r: self.run(r) for r in summary.rankers},
+            run_files={r: self.source.stored(files.run(r)) for r in summary.rankers},
             experiments=self.optional(files.experiments),
             packing=self.optional(files.packing),
             postgres=self.optional(files.postgres),

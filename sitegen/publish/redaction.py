@@ -22,8 +22,15 @@ fusion from the bundle alone. ``audit.py SITE --inputs DIR`` brings the files ba
 record that differs when one does, and then recomputes what needs the texts: BM25 and text search, packing and
 citations, hygiene, chunking, and the dense rankings from the vectors.
 
-The same record serves a corpus too large to copy (issue #34): a file held by reference needs only its sha256,
-size and source; ``records`` is optional.
+The same record serves a corpus too large to copy (issue #34). Any corpus, redacted or not, holds by reference
+each text input (``corpus.jsonl``, ``queries.jsonl``, ``citations.jsonl``), its ``chunks.jsonl`` and each matrix of
+vectors whose bytes exceed ``--reference-above`` (default :data:`REFERENCE_ABOVE`, 50,000,000: half git's
+100 MB file limit, so no copy in a bundle can reach it), and every one of them when the build names it with
+``--reference NAME``. Such a file's records keep every field but the texts, which are neither copied nor hashed
+(the file's sha256 binds them): ``{"_id", "metadata"?}`` a passage. Records larger than 1 MiB are stored
+gzip-compressed (``referenced/inputs/corpus.jsonl.gz``, sitegen.publish.evidence.write_stored). Its pages show each
+passage by id, the text "held by reference". ``audit.py SITE --inputs DIR`` checks the files brought against
+their sha256 and recomputes from them; without them, the audit names the checks it could not recompute.
 
 A sha256 binds a text, it does not hide it from someone who can guess it: a short title or question can be
 confirmed by hashing guesses. What is published besides the hashes (ids, metadata, filters, grades, answer
@@ -48,12 +55,14 @@ from sitegen.publish.layout import CHUNKS, CorpusFiles, input_name, input_of, re
 __all__ = [
     "QUOTE_LIMIT",
     "REFERENCED_SCHEMA_VERSION",
+    "REFERENCE_ABOVE",
     "TEXT_INPUTS",
     "Placement",
     "Publication",
     "Referenced",
     "check_redaction",
     "hashed_record",
+    "plain_record",
     "publication",
     "quoted_texts",
     "redact_tables",
@@ -74,34 +83,74 @@ _SOURCE_TEXTS = (
     "withheld by the publisher: the corpus is published redacted (its texts are not published); "
     "a holder of the collection brings this file to the audit with --inputs"
 )
+_SOURCE_LARGE = (
+    "held by reference: {size:,} bytes, {why}; the corpus folder {corpus}/ the build read holds it, "
+    "and a holder of that folder brings it to audit.py --inputs DIR (DIR/{corpus}/{name})"
+)
+_SOURCE_EMBEDDED = (
+    "held by reference: {size:,} bytes of vectors the build embedded with the packaged model, too large to copy; "
+    "sitegen audit --inputs DIR makes them again from the texts brought"
+)
 _SOURCE_VECTORS = (
     "withheld: an embedding leaks its text; a build with --publish-vectors publishes it, "
     "and sitegen audit --inputs re-embeds the texts instead"
 )
 
 
+#: A text input or matrix of vectors above this many bytes is held by reference, not copied (``--reference-above``):
+#: half of git's 100 MB limit on one file, so a copy never comes near it.
+REFERENCE_ABOVE = 50_000_000
+
+
 @dataclass(frozen=True)
 class Publication:
-    """What a corpus's bundle and pages publish: its texts (``redacted`` False) and its vectors."""
+    """What a corpus's bundle and pages publish: its texts (``redacted`` False) and its vectors; and which of its
+    large files it holds by reference instead of a copy."""
 
     redacted: bool = False
     vectors: bool = True
+    #: ``--reference NAME``: every text input, chunk file and matrix of vectors held by reference, whatever its size.
+    referenced: bool = False
+    #: ``--reference-above BYTES``: a text input, chunk file or matrix of vectors larger than this is held by reference.
+    reference_above: int = REFERENCE_ABOVE
 
     @property
     def mode(self) -> str:
         """``sitegen.json``'s word for it: ``full`` or ``redacted``."""
         return "redacted" if self.redacted else "full"
 
+    def held(self, size: int) -> bool:
+        """Whether a file of ``size`` bytes (a text input, the chunks, a matrix of vectors) is held by reference."""
+        return self.referenced or size > self.reference_above
+
+    def held_because(self, size: int) -> str:
+        if self.referenced:
+            return "the build names the corpus with --reference"
+        return f"above the build's --reference-above of {self.reference_above:,} bytes"
+
     def as_dict(self) -> dict[str, Any]:
-        """``corpus.json``'s ``publish``: part of the corpus's recorded configuration."""
-        return {"mode": self.mode, "vectors": self.vectors}
+        """``corpus.json``'s ``publish``: part of the corpus's recorded configuration (``referenced`` only when
+        the build asks for it)."""
+        return {"mode": self.mode, "vectors": self.vectors} | ({"referenced": True} if self.referenced else {})
 
 
-def publication(corpus: Corpus, redact: Collection[str], publish_vectors: bool) -> Publication:
+def publication(
+    corpus: Corpus,
+    redact: Collection[str],
+    publish_vectors: bool,
+    reference: Collection[str] = (),
+    reference_above: int = REFERENCE_ABOVE,
+) -> Publication:
     """A corpus is redacted by its ``sitegen.json`` or by ``--redact NAME``; its vectors are then withheld
-    unless ``--publish-vectors``."""
+    unless ``--publish-vectors``. ``--reference NAME`` holds all its large-file candidates by reference, and
+    ``--reference-above`` those above a size."""
     redacted = corpus.config.get("publish") == "redacted" or corpus.name in redact
-    return Publication(redacted=redacted, vectors=not redacted or publish_vectors)
+    return Publication(
+        redacted=redacted,
+        vectors=not redacted or publish_vectors,
+        referenced=corpus.name in reference,
+        reference_above=reference_above,
+    )
 
 
 #: A README of a redacted corpus may not share this many characters in a row with any of its texts.
@@ -191,8 +240,20 @@ def hashed_record(name: str, obj: Mapping[str, Any]) -> dict[str, Any]:
     return _hash_fields(obj, fields)
 
 
-def _records_bytes(name: str, objects: Iterable[Mapping[str, Any]]) -> bytes:
-    lines = (json.dumps(hashed_record(name, obj), sort_keys=True, ensure_ascii=False) for obj in objects)
+def plain_record(name: str, obj: Mapping[str, Any]) -> dict[str, Any]:
+    """One line of a text input held by reference because it is large: every field but the texts (``name``:
+    corpus.jsonl, queries.jsonl, citations.jsonl), which the file's sha256 binds."""
+    fields = TEXT_INPUTS[name]
+    if name == CITATIONS_FILE:
+        items = obj.get("citations")
+        kept = [{k: v for k, v in c.items() if k not in fields} if isinstance(c, Mapping) else c for c in items or []]
+        return {**obj, "citations": kept} if isinstance(items, list) else dict(obj)
+    return {k: v for k, v in obj.items() if k not in fields}
+
+
+def _records_bytes(name: str, objects: Iterable[Mapping[str, Any]], hashed: bool = True) -> bytes:
+    record = hashed_record if hashed else plain_record
+    lines = (json.dumps(record(name, obj), sort_keys=True, ensure_ascii=False) for obj in objects)
     return "".join(line + "\n" for line in lines).encode("utf-8")
 
 
@@ -225,17 +286,35 @@ def referenced_inputs(corpus: Corpus) -> list[Referenced]:
     return found
 
 
-def referenced_chunks(chunks: bytes) -> Referenced:
-    """``chunks.jsonl`` (its bytes as a full build writes them) held by reference, with its records."""
+def large_inputs(corpus: Corpus, published: Publication) -> list[Referenced]:
+    """The text inputs of a corpus that is not redacted held by reference for their size (or ``--reference``),
+    each with records of its fields but the texts."""
+    found = []
+    for name in TEXT_INPUTS:
+        if name not in corpus.input_files:
+            continue
+        path = corpus.root / name
+        size = path.stat().st_size
+        if not published.held(size):
+            continue
+        records = _records_bytes(name, (obj for _, obj in json_lines(path)), hashed=False)
+        why = published.held_because(size)
+        source = _SOURCE_LARGE.format(size=size, why=why, corpus=corpus.name, name=name)
+        found.append(Referenced(input_name(name), sha256_file(path), size, source, records))
+    return found
+
+
+def referenced_chunks(chunks: bytes, source: str = _SOURCE_TEXTS, hashed: bool = True) -> Referenced:
+    """``chunks.jsonl`` (its bytes as a full build writes them) held by reference, with its records (text fields
+    by their sha256 for a redacted corpus, left out for a large one)."""
     objects = (json.loads(line) for line in chunks.decode("utf-8").splitlines() if line)
-    return Referenced(
-        CHUNKS, hashlib.sha256(chunks).hexdigest(), len(chunks), _SOURCE_TEXTS, _records_bytes(CORPUS_FILE, objects)
-    )
+    records = _records_bytes(CORPUS_FILE, objects, hashed)
+    return Referenced(CHUNKS, hashlib.sha256(chunks).hexdigest(), len(chunks), source, records)
 
 
-def referenced_vectors(name: str, data: bytes) -> Referenced:
-    """A matrix of vectors (``embeddings/passages.npy``) withheld: its sha256 and size only."""
-    return Referenced(name, hashlib.sha256(data).hexdigest(), len(data), _SOURCE_VECTORS)
+def referenced_vectors(name: str, data: bytes, source: str = _SOURCE_VECTORS) -> Referenced:
+    """A matrix of vectors (``embeddings/passages.npy``) withheld or too large to copy: its sha256 and size only."""
+    return Referenced(name, hashlib.sha256(data).hexdigest(), len(data), source)
 
 
 class Placement:
@@ -244,16 +323,28 @@ class Placement:
 
     def __init__(self, site_dir: Path, files: CorpusFiles, corpus: Corpus, published: Publication) -> None:
         self.site_dir, self.files, self.published = site_dir, files, published
-        self.held = referenced_inputs(corpus) if published.redacted else []
+        self.corpus = corpus.name
+        self.held = referenced_inputs(corpus) if published.redacted else large_inputs(corpus, published)
 
     def copied(self, names: Iterable[str]) -> list[str]:
-        """The input files (names in the corpus folder) to copy: all but the texts of a redacted corpus."""
-        return [n for n in names if not (self.published.redacted and n in TEXT_INPUTS)]
+        """The input files (names in the corpus folder) to copy: all but those held by reference."""
+        held = {input_of(e.name) for e in self.held}
+        return [n for n in names if not (self.published.redacted and n in TEXT_INPUTS) and n not in held]
 
-    def vectors(self, rel: str, data: bytes) -> None:
-        """A matrix of vectors (``rel``, a site path): written, or held by reference when withheld."""
+    def _large(self, name: str, size: int) -> str:
+        why = self.published.held_because(size)
+        return _SOURCE_LARGE.format(size=size, why=why, corpus=self.corpus, name=name)
+
+    def vectors(self, rel: str, data: bytes, supplied: bool = False) -> None:
+        """A matrix of vectors (``rel``, a site path): written, or held by reference when withheld or large (the
+        source then says where it comes from: the corpus folder that ``supplied`` it, else the packaged model)."""
+        name = rel.removeprefix(f"{self.files.folder}/")
         if not self.published.vectors:
-            self.held.append(referenced_vectors(rel.removeprefix(f"{self.files.folder}/"), data))
+            self.held.append(referenced_vectors(name, data))
+            return
+        if self.published.held(len(data)):
+            source = self._large(name, len(data)) if supplied else _SOURCE_EMBEDDED.format(size=len(data))
+            self.held.append(referenced_vectors(name, data, source))
             return
         (self.site_dir / rel).parent.mkdir(parents=True, exist_ok=True)
         (self.site_dir / rel).write_bytes(data)
@@ -262,6 +353,8 @@ class Placement:
         """``chunks.jsonl``: written, or in a redacted bundle held by reference with its records."""
         if self.published.redacted:
             self.held.append(referenced_chunks(data))
+        elif self.published.held(len(data)):
+            self.held.append(referenced_chunks(data, self._large(CHUNKS, len(data)), hashed=False))
         else:
             (self.site_dir / self.files.chunks).write_bytes(data)
 
@@ -274,13 +367,12 @@ class Placement:
         held = sorted(self.held, key=lambda entry: entry.name)
         if not held:
             return
+        # Imported here: sitegen.publish.evidence imports this module, and JSON is written only through it.
+        from sitegen.publish.evidence import write_json, write_stored
+
         for entry in held:
             if entry.records is not None:
-                target = self.site_dir / self.files.records(entry.name)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(entry.records)
-        # Imported here: sitegen.publish.evidence imports this module, and JSON is written only through it.
-        from sitegen.publish.evidence import write_json
+                write_stored(self.site_dir / self.files.records(entry.name), entry.records)
 
         document = {"schema_version": REFERENCED_SCHEMA_VERSION, "files": {e.name: e.as_dict() for e in held}}
         write_json(self.site_dir / self.files.referenced, document)

@@ -209,8 +209,9 @@ def _write_embeddings(
     in ``embeddings/``, another model entry's in ``embeddings/<model>/``."""
     index_path, passages_path, queries_path = place.files.model_vectors(model)
     passage_prefix = embeddings.passage_prefix
-    place.vectors(passages_path, _npy_bytes(embeddings.doc_vectors))
-    place.vectors(queries_path, _npy_bytes(embeddings.query_vectors))
+    supplied = embeddings.supplied is not None
+    place.vectors(passages_path, _npy_bytes(embeddings.doc_vectors), supplied)
+    place.vectors(queries_path, _npy_bytes(embeddings.query_vectors), supplied)
     (place.site_dir / index_path).parent.mkdir(parents=True, exist_ok=True)
     write_json(
         place.site_dir / index_path,

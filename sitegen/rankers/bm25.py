@@ -100,13 +100,34 @@ def _passage_words(documents: tuple[Document, ...], stemmed: bool) -> _Words:
     a variant asking twice gets them tokenised again."""
     if not (_last_tokenised and _last_tokenised[0][0] is documents and stemmed not in _last_tokenised[0][2]):
         _last_tokenised.clear()  # the previous ids go before these are made
-        words = _numbered([tokenize(passage_text(d)) for d in documents])
-        _last_tokenised.append((documents, _Words(words.vocabulary, words.ids.astype(np.int32), words.lengths), set()))
+        _last_tokenised.append((documents, _numbered_documents(documents), set()))
     _, words, served = _last_tokenised[0]
     served.add(stemmed)
     if len(served) == 2:
         _last_tokenised.clear()
     return words
+
+
+#: Passages tokenised at a time: only one block's tokens are ever Python strings (at 1,000,000 passages all of them
+#: at once took about 4 GB), the ids are kept as int32.
+_TOKENISE_BLOCK = 10_000
+
+
+def _numbered_documents(documents: tuple[Document, ...]) -> _Words:
+    """:func:`_numbered` of the documents' plain tokens, tokenised a block at a time: the same vocabulary, ids
+    (as int32) and lengths, since ids are numbered by first appearance in the same stream of tokens."""
+    ids: defaultdict[str, int] = defaultdict(count().__next__)
+    lengths = np.empty(len(documents), dtype=np.int64)
+    parts = []
+    for start in range(0, len(documents), _TOKENISE_BLOCK):
+        block = [tokenize(passage_text(d)) for d in documents[start : start + _TOKENISE_BLOCK]]
+        lengths[start : start + len(block)] = [len(tokens) for tokens in block]
+        numbered = np.fromiter(map(ids.__getitem__, chain.from_iterable(block)), dtype=np.int64)
+        if len(ids) > np.iinfo(np.int32).max:
+            raise ValueError(f"more than {np.iinfo(np.int32).max:,} distinct words: too many for int32 ids")
+        parts.append(numbered.astype(np.int32))
+    key = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
+    return _Words(dict(ids), key, lengths)
 
 
 def _stemmed(words: _Words) -> _Words:

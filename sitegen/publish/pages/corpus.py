@@ -86,7 +86,7 @@ def _external_runs(c: CorpusView) -> list[dict[str, Any]]:
         views.append(
             {
                 "name": ranker,
-                "run_href": c.files.run(ranker),
+                "run_href": c.run_files[ranker],
                 "source": params["source"],
                 "source_href": c.files.at(params["source"]),
                 "sha256": params["sha256"],

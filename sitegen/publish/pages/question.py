@@ -44,7 +44,8 @@ def _passage_shards(c: CorpusView, linked: set[str]) -> tuple[dict[str, str], li
     if c.summary.redacted:
         return {}, []  # no text to show: the question pages give each passage's id, grade and sha256
     anchors = _anchors(c)
-    ordered = [doc_id for doc_id in c.passages if doc_id in linked]
+    # A passage held by reference for its size (its record has no text) has no text to show: no shard, no link.
+    ordered = [doc_id for doc_id in c.passages if doc_id in linked and "text" in c.passages[doc_id]]
     hrefs: dict[str, str] = {}
     pages = []
     count = -(-len(ordered) // PASSAGES_PER_SHARD)
@@ -134,12 +135,12 @@ def _rankers(c: CorpusView, query_id: str) -> list[dict[str, Any]]:
                 "name": r,
                 "badge": basis_badge(c, r),
                 "hits": hits(c, r, query_id, TOP_N),
-                "run_href": c.files.run(r),
+                "run_href": c.run_files[r],
                 # the table names the run file and question once; each span gives only ``<index>/1`` (a score, in
                 # the "short" format with its six decimals in the title) or ``<index>/2/<n>`` (a fusion's rank in
                 # its n-th component, the format most of its spans use)
                 "table": {
-                    "base": f"{c.files.run(r)}#/queries/{pointer_part(query_id)}",
+                    "base": f"{c.run_files[r]}#/queries/{pointer_part(query_id)}",
                     "fmt": "raw" if params.get("components") else "short",
                 },
                 "components": sorted(params.get("components") or []),

@@ -81,9 +81,12 @@ def basis_badge(c: CorpusEvidence, ranker: str) -> str | None:
 
 def withheld(record: Mapping[str, Any]) -> str | None:
     """What a page shows for a text a redacted bundle withholds: its sha256, cut to 16 hex digits (the
-    evidence has all 64); None for a passage or question whose text is published."""
-    if "text" in record or "text_sha256" not in record:
+    evidence has all 64); for a text held by reference for its size, that it is; None for a passage or question
+    whose text is published."""
+    if "text" in record:
         return None
+    if "text_sha256" not in record:  # a corpus too large to copy: its texts are held by reference, not hashed
+        return "text held by reference (not in the bundle)"
     return f"text withheld, sha256 {record['text_sha256'][:16]}…"
 
 
