@@ -1401,7 +1401,10 @@ def rerank_vectors(bundle: Bundle, corpus: str, embedding: Any, rel: str) -> Emb
 
 def _verify_bi_rerank(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any], rel: str) -> str:
     first, tops = _rerank_candidates(bundle, corpus, run, rel)
-    if _vectors_withheld(bundle, corpus):
+    embedding = run["params"].get("embedding")
+    if _vectors_withheld(
+        bundle, corpus, vector_folder(bundle, corpus, embedding if isinstance(embedding, str) else "")
+    ):
         for qid, hits in run["queries"].items():
             _check_rerank_list(check, f"{rel}: query {qid}", first, hits, tops[qid])
         return _needs(check, "the cosine scores of the rerank", "vectors")
@@ -3508,7 +3511,7 @@ def check_rerank(check: Check, bundle: Bundle, corpus: str) -> str:
     stages = [
         r
         for r in bundle.rankers(corpus)
-        if (bundle.site / f"evidence/{corpus}/runs/{r}.json").is_file()
+        if r in run_files(bundle.site, corpus)
         and family_of(bundle, corpus, r, bundle.run(corpus, r)) == "rerank"
         and expected_contract(bundle, corpus, r, bundle.run(corpus, r))[1] == "bi-encoder rerank"
     ]
@@ -3516,7 +3519,10 @@ def check_rerank(check: Check, bundle: Bundle, corpus: str) -> str:
         if (bundle.site / rel).is_file():
             check.fail(f"{rel}: present, but no run is a bi-encoder rerank")
         return "no bi-encoder rerank stage"
-    if _vectors_withheld(bundle, corpus):
+    if any(
+        _vectors_withheld(bundle, corpus, vector_folder(bundle, corpus, rerank_embedding(bundle, corpus, r)))
+        for r in stages
+    ):
         return _needs(check, "the rerank depth sweep", "vectors")
     stored, inputs = bundle.json(rel), bundle.inputs(corpus)
     depth = recorded_command(bundle).depth
@@ -3597,7 +3603,8 @@ def check_cost(check: Check, bundle: Bundle, corpus: str) -> str:
     passages' tokens, and the packaged model's size against this file's pin."""
     rel = f"evidence/{corpus}/cost.json"
     stored, inputs = bundle.json(rel), bundle.inputs(corpus)
-    rankers = [r for r in bundle.rankers(corpus) if (bundle.site / f"evidence/{corpus}/runs/{r}.json").is_file()]
+    present = set(run_files(bundle.site, corpus))
+    rankers = [r for r in bundle.rankers(corpus) if r in present]
     own: dict[str, list[str]] = {}
     indexes: dict[str, int] = {}
     models: dict[str, dict[str, Any]] = {}

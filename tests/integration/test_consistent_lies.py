@@ -373,8 +373,13 @@ def test_the_gate_fails_on_a_build_of_another_question_set_naming_the_files(hone
     build_site(_options(tmp_path, edited, "site", allow_edited=True), model=FakeEmbeddingModel())
     outcome = check_gate(gate, tmp_path / "site")
     assert outcome.failed
-    assert [line.split(":")[1].strip() for line in outcome.changed_inputs] == ["qrels/test.tsv", "queries.jsonl"]
-    assert all(line.endswith(recorded.inputs["tiny"][line.split(":")[1].strip()]) for line in outcome.changed_inputs)
+    named = [line.split(":")[1].strip() for line in outcome.changed_inputs]
+    # the reworded question's vector changed too: the gate records the stored vectors beside the question set
+    assert named == ["embeddings/index.json", "embeddings/queries.npy", "qrels/test.tsv", "queries.jsonl"]
+    assert all(
+        f"the gate recorded {recorded.inputs['tiny'][line.split(':')[1].strip()]}" in line
+        for line in outcome.changed_inputs
+    )
     allowed = check_gate(gate, tmp_path / "site", allow_changed_inputs=True)
     assert allowed.changed_inputs == outcome.changed_inputs and allowed.inputs_allowed
     assert allowed.failed == any(r.status == "FAIL" for r in allowed.results)  # only the metrics can fail it now

@@ -15,7 +15,7 @@ import pytest
 
 from sitegen import audit
 from sitegen.errors import BuildError
-from sitegen.inputs.importers import import_beir
+from sitegen.inputs.importers import ImportOptions, import_beir
 from sitegen.publish import evidence
 from sitegen.publish.size_guard import SiteLimits
 from tests.helpers import REPO, build, tree_digest
@@ -35,7 +35,7 @@ def shipped_audit(site: Path, *extra: str) -> tuple[int, str]:
 @pytest.fixture(scope="module")
 def collection(tmp_path_factory: pytest.TempPathFactory) -> Path:
     corpora = tmp_path_factory.mktemp("large") / "corpora"
-    import_beir(FIXTURE, "cranfield", license_text="research use (test)", to=corpora)
+    import_beir(FIXTURE, ImportOptions("cranfield", "research use (test)", to=corpora))
     return corpora
 
 
@@ -138,7 +138,8 @@ def test_a_site_over_the_limits_is_refused_with_the_numbers_and_the_old_site_kep
         build(collection, out, rankers=("bm25",), size_limits=SiteLimits(site_bytes=1_000_000, file_bytes=200_000))
     message = str(caught.value)
     assert "over GitHub Pages' 1.0 MB (1,000,000 bytes)" in message
-    assert "over git's 0.2 MB (200,000 bytes) limit: evidence/cranfield/inputs/corpus.jsonl 0.3 MB" in message
+    assert "over git's 0.2 MB (200,000 bytes) limit: " in message
+    assert "evidence/cranfield/inputs/corpus.jsonl 0.3 MB (269,556 bytes)" in message
     assert tree_digest(out) == before
 
 
