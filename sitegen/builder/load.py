@@ -20,7 +20,6 @@ from sitegen.inputs.corpus import CONFIG_FILE, RUNS_DIR, Corpus, discover_corpor
 from sitegen.inputs.dates import source_date_epoch
 from sitegen.inputs.freeze import check_frozen
 from sitegen.inputs.fusion_settings import parse_fusions
-from sitegen.inputs.rerank_settings import parse_reranks
 from sitegen.inputs.vectors import SuppliedVectors, read_supplied_vectors
 from sitegen.publish.layout import external_run_input
 from sitegen.publish.redaction import check_redaction
@@ -28,6 +27,7 @@ from sitegen.rankers import make_rankers, model_rankers
 from sitegen.rankers.external import ExternalRunRanker, check_ids, read_trec_run
 from sitegen.rankers.fusion import RRFRanker, RRFSettings
 from sitegen.rankers.rerank import BiEncoderScorer, RerankRanker
+from sitegen.rankers.rerank_settings import RerankConfig, RerankSettingsError, parse_reranks
 from sitegen.rankers.retriever import RetrieverRanker, load_retriever, retriever_ranker
 from sitegen.scoring.hygiene import flag_lines, hygiene_report
 from sitegen.wording import count
@@ -43,6 +43,7 @@ __all__ = [
     "load_inputs",
     "question_hygiene",
     "quiet",
+    "rerank_entries",
     "retriever_rankers",
     "select_corpora",
 ]
@@ -203,6 +204,17 @@ def config_models(corpus: Corpus, builtin: Sequence[str]) -> list[Any]:
         raise CorpusError(corpus.root / CONFIG_FILE, str(exc)) from None
 
 
+def rerank_entries(corpus: Corpus) -> tuple[RerankConfig, ...]:
+    """The corpus's ``"reranks"`` parsed; a bad entry is a :class:`CorpusError` naming the file and the line."""
+    try:
+        return parse_reranks(corpus.config.get("reranks", []))
+    except RerankSettingsError as exc:
+        path = corpus.root / CONFIG_FILE
+        text = path.read_text(encoding="utf-8") if path.is_file() else ""
+        line = next((n for n, row in enumerate(text.splitlines(), 1) if '"reranks"' in row), None)
+        raise CorpusError(path, str(exc), line) from None
+
+
 def config_reranks(
     corpus: Corpus, known: Sequence[str], models: Mapping[str, ModelSpec] | None = None
 ) -> list[RerankRanker]:
@@ -212,7 +224,7 @@ def config_reranks(
     path = corpus.root / CONFIG_FILE
     names = list(known)
     reranks: list[RerankRanker] = []
-    for entry in parse_reranks(corpus.config.get("reranks", [])):
+    for entry in rerank_entries(corpus):
         if entry.name in names:
             raise CorpusError(path, f"rerank {entry.name!r}: the name is already a ranker or run of this corpus")
         if entry.first_stage not in names:

@@ -32,6 +32,7 @@ def validate(folders: tuple[Path, ...], corpora_dir: Path | None) -> None:
         sitegen validate corpora/payments-support
         sitegen validate --corpora corpora
     """
+    from sitegen.builder.load import rerank_entries
     from sitegen.inputs.corpus import discover_corpora, validate_corpus
     from sitegen.inputs.vectors import read_supplied_vectors
 
@@ -70,8 +71,9 @@ def validate(folders: tuple[Path, ...], corpora_dir: Path | None) -> None:
         for line in problem_lines(problems, PROBLEMS_PER_FILE):
             error(line)
         if corpus is not None:
-            try:  # supplied vectors (embeddings/) are checked against the corpus's ids
+            try:  # supplied vectors (embeddings/) are checked against the corpus's ids; reranks for shape
                 supplied = read_supplied_vectors(corpus)
+                rerank_entries(corpus)
             except CorpusError as exc:
                 error(str(exc))
                 continue

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from sitegen.embedding.model import EMBEDDING_DIM, EmbeddingConfig, EmbeddingModel
+from sitegen.embedding.paths import default_cache_dir
 from sitegen.embedding.vectors import EmbedStats, text_sha256, usable_vector
 
 __all__ = ["Embedder", "EmbeddingCache", "ProgressFactory", "cache_key", "default_cache_dir"]
@@ -53,14 +53,6 @@ def cache_key(config: EmbeddingConfig, device: str = "cpu") -> str:
     if device != "cpu":
         key["device"] = device
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode("utf-8")).hexdigest()
-
-
-def default_cache_dir() -> Path:
-    """``$SITEGEN_CACHE``, else ``$XDG_CACHE_HOME/sitegen``, else ``~/.cache/sitegen``."""
-    if env := os.environ.get("SITEGEN_CACHE"):
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "sitegen"
 
 
 class EmbeddingCache:

@@ -131,7 +131,7 @@ def join_parts(parts: Sequence[Path], target: Path, weights_sha256: str = MPNET_
 def mpnet_folder(cache_dir: Path | None = None) -> Path | None:
     """The joined model folder in sitegen's cache, joining the installed parts on first use; None when the
     parts are not installed (and no joined folder is cached)."""
-    from sitegen.embedding.cache import default_cache_dir
+    from sitegen.embedding.paths import default_cache_dir
 
     target = (cache_dir or default_cache_dir()) / "models" / _FOLDER
     weights = target / _WEIGHTS

@@ -318,14 +318,8 @@ def _load_config(path: Path) -> dict[str, Any]:
         except error as exc:
             line = next((n for n, row in enumerate(text.splitlines(), 1) if f'"{key}"' in row), None)
             raise CorpusError(path, str(exc), line) from None
-    if "reranks" in config:
-        from sitegen.inputs.rerank_settings import RerankSettingsError, parse_reranks
-
-        try:
-            parse_reranks(config["reranks"])
-        except RerankSettingsError as exc:
-            line = next((n for n, row in enumerate(text.splitlines(), 1) if '"reranks"' in row), None)
-            raise CorpusError(path, str(exc), line) from None
+    # "reranks" name scorers, which are rankers' business: sitegen.rankers.rerank_settings parses them (the build
+    # and `sitegen validate` call it), so that this layer never imports a ranker.
     packing = config.get("packing", {})
     budgets = packing.get("budgets", []) if isinstance(packing, dict) else None
     if (

@@ -9,7 +9,6 @@ import pytest
 
 from sitegen.embedding.vectors import CorpusEmbeddings
 from sitegen.errors import SitegenError
-from sitegen.inputs.rerank_settings import RerankSettingsError, parse_reranks
 from sitegen.rankers import RANKERS, make_rankers
 from sitegen.rankers.base import Contract, Family, Hit, RankInputs, Run
 from sitegen.rankers.rerank import (
@@ -20,6 +19,7 @@ from sitegen.rankers.rerank import (
     RerankRanker,
     rerank_order,
 )
+from sitegen.rankers.rerank_settings import RerankSettingsError, parse_reranks
 from tests.helpers import make_corpus
 
 DOCS = [("d1", "", "alpha"), ("d2", "", "beta"), ("d3", "", "gamma"), ("d4", "", "delta")]
