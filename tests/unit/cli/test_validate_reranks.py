@@ -41,5 +41,5 @@ def test_a_good_rerank_validates_and_parses_into_its_scorer(tmp_path: Path) -> N
 
 def test_the_build_refuses_a_rerank_that_is_not_a_list(tmp_path: Path) -> None:
     folder = _corpus_with(tmp_path, {"name": "re"})
-    with pytest.raises(CorpusError, match="sitegen.json:2: .*must be a list"):
+    with pytest.raises(CorpusError, match=r"sitegen\.json:2: .*must be a list"):
         rerank_entries(load_corpus(folder))
