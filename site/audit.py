@@ -11,7 +11,8 @@ What a pass proves:
   sha256 and size it has on disk; nothing listed is missing, nothing unlisted is there;
 - every BM25 run is what BM25 over the bundle's own copy of the corpus and questions
   gives with the parameters the run states (doc ids, ranks, hit counts, scores);
-- every dense run is the exact cosine ranking of the stored, unit-length embeddings;
+- every dense run is the exact cosine ranking of its model's stored, unit-length embeddings (``embeddings/`` for
+  dense, ``embeddings/<entry>/`` for dense-mpnet and any declared model entry), made by the model that entry names;
 - every fusion run is RRF of the component runs stored beside it, component ranks included;
 - every metric (per question, per kind, overall) follows from the runs and the qrels
   copy by trec_eval's definitions; the ``.trec`` files agree with the JSON runs
@@ -83,6 +84,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import gzip
 import hashlib
 import html
 import html.parser
@@ -117,8 +119,13 @@ SCHEMA_VERSION = 1
 # ranks as an object) and 1 (hit objects) are read too
 RUN_SCHEMA_VERSION = 3
 TREC_DEPTH = 100
+# dense's vectors, under evidence/<corpus>/; a model entry NAME's lie in VECTORS/NAME/, laid out the same way
+VECTORS = "embeddings"
 PACKING_SCHEMA_VERSION = 2  # packing.json: each pack as the run ranks it sends; 1 (ids sent and skipped) is read too
 DENSE_BATCH = 64  # questions scored by one matrix product in the dense check (64 x 100,000 float32: 25 MB)
+# A run's JSON or the records of a file held by reference larger than this is stored gzip-compressed as NAME.gz;
+# at most this, it stays plain (sitegen's layout rule, written again here).
+GZIP_ABOVE = 1 << 20
 MAX_LISTED = 200  # mismatches kept per check in audit.json
 MAX_PRINTED = 10  # mismatches printed under a FAIL line
 TOLERANCES = {
@@ -188,8 +195,13 @@ class Bundle:
         self._memo: dict[tuple[str, str], tuple[Any, AuditError | None]] = {}
 
     def file(self, rel: str) -> Path:
-        """Where a site path's bytes are: the file brought for it with --inputs, else the site's own."""
-        return self.held.get(rel, self.site / rel)
+        """Where a site path's bytes are: the file brought for it with --inputs, else the site's own, plain or
+        stored gzip-compressed as ``rel.gz`` (a large run, the records of a large file)."""
+        if rel in self.held:
+            return self.held[rel]
+        path = self.site / rel
+        compressed = self.site / f"{rel}.gz"
+        return compressed if not path.is_file() and compressed.is_file() else path
 
     def has(self, rel: str) -> bool:
         return self.file(rel).is_file()
@@ -215,8 +227,14 @@ class Bundle:
         def load() -> str:
             if not self.has(rel):
                 raise AuditError(f"{rel}: file is missing")
+            path = self.file(rel)
             try:
-                return self.file(rel).read_text(encoding="utf-8")
+                data = path.read_bytes()
+                if path.name.endswith(".gz"):
+                    data = gzip.decompress(data)
+                return data.decode("utf-8")
+            except (OSError, EOFError) as exc:
+                raise AuditError(f"{path.relative_to(self.site).as_posix()}: not a readable gzip file: {exc}") from None
             except UnicodeDecodeError as exc:
                 raise AuditError(f"{rel}: not valid UTF-8 (byte {exc.start})") from None
 
@@ -266,7 +284,7 @@ class Bundle:
 
     def _linked_runs(self) -> dict[str, set[str]]:
         """Every page read once: {corpus: rankers whose run file some page links to}."""
-        pattern = re.compile(r'evidence/([^"/<>]+)/runs/([^"/<>]+)\.json"')
+        pattern = re.compile(r'evidence/([^"/<>]+)/runs/([^"/<>]+?)\.json(?:\.gz)?"')
         linked: dict[str, set[str]] = {}
         for page in sorted(self.site.glob("**/*.html")):
             for corpus, ranker in pattern.findall(page.read_text(encoding="utf-8", errors="replace")):
@@ -284,7 +302,7 @@ class Bundle:
                 continue
             keys = data.get("rankers", []) if rel.endswith("corpus.json") else list(data)
             named += [r for r in keys if isinstance(r, str)] if isinstance(keys, list) else []
-        found = sorted(p.stem for p in (self.site / "evidence" / corpus / "runs").glob("*.json"))
+        found = run_files(self.site, corpus)
         return list(dict.fromkeys(named + found + self.pages_naming_runs(corpus)))
 
     def run(self, corpus: str, ranker: str) -> dict[str, Any]:
@@ -328,20 +346,28 @@ class Bundle:
     def inputs(self, corpus: str) -> Inputs:
         return self._cached(("inputs", corpus), lambda: _read_inputs(self, corpus))
 
-    def embeddings(self, corpus: str) -> Embeddings:
-        return self._cached(("embeddings", corpus), lambda: _read_embeddings(self, corpus))
+    def embeddings(self, corpus: str, folder: str = VECTORS) -> Embeddings:
+        """The vectors in ``evidence/<corpus>/<folder>/``: ``embeddings`` (dense's), or a model entry's own."""
+        return self._cached(("embeddings", f"{corpus}/{folder}"), lambda: _read_embeddings(self, corpus, folder))
 
     def words(self, corpus: str) -> Words:
         """The words of every passage the rankers index (``Inputs.doc_text``), tokenised once for every check."""
         return self._cached(("words", corpus), lambda: words_of(self.inputs(corpus).doc_text.values()))
 
 
-def _jsonl(bundle: Bundle, rel: str, text: str = "text") -> Iterator[tuple[int, dict[str, Any]]]:
-    """The records of a JSONL input, each with a string ``_id`` and ``text`` (a redacted bundle's records:
-    ``text_sha256``)."""
+def run_files(site: Path, corpus: str) -> list[str]:
+    """The rankers of the run files present, ``runs/<ranker>.json`` or, stored compressed, ``.json.gz``."""
+    folder = site / "evidence" / corpus / "runs"
+    names = [p.name.removesuffix(".gz") for p in folder.glob("*.json*") if p.is_file()]
+    return sorted({n.removesuffix(".json") for n in names if n.endswith(".json")})
+
+
+def _jsonl(bundle: Bundle, rel: str, text: str | None = "text") -> Iterator[tuple[int, dict[str, Any]]]:
+    """The records of a JSONL input, each with a string ``_id`` and ``text`` (records standing in for a file held
+    by reference: ``text`` None, no text field)."""
     for number, obj in _json_records(bundle, rel):
-        if not isinstance(obj.get("_id"), str) or not isinstance(obj.get(text), str):
-            raise AuditError(f"{rel}: line {number}: expected an object with string _id and {text}")
+        if not isinstance(obj.get("_id"), str) or (text is not None and not isinstance(obj.get(text), str)):
+            raise AuditError(f"{rel}: line {number}: expected an object with string _id and {text or '_id'}")
         yield number, obj
 
 
@@ -358,11 +384,12 @@ def _json_records(bundle: Bundle, rel: str) -> Iterator[tuple[int, dict[str, Any
         yield number, obj
 
 
-def _text_file(bundle: Bundle, corpus: str, name: str) -> tuple[str, str]:
+def _text_file(bundle: Bundle, corpus: str, name: str) -> tuple[str, str | None]:
     """Where to read a text input (``corpus.jsonl``) and its text field: the copy (or the file --inputs brought
-    for it), else, in a redacted bundle, the records standing in for it, whose field is ``text_sha256``."""
+    for it), else the records standing in for a file held by reference, which hold no text field (a redacted
+    bundle's a ``text_sha256``, checked by check_referenced; a large file's none)."""
     copy, records = f"evidence/{corpus}/inputs/{name}", f"evidence/{corpus}/referenced/inputs/{name}"
-    return (records, "text_sha256") if not bundle.has(copy) and bundle.has(records) else (copy, "text")
+    return (records, None) if not bundle.has(copy) and bundle.has(records) else (copy, "text")
 
 
 def _read_inputs(bundle: Bundle, corpus: str) -> Inputs:
@@ -380,7 +407,7 @@ def _read_inputs(bundle: Bundle, corpus: str) -> Inputs:
             raise AuditError(f"{corpus_rel}: line {number}: title must be a string")
         if obj["_id"] in doc_text:
             problems.append(f"{corpus_rel}: line {number}: duplicate doc id {obj['_id']}")
-        text = obj["text"] if texts else None
+        text = obj["text"] if texts else None  # records: no text
         doc_text[obj["_id"]] = (f"{title}\n{text}" if title else text) if texts else None
         documents[obj["_id"]] = obj
         passages.append((obj["_id"], title if texts else None, text))
@@ -525,11 +552,12 @@ def _withheld_chunks(bundle: Bundle, corpus: str, queries: dict[str, dict]) -> t
     """A redacted chunked corpus without its texts: the chunks the records of its chunks.jsonl name (each with
     its document and character range in its metadata) and the grades the spans give them. Whether those are
     the chunks the texts give is the chunking check's, with --inputs."""
-    rel = f"evidence/{corpus}/referenced/chunks.jsonl"
+    rel = f"evidence/{corpus}/chunks.jsonl"  # copied when only the corpus was large enough to hold by reference
+    rel = rel if bundle.has(rel) else f"evidence/{corpus}/referenced/chunks.jsonl"
     doc_text: dict[str, None] = {}
     doc_meta: dict[str, dict[str, Any]] = {}
     qrels: dict[str, dict[str, int]] = {}
-    for number, obj in _jsonl(bundle, rel, "text_sha256"):
+    for number, obj in _jsonl(bundle, rel, None):
         meta = obj.get("metadata") or {}
         if not isinstance(meta.get("doc_id"), str) or not all(type(meta.get(k)) is int for k in ("start", "end")):
             raise AuditError(f"{rel}: line {number}: metadata needs doc_id, start and end")
@@ -556,8 +584,8 @@ def allowed(inputs: Inputs, qid: str, doc_id: str) -> bool:
     return True
 
 
-def _read_embeddings(bundle: Bundle, corpus: str) -> Embeddings:
-    base = f"evidence/{corpus}/embeddings"
+def _read_embeddings(bundle: Bundle, corpus: str, folder: str = "embeddings") -> Embeddings:
+    base = f"evidence/{corpus}/{folder}"
     index = bundle.json(f"{base}/index.json")
     if not all(isinstance(index.get(k), list) for k in ("passages", "queries")):
         raise AuditError(f"{base}/index.json: expected 'passages' and 'queries' id lists")
@@ -768,10 +796,11 @@ def _needs(check: Check, what: str, withheld: str = "texts") -> str:
     return f"{what}: not recomputed, the bundle withholds the {withheld}; {how}"
 
 
-def _vectors_withheld(bundle: Bundle, corpus: str) -> bool:
-    """The stored vectors are held by reference and were not brought with --inputs."""
-    return not bundle.has(f"evidence/{corpus}/embeddings/passages.npy") and (
-        "embeddings/passages.npy" in referenced_files(bundle, corpus)
+def _vectors_withheld(bundle: Bundle, corpus: str, folder: str = "embeddings") -> bool:
+    """The stored vectors (``folder``: dense's ``embeddings``, or a model entry's) are held by reference and were
+    not brought with --inputs."""
+    return not bundle.has(f"evidence/{corpus}/{folder}/passages.npy") and (
+        f"{folder}/passages.npy" in referenced_files(bundle, corpus)
     )
 
 
@@ -830,6 +859,7 @@ def required_files(bundle: Bundle, corpus: str) -> dict[str, str]:
             "hygiene.json",
             "trec_eval.json",
             "qrels.trec",
+            "cost.json",
         )
     }
     try:
@@ -837,9 +867,15 @@ def required_files(bundle: Bundle, corpus: str) -> dict[str, str]:
     except AuditError:
         published = Publication(False, True)  # the choices check reports an unreadable command
     withheld = "inputs/sitegen.json or the recorded command publishes it redacted: its texts are held by reference"
+    try:
+        held = referenced_files(bundle, corpus)
+    except AuditError:
+        held = {}
     for name in ("corpus.jsonl", "queries.jsonl"):
         if published.redacted:
             need[f"{base}/referenced/inputs/{name}"] = withheld
+        elif f"inputs/{name}" in held:  # large (check_referenced holds it to --reference and --reference-above)
+            need[f"{base}/referenced/inputs/{name}"] = f"referenced.json holds inputs/{name} by reference"
         else:
             need[f"{base}/inputs/{name}"] = "every corpus has it"
     if published.redacted:
@@ -853,7 +889,7 @@ def required_files(bundle: Bundle, corpus: str) -> dict[str, str]:
     config_rel = f"{base}/inputs/sitegen.json"
     config = bundle.json(config_rel) if (bundle.site / config_rel).is_file() else {}
     if isinstance(config.get("chunking"), dict):
-        chunks = "referenced/chunks.jsonl" if published.redacted else "chunks.jsonl"
+        chunks = "referenced/chunks.jsonl" if published.redacted or "chunks.jsonl" in held else "chunks.jsonl"
         for name in ("chunking.json", chunks):
             need[f"{base}/{name}"] = "inputs/sitegen.json asks for chunking"
     copy_rel = f"{base}/baseline/baseline.json"
@@ -873,9 +909,14 @@ def required_files(bundle: Bundle, corpus: str) -> dict[str, str]:
             family, verifier = expected_contract(bundle, corpus, ranker, bundle.run(corpus, ranker))
         except AuditError:
             continue
-        if family in ("dense", "postgres"):
+        if verifier == "bi-encoder rerank":
+            need[f"{base}/rerank.json"] = f"{ranker} is a bi-encoder rerank, whose depths are swept"
+        if family in ("dense", "postgres") or verifier == "bi-encoder rerank":
+            by = rerank_embedding(bundle, corpus, ranker) if verifier == "bi-encoder rerank" else ranker
+            folder = vector_folder(bundle, corpus, by)
             for name in ("index.json", "passages.npy", "queries.npy") if published.vectors else ("index.json",):
-                need[f"{base}/embeddings/{name}"] = f"{ranker} ranks by the stored vectors"
+                if f"{folder}/{name}" not in held:  # a large matrix held: check_referenced holds it to the rule
+                    need[f"{base}/{folder}/{name}"] = f"{ranker} ranks by the stored vectors"
         if verifier in POSTGRES_VERIFIERS:
             need[f"{base}/postgres.json"] = f"{ranker} ran in PostgreSQL"
     return need
@@ -884,11 +925,33 @@ def required_files(bundle: Bundle, corpus: str) -> dict[str, str]:
 def check_presence(check: Check, bundle: Bundle, corpus: str) -> str:
     need = required_files(bundle, corpus)
     for rel, why in need.items():
-        if not (bundle.site / rel).is_file():
+        if not (bundle.site / rel).is_file() and not _stored_compressed(bundle, rel):
             check.fail(f"{rel}: missing, and required: {why}")
+    for ranker in run_files(bundle.site, corpus):
+        _check_stored_form(check, bundle, f"evidence/{corpus}/runs/{ranker}.json")
     if not any(rel.endswith(".json") and "/runs/" in rel for rel in need):
         check.fail(f"evidence/{corpus}: no ranker run at all")
     return f"all {len(need)} files the inputs and runs call for are present"
+
+
+def _stored_compressed(bundle: Bundle, rel: str) -> bool:
+    """Whether ``rel`` may be, and is, stored as ``rel.gz``: a run's JSON or the records of a file held by
+    reference."""
+    compressible = ("/runs/" in rel and rel.endswith(".json")) or "/referenced/" in rel
+    return compressible and (bundle.site / f"{rel}.gz").is_file()
+
+
+def _check_stored_form(check: Check, bundle: Bundle, rel: str) -> None:
+    """A compressible file is stored one way, by its size: plain up to GZIP_ABOVE bytes, gzip-compressed above."""
+    plain, compressed = bundle.site / rel, bundle.site / f"{rel}.gz"
+    if plain.is_file() and compressed.is_file():
+        check.fail(f"{rel}: stored both plain and as {compressed.name}")
+    elif plain.is_file() and plain.stat().st_size > GZIP_ABOVE:
+        check.fail(f"{rel}: {plain.stat().st_size} bytes stored plain; above {GZIP_ABOVE} it is stored as .gz")
+    elif compressed.is_file():
+        size = len(bundle.text(rel).encode("utf-8"))
+        if size <= GZIP_ABOVE:
+            check.fail(f"{rel}.gz: {size} bytes compressed; at most {GZIP_ABOVE} a file is stored plain")
 
 
 def check_inputs(check: Check, bundle: Bundle, corpus: str) -> str:
@@ -929,7 +992,7 @@ def check_summary(check: Check, bundle: Bundle, corpus: str) -> str:
         "judged_pairs": inputs.judged_pairs,
         "kinds": {k: sum(1 for q in qs if q["kind"] == k and q["answerable"]) for k in kinds},
         "kind_order": kinds,
-        "embeddings": (bundle.site / "evidence" / corpus / "embeddings").is_dir(),
+        "embeddings": (bundle.site / "evidence" / corpus / "embeddings" / "index.json").is_file(),
         "publish": publication(bundle, corpus).as_dict(),
         "metrics": configured_metrics(bundle, corpus),
     }
@@ -947,15 +1010,15 @@ def check_summary(check: Check, bundle: Bundle, corpus: str) -> str:
     if summary.get("frozen") != (frozen := frozen_summary(bundle, corpus)):
         stated = summary.get("frozen")
         check.fail(f"{rel}: frozen is {stated!r}, inputs/{FROZEN_FILE} and the input copies give {frozen!r}")
-    run_files = sorted(p.stem for p in (bundle.site / "evidence" / corpus / "runs").glob("*.json"))
-    for what, names in (("runs/*.json files", run_files), ("metrics.json rankers", sorted(metrics))):
+    present = run_files(bundle.site, corpus)
+    for what, names in (("runs/*.json files", present), ("metrics.json rankers", sorted(metrics))):
         if sorted(summary.get("rankers", [])) != names:
             check.fail(f"{rel}: rankers {summary.get('rankers')!r} differ from the {what} {names!r}")
     for name in summary.get("inputs", []):
         if not (bundle.site / "evidence" / corpus / name).is_file():
             check.fail(f"{rel}: input {name} is listed but missing")
     _check_trec_contract(check, bundle, corpus, summary)
-    return f"counts, kinds, rankers and inputs agree ({len(run_files)} runs); so do qrels.trec and trec_eval.json"
+    return f"counts, kinds, rankers and inputs agree ({len(present)} runs); so do qrels.trec and trec_eval.json"
 
 
 FROZEN_FILE = "FROZEN.json"
@@ -1101,16 +1164,32 @@ def _check_trec_contract(check: Check, bundle: Bundle, corpus: str, summary: dic
 
 
 def check_embeddings(check: Check, bundle: Bundle, corpus: str) -> str:
-    base = f"evidence/{corpus}/embeddings"
-    if not (bundle.site / base).exists():
+    """Every folder of vectors: dense's ``embeddings/`` and each model entry's ``embeddings/<name>/``, those the
+    rankers call for and those the bundle holds."""
+    if not (bundle.site / f"evidence/{corpus}/{VECTORS}").exists():
         return "no embeddings in this bundle"
-    if _vectors_withheld(bundle, corpus):
+    folders = [VECTORS] if (bundle.site / f"evidence/{corpus}/{VECTORS}/index.json").is_file() else []
+    for ranker in bundle.rankers(corpus):
+        if family_of(bundle, corpus, ranker, bundle.run(corpus, ranker)) == "dense":
+            folders.append(vector_folder(bundle, corpus, ranker))
+    for index in sorted((bundle.site / f"evidence/{corpus}/{VECTORS}").glob("*/index.json")):
+        folders.append(f"{VECTORS}/{index.parent.name}")
+    details = [_check_vector_folder(check, bundle, corpus, folder) for folder in dict.fromkeys(folders)]
+    return "; ".join(details) or "no embeddings in this bundle"
+
+
+def _check_vector_folder(check: Check, bundle: Bundle, corpus: str, folder: str) -> str:
+    base = f"evidence/{corpus}/{folder}"
+    if not (bundle.site / base / "index.json").is_file():
+        check.fail(f"{base}/index.json: missing, and a dense ranker ranks by the vectors there")
+        return f"{folder}: missing"
+    if _vectors_withheld(bundle, corpus, folder):
         index, inputs = bundle.json(f"{base}/index.json"), bundle.inputs(corpus)
         for name, want in (("passages", inputs.doc_text), ("queries", inputs.queries)):
             if sorted(index.get(name) or []) != sorted(want):
                 check.fail(f"{base}/index.json: {name} ids differ from the ids in the inputs")
         return _needs(check, "the vectors' shapes and norms", "vectors")
-    emb, inputs = bundle.embeddings(corpus), bundle.inputs(corpus)
+    emb, inputs = bundle.embeddings(corpus, folder), bundle.inputs(corpus)
     tol = TOLERANCES["embedding_norm_absolute"]
     for name, matrix, want in (("passages", emb.passages, inputs.doc_text), ("queries", emb.queries, inputs.queries)):
         ids = emb.index[name]
@@ -1125,15 +1204,27 @@ def check_embeddings(check: Check, bundle: Bundle, corpus: str) -> str:
             check.fail(f"{base}/index.json: supplied vectors name no model")
         if not emb.index.get("weights_sha256") and not supplied.get("provenance"):
             check.fail(f"{base}/index.json: supplied vectors give neither weights_sha256 nor provenance")
-    else:
+    elif folder == VECTORS:
         model = bundle.json("evidence/manifest.json").get("model") or {}
         for key, manifest_key in (("model", "name"), ("weights_sha256", "weights_sha256")):
             if emb.index.get(key) != model.get(manifest_key):
                 found, said = emb.index.get(key), model.get(manifest_key)
                 check.fail(f"{base}/index.json: {key} {found!r}, manifest says {said!r}")
+    else:  # a model entry's own vectors: the model its entry names, and the manifest's record of the entry
+        want = folder_models(bundle, corpus).get(folder)
+        if want is None:
+            check.fail(f"{base}/: no shipped ranker or declared model entry ranks by the vectors here")
+        elif emb.index.get("model") != want:
+            check.fail(f"{base}/index.json: model {emb.index.get('model')!r}, the model entry names {want!r}")
+        recorded = (bundle.json("evidence/manifest.json").get("models") or {}).get(folder.rpartition("/")[2]) or {}
+        for key, manifest_key in (("model", "name"), ("weights_sha256", "weights_sha256")):
+            if emb.index.get(key) != recorded.get(manifest_key):
+                found, said = emb.index.get(key), recorded.get(manifest_key)
+                check.fail(f"{base}/index.json: {key} {found!r}, the manifest's models entry says {said!r}")
     n, d = emb.passages.shape
     source = f", supplied by the corpus ({emb.index.get('model')})" if isinstance(supplied, dict) else ""
-    return f"{n} passage and {len(emb.queries)} question vectors{source}, float32, {d} dimensions, unit length"
+    where = "" if folder == VECTORS else f"{folder}: "
+    return f"{where}{n} passage and {len(emb.queries)} question vectors{source}, float32, {d} dimensions, unit length"
 
 
 def _compare_ranked(check: Check, where: str, hits: list[dict], scores: dict[str, float], depth: int, tol: Any) -> int:
@@ -1191,9 +1282,10 @@ def _verify_bm25(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any],
 
 
 def _verify_dense(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any], rel: str) -> str:
-    if _vectors_withheld(bundle, corpus):
+    folder = vector_folder(bundle, corpus, str(run.get("ranker")))
+    if _vectors_withheld(bundle, corpus, folder):
         return _needs(check, "the cosine scores and order", "vectors")
-    emb = bundle.embeddings(corpus)
+    emb = bundle.embeddings(corpus, folder)
     for key in ("model", "weights_sha256"):
         if run["params"].get(key) != emb.index.get(key):
             check.fail(f"{rel}: params {key} {run['params'].get(key)!r}, index.json says {emb.index.get(key)!r}")
@@ -1204,7 +1296,7 @@ def _verify_dense(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any]
     present, done, batch = [q for q in run["queries"] if q in rows], 0, {}
     for qid, hits in run["queries"].items():
         if qid not in rows:
-            check.fail(f"{rel}: query {qid}: no vector in embeddings/queries.npy")
+            check.fail(f"{rel}: query {qid}: no vector in {folder}/queries.npy")
             continue
         if qid not in batch:  # float32 dot products, as documented, of DENSE_BATCH questions in one product
             ahead, done = present[done : done + DENSE_BATCH], done + DENSE_BATCH
@@ -1219,7 +1311,7 @@ def _verify_dense(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any]
         swaps += _compare_ranked(
             check, f"{rel}: query {qid}", hits, scores, run["depth"], lambda x, y: abs(x - y) <= tol
         )
-    return f"cosine over {len(emb.passages)} stored vectors; {swaps} ranks decided by near-ties"
+    return f"cosine over {len(emb.passages)} stored vectors in {folder}/; {swaps} ranks decided by near-ties"
 
 
 def _verify_rrf(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any], rel: str) -> str:
@@ -1252,6 +1344,99 @@ def _verify_rrf(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any], 
                 got, exp = (json.dumps(x, sort_keys=True) for x in (hit.get("components"), ranks[want]))
                 check.fail(f"{where}: rank {rank} doc {want}: components {got}, recomputed {exp}")
     return f"RRF of {', '.join(comps)}, k={k}, {cand} candidates a list, weights {json.dumps(weights, sort_keys=True)}"
+
+
+RERANK_TIE_RULE = "score descending, then document id ascending"
+RERANK_ADDS = "+ rerank: the first stage's top candidates scored again"
+
+
+def _rerank_candidates(bundle: Bundle, corpus: str, run: dict[str, Any], rel: str) -> tuple[str, dict[str, list]]:
+    """(first stage, {question: the first stage's first N hits}) a rerank run must reorder, N its candidates
+    capped at its depth."""
+    p = run["params"]
+    first, n = p.get("first_stage"), p.get("candidates")
+    if not isinstance(first, str) or type(n) is not int or n < 1 or p.get("components") != [first]:
+        raise AuditError(f"{rel}: params need first_stage (also its one component) and a positive candidates")
+    if p.get("ties") != RERANK_TIE_RULE:
+        raise AuditError(f"{rel}: params.ties is {p.get('ties')!r}, the rerank tie rule is {RERANK_TIE_RULE!r}")
+    queries = bundle.run(corpus, first)["queries"]
+    return first, {q: queries.get(q, [])[: min(n, run["depth"])] for q in run["queries"]}
+
+
+def _check_rerank_list(check: Check, where: str, first: str, hits: list[dict], top: list[dict]) -> None:
+    """The list is exactly the first stage's top N, each hit naming its first-stage rank, in stored-score order
+    (higher first, then doc id ascending)."""
+    if sorted(h["doc_id"] for h in hits) != sorted(h["doc_id"] for h in top):
+        check.fail(f"{where}: its {len(hits)} hits are not exactly the first {len(top)} of {first}")
+    ranks = {h["doc_id"]: h["rank"] for h in top}
+    for rank, hit in enumerate(hits, start=1):
+        if hit.get("components") != {first: ranks.get(hit["doc_id"])}:
+            got, want = json.dumps(hit.get("components"), sort_keys=True), ranks.get(hit["doc_id"])
+            check.fail(f"{where}: rank {rank} doc {hit['doc_id']}: components {got}, {first} ranks it {want}")
+    for rank, (a, b) in enumerate(itertools.pairwise(hits), start=1):
+        if (-a["score"], a["doc_id"]) > (-b["score"], b["doc_id"]):
+            check.fail(
+                f"{where}: ranks {rank}, {rank + 1} ({a['doc_id']}, {b['doc_id']}) break the order score, doc id"
+            )
+
+
+def rerank_embedding(bundle: Bundle, corpus: str, ranker: str) -> str:
+    """The dense ranker whose vectors a bi-encoder rerank scores by, from this file's pins or the corpus's
+    sitegen.json (never the run's own word); ``dense`` when neither names one."""
+    if ranker in PINNED_PARAMS:
+        return str(PINNED_PARAMS[ranker].get("embedding", "dense"))
+    declared = declared_reranks(bundle, corpus).get(ranker)
+    embedding = declared[1].get("embedding") if declared is not None else None
+    return embedding if isinstance(embedding, str) else "dense"
+
+
+def rerank_vectors(bundle: Bundle, corpus: str, embedding: Any, rel: str) -> Embeddings:
+    """The stored vectors of the dense ranker a bi-encoder rerank names: dense's, a shipped model entry's or a
+    model entry the corpus declares."""
+    known = {"dense", *SHIPPED_VECTORS, *declared_models(bundle, corpus)}
+    if embedding not in known:
+        raise AuditError(f"{rel}: embedding {embedding!r} names no vectors this audit knows: {sorted(known)}")
+    return bundle.embeddings(corpus, vector_folder(bundle, corpus, embedding))
+
+
+def _verify_bi_rerank(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any], rel: str) -> str:
+    first, tops = _rerank_candidates(bundle, corpus, run, rel)
+    embedding = run["params"].get("embedding")
+    if _vectors_withheld(
+        bundle, corpus, vector_folder(bundle, corpus, embedding if isinstance(embedding, str) else "")
+    ):
+        for qid, hits in run["queries"].items():
+            _check_rerank_list(check, f"{rel}: query {qid}", first, hits, tops[qid])
+        return _needs(check, "the cosine scores of the rerank", "vectors")
+    emb = rerank_vectors(bundle, corpus, run["params"].get("embedding"), rel)
+    for key in ("model", "weights_sha256"):
+        if run["params"].get(key) != emb.index.get(key):
+            check.fail(f"{rel}: params {key} {run['params'].get(key)!r}, index.json says {emb.index.get(key)!r}")
+    rows = {q: i for i, q in enumerate(emb.index["queries"])}
+    position = {d: i for i, d in enumerate(emb.index["passages"])}
+    tol, swaps = TOLERANCES["dense_score_absolute"], 0
+    for qid, hits in run["queries"].items():
+        where = f"{rel}: query {qid}"
+        _check_rerank_list(check, where, first, hits, tops[qid])
+        if qid not in rows:
+            check.fail(f"{where}: no vector in embeddings/queries.npy")
+            continue
+        ids = [h["doc_id"] for h in tops[qid] if h["doc_id"] in position]
+        values = emb.passages[[position[d] for d in ids]] @ emb.queries[rows[qid]] if ids else []
+        scores = {d: float(v) for d, v in zip(ids, values, strict=True)}
+        swaps += _compare_ranked(check, where, hits, scores, len(tops[qid]), lambda x, y: abs(x - y) <= tol)
+    n = run["params"]["candidates"]
+    return f"cosine rerank of {first}'s top {n} from the stored vectors; {swaps} ranks decided by near-ties"
+
+
+def _verify_stored_rerank(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any], rel: str) -> str:
+    """A cross-encoder's or a hook's rerank: its scores cannot be recomputed here (``sitegen audit --rescore``
+    runs a cross-encoder again); the list must be the first stage's top N in the order of the stored scores."""
+    first, tops = _rerank_candidates(bundle, corpus, run, rel)
+    for qid, hits in run["queries"].items():
+        _check_rerank_list(check, f"{rel}: query {qid}", first, hits, tops[qid])
+    n = run["params"]["candidates"]
+    return f"exactly {first}'s top {n}, ordered by the stored scores ({RERANK_TIE_RULE}); scores not recomputed"
 
 
 # A run's params["method"] names the definition it is checked against.
@@ -1452,6 +1637,9 @@ VERIFIERS: dict[str, Callable[[Check, Bundle, str, dict[str, Any], str], str]] =
     "pgvector-hnsw": _verify_pgvector,
     "postgres-tsvector": _verify_tsvector,
     "postgres-hybrid-sql": _verify_rrf,  # the one-statement fusion must equal RRF of the two stored pg runs
+    "bi-encoder rerank": _verify_bi_rerank,
+    "cross-encoder rerank": _verify_stored_rerank,
+    "hook rerank": _verify_stored_rerank,
 }
 
 # The closed world. Each ranker sitegen ships, by name: its family and the verifier that checks it, whatever
@@ -1464,6 +1652,9 @@ SHIPPED_RANKERS: dict[str, tuple[str, str]] = {
     "dense": ("dense", "exact cosine"),
     "rrf-dense-bm25": ("fusion", "reciprocal rank fusion"),
     "rrf-dense-bm25-stem": ("fusion", "reciprocal rank fusion"),
+    "dense-mpnet": ("dense", "exact cosine"),
+    "rrf-mpnet-bm25": ("fusion", "reciprocal rank fusion"),
+    "rrf-mpnet-bm25-stem": ("fusion", "reciprocal rank fusion"),
     "bm25-filtered": ("lexical", "okapi-bm25"),
     "dense-filtered": ("dense", "exact cosine"),
     "rrf-dense-bm25-filtered": ("fusion", "reciprocal rank fusion"),
@@ -1475,6 +1666,8 @@ SHIPPED_RANKERS: dict[str, tuple[str, str]] = {
     "pg-tsvector-filtered": ("postgres", "postgres-tsvector"),
     "rrf-pgvector-tsvector-filtered": ("fusion", "reciprocal rank fusion"),
     "pg-hybrid-sql-filtered": ("postgres", "postgres-hybrid-sql"),
+    "rerank-dense": ("rerank", "bi-encoder rerank"),
+    "rerank-mpnet": ("rerank", "bi-encoder rerank"),
 }
 RECOMPUTED_FAMILIES: dict[str, str] = {
     "lexical": "okapi-bm25",
@@ -1497,6 +1690,14 @@ REPRODUCTIONS: dict[str, tuple[str, int]] = {
 # embeddings/index.json says so, and `audit.py --corpora` compares them with the trusted checkout). Its
 # weights, and whether the stored vectors are what they give, only `sitegen audit --reembed` can tell.
 PACKAGED_MODEL = {"model": "sentence-transformers/all-MiniLM-L6-v2"}
+# The models sitegen packages, by the name a model entry gives them (sitegen.toml's [[models]], --model, a
+# corpus's "models"); any other entry names its model itself (a hub id or a folder).
+MPNET_MODEL = "sentence-transformers/all-mpnet-base-v2"
+PACKAGED_PROVIDERS = {"minilm": PACKAGED_MODEL["model"], "mpnet": MPNET_MODEL}
+# Each shipped ranker that ranks by a model entry's own vectors: its folder under evidence/<corpus>/ and the model.
+# Every other shipped dense or pgvector ranker ranks by dense's vectors in embeddings/ (PACKAGED_MODEL), and a
+# declared model entry NAME by those in embeddings/NAME/.
+SHIPPED_VECTORS: dict[str, tuple[str, str]] = {"dense-mpnet": (f"{VECTORS}/dense-mpnet", MPNET_MODEL)}
 # sha256 of bm25-stem's stop list as its run stores it: json.dumps(sorted list), UTF-8.
 STOP_WORDS_SHA256 = "037fbab82f57a03b08902b5c9e6bb53350579965cfc88bd3a133bcfa5cc5e57b"
 _BM25 = {"k1": 1.2, "b": 0.75}
@@ -1520,6 +1721,9 @@ PINNED_PARAMS: dict[str, dict[str, Any]] = {
     "dense": {},
     "rrf-dense-bm25": _fusion("dense", "bm25"),
     "rrf-dense-bm25-stem": _fusion("dense", "bm25-stem"),
+    "dense-mpnet": {},
+    "rrf-mpnet-bm25": _fusion("dense-mpnet", "bm25"),
+    "rrf-mpnet-bm25-stem": _fusion("dense-mpnet", "bm25-stem"),
     "bm25-filtered": {**_BM25, "stemmed": False, "stop_words": [], "filtered": True},
     "dense-filtered": {"filtered": True},
     "rrf-dense-bm25-filtered": {**_fusion("dense-filtered", "bm25-filtered"), "filtered": True},
@@ -1531,6 +1735,21 @@ PINNED_PARAMS: dict[str, dict[str, Any]] = {
     "pg-tsvector-filtered": {"filtered": True},
     "rrf-pgvector-tsvector-filtered": {**_fusion("pg-vector-filtered", "pg-tsvector-filtered"), "filtered": True},
     "pg-hybrid-sql-filtered": {**_fusion("pg-vector-filtered", "pg-tsvector-filtered", base=_HYBRID), "filtered": True},
+    # the seed's pipeline end to end: the fused top 50 reranked by the packaged model's cosine
+    "rerank-dense": {
+        "first_stage": "rrf-dense-bm25",
+        "candidates": 50,
+        "components": ["rrf-dense-bm25"],
+        "scorer": "bi-encoder",
+        "embedding": "dense",
+    },
+    "rerank-mpnet": {
+        "first_stage": "rrf-dense-bm25",
+        "candidates": 50,
+        "components": ["rrf-dense-bm25"],
+        "scorer": "bi-encoder",
+        "embedding": "dense-mpnet",
+    },
 }
 # Rankers that need PostgreSQL, themselves or through a component: they may all be "not run" together
 # (postgres.json says why), never some of them.
@@ -1563,6 +1782,9 @@ class BuildCommand:
     depth: int
     redact: tuple[str, ...] = ()  # --redact NAME: published without its texts
     publish_vectors: bool = False  # --publish-vectors: a redacted corpus's vectors published all the same
+    models: dict[str, str] = field(default_factory=dict)  # --model NAME=MODEL (or a JSON entry): name -> model
+    reference: tuple[str, ...] = ()  # --reference NAME: its texts and vectors held by reference, whatever their size
+    reference_above: int = 50_000_000  # --reference-above BYTES: a text input or vectors above it held by reference
 
 
 _VALUED_OPTIONS = (
@@ -1576,6 +1798,9 @@ _VALUED_OPTIONS = (
     "--title",
     "--description",
     "--redact",
+    "--model",
+    "--reference",
+    "--reference-above",
 )
 _FLAG_OPTIONS = ("--allow-edited", "--publish-vectors")
 
@@ -1608,6 +1833,9 @@ def recorded_command(bundle: Bundle) -> BuildCommand:
     depth = values["--depth"][-1] if values["--depth"] else str(TREC_DEPTH)
     if not depth.isdigit() or int(depth) < 1:
         raise AuditError(f"evidence/manifest.json: command {text!r}: --depth {depth} is not a positive integer")
+    above = values["--reference-above"][-1] if values["--reference-above"] else str(BuildCommand.reference_above)
+    if not above.isdigit():
+        raise AuditError(f"evidence/manifest.json: command {text!r}: --reference-above {above} is not a byte count")
     return BuildCommand(
         tuple(values["--only"]),
         tuple(values["--ranker"]),
@@ -1616,7 +1844,57 @@ def recorded_command(bundle: Bundle) -> BuildCommand:
         int(depth),
         tuple(values["--redact"]),
         "--publish-vectors" in flags,
+        dict(_model_entry(text, spec) for spec in values["--model"]),
+        tuple(values["--reference"]),
+        int(above),
     )
+
+
+def _model_entry(text: str, spec: str) -> tuple[str, str]:
+    """A recorded ``--model`` value, ``NAME=MODEL`` or a JSON object with name and model: (name, model)."""
+    if spec.lstrip().startswith("{"):
+        try:
+            entry = json.loads(spec)
+        except json.JSONDecodeError:
+            entry = None
+    else:
+        name, sep, model = spec.partition("=")
+        entry = {"name": name, "model": model} if sep else None
+    if not (isinstance(entry, dict) and isinstance(entry.get("name"), str) and isinstance(entry.get("model"), str)):
+        raise AuditError(f"evidence/manifest.json: command {text!r}: --model {spec!r} names no model entry")
+    return entry["name"], entry["model"]
+
+
+def declared_models(bundle: Bundle, corpus: str) -> dict[str, str]:
+    """The model entries this corpus's dense rankers come from, beyond the shipped ones: the recorded command's
+    --model and inputs/sitegen.json's "models", each name -> the model it names (a packaged one by its name)."""
+    rel = f"evidence/{corpus}/inputs/sitegen.json"
+    config = bundle.json(rel) if (bundle.site / rel).is_file() else {}
+    entries = dict(recorded_command(bundle).models)
+    for entry in config.get("models", []) if isinstance(config.get("models"), list) else []:
+        if isinstance(entry, dict) and isinstance(entry.get("name"), str) and isinstance(entry.get("model"), str):
+            entries[entry["name"]] = entry["model"]
+    return {name: PACKAGED_PROVIDERS.get(model, model) for name, model in entries.items()}
+
+
+def vector_folder(bundle: Bundle, corpus: str, ranker: str) -> str:
+    """The folder (under evidence/<corpus>/) of the vectors a dense ranker ranks by, by this file's tables and
+    the declared model entries: a shipped entry's own folder, ``embeddings/NAME`` for a declared entry NAME,
+    else dense's ``embeddings``."""
+    if ranker in SHIPPED_VECTORS:
+        return SHIPPED_VECTORS[ranker][0]
+    if ranker not in SHIPPED_RANKERS and ranker in declared_models(bundle, corpus):
+        return f"{VECTORS}/{ranker}"
+    return VECTORS
+
+
+def folder_models(bundle: Bundle, corpus: str) -> dict[str, str]:
+    """The model each model entry's vector folder must hold, by folder (shipped and declared entries)."""
+    found = {folder: model for folder, model in SHIPPED_VECTORS.values()}
+    for name, model in declared_models(bundle, corpus).items():
+        if name not in SHIPPED_RANKERS:
+            found[f"{VECTORS}/{name}"] = model
+    return found
 
 
 @dataclass(frozen=True)
@@ -1627,10 +1905,18 @@ class Publication:
 
     redacted: bool
     vectors: bool
+    referenced: bool = False  # --reference NAME: every text input, chunk file and matrix of vectors held
+    reference_above: int = BuildCommand.reference_above  # any of them larger than this held
+
+    def held(self, size: int) -> bool:
+        """Whether a text input, chunk file or matrix of vectors of ``size`` bytes is held by reference (a redacted
+        corpus's texts and withheld vectors aside)."""
+        return self.referenced or size > self.reference_above
 
     def as_dict(self) -> dict[str, Any]:
         """``corpus.json``'s ``publish``."""
-        return {"mode": "redacted" if self.redacted else "full", "vectors": self.vectors}
+        referenced = {"referenced": True} if self.referenced else {}
+        return {"mode": "redacted" if self.redacted else "full", "vectors": self.vectors} | referenced
 
 
 def publication(bundle: Bundle, corpus: str) -> Publication:
@@ -1638,7 +1924,8 @@ def publication(bundle: Bundle, corpus: str) -> Publication:
     config = bundle.json(rel) if (bundle.site / rel).is_file() else {}
     command = recorded_command(bundle)
     redacted = config.get("publish") == "redacted" or corpus in command.redact
-    return Publication(redacted, not redacted or command.publish_vectors)
+    vectors = not redacted or command.publish_vectors
+    return Publication(redacted, vectors, corpus in command.reference, command.reference_above)
 
 
 def expected_rankers(bundle: Bundle, corpus: str) -> dict[str, str]:
@@ -1649,11 +1936,15 @@ def expected_rankers(bundle: Bundle, corpus: str) -> dict[str, str]:
     command, inputs = recorded_command(bundle), bundle.inputs(corpus)
     asked: list[str] = []
 
+    reranks = declared_reranks(bundle, corpus)
+
     def place(name: str) -> None:
         if name in PINNED_PARAMS:
             components = PINNED_PARAMS[name].get("components", [])
+        elif name in reranks:
+            components = reranks[name][1]["components"]
         else:  # a ranker sitegen does not ship (a --ranker plugin): what its run fuses, checked by its verifier
-            present = (bundle.site / "evidence" / corpus / "runs" / f"{name}.json").is_file()
+            present = bundle.has(f"evidence/{corpus}/runs/{name}.json")
             components = (bundle.run(corpus, name)["params"].get("components") or []) if present else []
         for component in components:
             place(component)
@@ -1679,8 +1970,13 @@ def expected_rankers(bundle: Bundle, corpus: str) -> dict[str, str]:
             need[name] = f"the recorded command scores it with --run {name}={where}:..."
     for name in command.retrievers:
         need[name] = f"the recorded command runs it with --retriever {name}=..."
+    for name in declared_models(bundle, corpus):
+        if name not in need:
+            need[name] = "the recorded command (--model) or inputs/sitegen.json declares it as a model entry"
     for name in declared_fusions(bundle, corpus):
         need[name] = "inputs/sitegen.json declares it among its fusions"
+    for name in reranks:
+        need[name] = "inputs/sitegen.json declares it among its reranks"
     return need
 
 
@@ -1730,6 +2026,45 @@ def declared_fusions(bundle: Bundle, corpus: str) -> dict[str, dict[str, Any]]:
     return declared
 
 
+# The verifier of each scorer kind a corpus's sitegen.json may declare for a rerank stage, and the params its run
+# must then state; candidates default to 50, a bi-encoder's embedding to the packaged model's ranker.
+RERANK_SCORERS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "bi-encoder": ("bi-encoder rerank", ("embedding",)),
+    "cross-encoder": ("cross-encoder rerank", ("model", "max_length")),
+    "hook": ("hook rerank", ("hook",)),
+}
+RERANK_DEFAULTS = {"candidates": 50, "embedding": "dense", "max_length": None}
+
+
+def declared_reranks(bundle: Bundle, corpus: str) -> dict[str, tuple[str, dict[str, Any]]]:
+    """The rerank stages inputs/sitegen.json declares (``"reranks"``): name -> (verifier, the params its run must
+    state). An entry of an unknown scorer kind is left out, and its run is then refused as a ranker nobody
+    declared."""
+    rel = f"evidence/{corpus}/inputs/sitegen.json"
+    config = bundle.json(rel) if (bundle.site / rel).is_file() else {}
+    declared = {}
+    for entry in config.get("reranks", []) if isinstance(config.get("reranks"), list) else []:
+        scorer = entry.get("scorer") if isinstance(entry, dict) else None
+        if (
+            not (isinstance(entry.get("name"), str) and isinstance(scorer, dict))
+            or scorer.get("kind") not in RERANK_SCORERS
+        ):
+            continue
+        verifier, keys = RERANK_SCORERS[scorer["kind"]]
+        first = entry.get("first_stage")
+        declared[entry["name"]] = (
+            verifier,
+            {
+                "first_stage": first,
+                "components": [first],
+                "candidates": entry.get("candidates", RERANK_DEFAULTS["candidates"]),
+                "scorer": scorer["kind"],
+                **{k: scorer.get(k, RERANK_DEFAULTS.get(k)) for k in keys},
+            },
+        )
+    return declared
+
+
 def pinned_params_problems(ranker: str, params: dict[str, Any]) -> list[str]:
     """How a shipped ranker's stated params differ from this file's pins (empty: they agree)."""
     problems = []
@@ -1756,8 +2091,11 @@ VERIFIER_BASIS: dict[str, tuple[str, ...]] = {
     "external trec run": ("external",),
     "reciprocal rank fusion": (),
     "postgres-hybrid-sql": (),
+    "bi-encoder rerank": ("vectors",),
+    "cross-encoder rerank": ("model",),
+    "hook rerank": ("external",),
 }
-BASIS_ORDER = ("inputs", "vectors", "postgres", "external")
+BASIS_ORDER = ("inputs", "vectors", "postgres", "external", "model")
 RECOMPUTABLE_BASIS = frozenset({"inputs", "vectors"})
 
 
@@ -1812,6 +2150,8 @@ def expected_contract(bundle: Bundle, corpus: str, ranker: str, run: dict[str, A
         return SHIPPED_RANKERS[ranker]
     if (bundle.site / f"evidence/{corpus}/inputs/runs/{ranker}.trec").is_file():
         return EXTERNAL
+    if ranker in (reranks := declared_reranks(bundle, corpus)):
+        return "rerank", reranks[ranker][0]
     family = (run.get("contract") or {}).get("family")
     if family not in RECOMPUTED_FAMILIES:
         raise AuditError(
@@ -1857,12 +2197,18 @@ def check_run(check: Check, bundle: Bundle, corpus: str, ranker: str) -> str:
                 check.fail(
                     f"{rel}: fusion {ranker}: {key} is {params.get(key)!r}, inputs/sitegen.json declares {want!r}"
                 )
-    if family == "dense" and ranker in PINNED_PARAMS:
-        index = bundle.json(f"evidence/{corpus}/embeddings/index.json")
-        if "supplied" not in index and any(index.get(k) != v for k, v in PACKAGED_MODEL.items()):
+    stage = declared_reranks(bundle, corpus).get(ranker) if ranker not in PINNED_PARAMS else None
+    for key, want in (stage[1] if stage is not None else {}).items():
+        if params.get(key) != want:
+            check.fail(f"{rel}: rerank {ranker}: {key} is {params.get(key)!r}, inputs/sitegen.json declares {want!r}")
+    if family == "dense" and (ranker in PINNED_PARAMS or ranker in declared_models(bundle, corpus)):
+        folder = vector_folder(bundle, corpus, ranker)
+        want = folder_models(bundle, corpus).get(folder, PACKAGED_MODEL["model"])
+        index = bundle.json(f"evidence/{corpus}/{folder}/index.json")
+        if "supplied" not in index and index.get("model") != want:
             check.fail(
-                f"{rel}: {ranker} ranks by vectors of model {index.get('model')!r}, not the packaged "
-                f"{PACKAGED_MODEL['model']}, and the corpus supplied no vectors"
+                f"{rel}: {ranker} ranks by vectors of model {index.get('model')!r}, not {want}"
+                + (", and the corpus supplied no vectors" if folder == VECTORS else "")
             )
     if sorted(run["queries"]) != sorted(inputs.queries):
         check.fail(f"{rel}: its query ids differ from inputs/queries.jsonl's")
@@ -2083,6 +2429,9 @@ SIGNAL_OF_VERIFIER = {
     "reciprocal rank fusion": "fusion",
     "postgres-hybrid-sql": "fusion",
     "external trec run": "other",
+    "bi-encoder rerank": "fusion",  # a list made from another ranker's list, as sitegen's signal() says
+    "cross-encoder rerank": "fusion",
+    "hook rerank": "fusion",
 }
 FAILURE_DEPTH = 10
 FAILURE_CLASSES = ("all-miss", "only-lexical", "only-dense", "every-family", "only-fusion", "other")
@@ -2766,6 +3115,8 @@ def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
                     steps.append((c, r, f"{', '.join(others)} fused in"))
             if contract.get("unfiltered") in rankers:
                 steps.append((contract["unfiltered"], r, "the question's metadata filter"))
+            if contract.get("family") == "rerank" and components and components[0] in rankers:
+                steps.append((components[0], r, RERANK_ADDS))
     steps = steps if scored else []
     rows = []
     for prev, r, adds in steps:
@@ -3135,6 +3486,190 @@ def check_chunking(check: Check, bundle: Bundle, corpus: str) -> str:
         f"{len(chunks)} chunks and their labels re-derived; {len(sweep['rows'])} sweep rows recomputed "
         f"({', '.join(sweep_rankers)}; settings and characters embedded from inputs/sitegen.json)"
     )
+
+
+RERANK_SWEEP_DEPTHS = (10, 20, 50, 100)
+RERANK_SWEEP_METRICS = ("ndcg@10", "mrr@10", "recall@10")
+
+
+def exact_dot(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
+    """Dot products as sitegen stores them: each float32 product exact in float64, summed by halving the columns
+    (column j plus column j + half, zero-padded to a power of two), so every machine gets the same bits."""
+    products = matrix.astype(np.float64) * vector.astype(np.float64)
+    size = 1 << max(products.shape[1] - 1, 0).bit_length() if products.shape[1] else 0
+    products = np.pad(products, ((0, 0), (0, size - products.shape[1])))
+    while products.shape[1] > 1:
+        half = products.shape[1] // 2
+        products = products[:, :half] + products[:, half:]
+    return products[:, 0] if size else np.zeros(products.shape[0])
+
+
+def check_rerank(check: Check, bundle: Bundle, corpus: str) -> str:
+    """rerank.json: every bi-encoder rerank stage run again over its first stage's top N for each N of the sweep,
+    from the stored vectors, scored beside the first stage."""
+    rel = f"evidence/{corpus}/rerank.json"
+    stages = [
+        r
+        for r in bundle.rankers(corpus)
+        if r in run_files(bundle.site, corpus)
+        and family_of(bundle, corpus, r, bundle.run(corpus, r)) == "rerank"
+        and expected_contract(bundle, corpus, r, bundle.run(corpus, r))[1] == "bi-encoder rerank"
+    ]
+    if not stages:
+        if (bundle.site / rel).is_file():
+            check.fail(f"{rel}: present, but no run is a bi-encoder rerank")
+        return "no bi-encoder rerank stage"
+    if any(
+        _vectors_withheld(bundle, corpus, vector_folder(bundle, corpus, rerank_embedding(bundle, corpus, r)))
+        for r in stages
+    ):
+        return _needs(check, "the rerank depth sweep", "vectors")
+    stored, inputs = bundle.json(rel), bundle.inputs(corpus)
+    depth = recorded_command(bundle).depth
+    scored = [q for q in inputs.queries if any(g > 0 for g in inputs.qrels.get(q, {}).values())]
+    want: dict[str, Any] = {
+        "schema_version": 1,
+        "depths": [n for n in RERANK_SWEEP_DEPTHS if n <= depth],
+        "metrics": list(RERANK_SWEEP_METRICS),
+        "questions": len(scored),
+        "ties": RERANK_TIE_RULE,
+        "stages": {},
+    }
+    for name in stages:
+        params = bundle.run(corpus, name)["params"]
+        first = bundle.run(corpus, params["first_stage"])["queries"]
+        emb = rerank_vectors(bundle, corpus, params.get("embedding"), rel)
+        rows_of = {q: i for i, q in enumerate(emb.index["queries"])}
+        position = {d: i for i, d in enumerate(emb.index["passages"])}
+        deepest = max(want["depths"])
+        full = {}
+        for q in scored:
+            ids = [h["doc_id"] for h in first.get(q, [])[:deepest]]
+            values = exact_dot(emb.passages[[position[d] for d in ids]], emb.queries[rows_of[q]]) if ids else []
+            full[q] = {d: float(v) for d, v in zip(ids, values, strict=True)}
+        rows = []
+        for n in want["depths"]:
+            before, after, moved = [], [], 0
+            for q in scored:
+                top = [h["doc_id"] for h in first.get(q, [])[:n]]
+                again = sorted(top, key=lambda d, q=q: (-full[q][d], d))
+                before.append({m: metric(m, top, inputs.qrels[q]) for m in RERANK_SWEEP_METRICS})
+                after.append({m: metric(m, again, inputs.qrels[q]) for m in RERANK_SWEEP_METRICS})
+                moved += top[:10] != again[:10]
+            was = {m: math.fsum(x[m] for x in before) / len(before) if before else 0.0 for m in RERANK_SWEEP_METRICS}
+            now = {m: math.fsum(x[m] for x in after) / len(after) if after else 0.0 for m in RERANK_SWEEP_METRICS}
+            delta = {m: now[m] - was[m] for m in RERANK_SWEEP_METRICS}
+            rows.append({"candidates": n, "first_stage": was, "reranked": now, "delta": delta, "moved": moved})
+        want["stages"][name] = {
+            "first_stage": params["first_stage"],
+            "candidates": params["candidates"],
+            "embedding": params.get("embedding"),
+            "rows": rows,
+        }
+    tol = TOLERANCES["metric_absolute"]
+    for key in want:
+        if not _close(stored.get(key), want[key], tol):
+            check.fail(f"{rel}: {key} differs from the recomputation")
+    return f"{len(stages)} rerank stage(s) swept over {want['depths']} candidates, recomputed from the stored vectors"
+
+
+# What the packaged model weighs, pinned: cost.json must say so for every index of vectors it made.
+# Each packaged model's size, read from its safetensors header and file: a model a bundle names is held to
+# these, whatever cost.json says.
+PACKAGED_MODEL_SIZES = {
+    "sentence-transformers/all-MiniLM-L6-v2": {"parameters": 22_713_728, "weights_bytes": 90_868_376},
+    "sentence-transformers/all-mpnet-base-v2": {"parameters": 109_486_978, "weights_bytes": 437_971_872},
+}
+COST_DEFINITIONS = {
+    "vectors": "passages x dimensions x 4 (float32 passage vectors of one embedding model)",
+    "postings": "(terms + 1) x 8 + postings x (4 + 8): BM25's starts, passage indices and float64 weights",
+    "index_bytes": "the indexes the ranker reads, its own and its components', each counted once",
+    "model": "parameters from the weights file's safetensors header; weights_bytes: that file's size",
+}
+
+
+def bm25_postings_bytes(words: Words) -> int:
+    """BM25's compressed-column postings as cost.json defines them: (terms + 1) int64 starts, and per (term,
+    passage) pair an int32 passage index and a float64 weight."""
+    lengths = np.diff(words.starts)
+    docs = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
+    pairs = np.unique(docs * max(len(words.vocab), 1) + words.ids.astype(np.int64)).size
+    index_width = 4 if len(lengths) < 2**31 else 8
+    return (len(words.vocab) + 1) * 8 + pairs * (index_width + 8)
+
+
+def check_cost(check: Check, bundle: Bundle, corpus: str) -> str:
+    """cost.json: each ranker's indexes and their sizes, recomputed from the stored vectors' shape and the
+    passages' tokens, and the packaged model's size against this file's pin."""
+    rel = f"evidence/{corpus}/cost.json"
+    stored, inputs = bundle.json(rel), bundle.inputs(corpus)
+    present = set(run_files(bundle.site, corpus))
+    rankers = [r for r in bundle.rankers(corpus) if r in present]
+    own: dict[str, list[str]] = {}
+    indexes: dict[str, int] = {}
+    models: dict[str, dict[str, Any]] = {}
+    needs = ""
+    for name in rankers:
+        run = bundle.run(corpus, name)
+        try:
+            verifier = expected_contract(bundle, corpus, name, run)[1]
+        except AuditError:
+            continue
+        if "vectors" in VERIFIER_BASIS.get(verifier, ()):
+            by = rerank_embedding(bundle, corpus, name) if verifier == "bi-encoder rerank" else name
+            index = bundle.json(f"evidence/{corpus}/{vector_folder(bundle, corpus, by)}/index.json")
+            model = str(run["params"].get("model") or index.get("model"))
+            key = f"vectors:{model}"
+            indexes[key] = len(index.get("passages") or []) * int(index.get("dimensions") or 0) * 4
+            own[name] = [key]
+            if "supplied" not in index and model in PACKAGED_MODEL_SIZES:
+                models[model] = {**PACKAGED_MODEL_SIZES[model], "index": key}
+        elif verifier == "okapi-bm25":
+            stem, stop = bool(run["params"].get("stemmed")), frozenset(run["params"].get("stop_words") or [])
+            key = f"postings:{'stemmed' if stem else 'plain'}"
+            if key not in indexes:
+                if not inputs.texts:
+                    needs = _needs(check, "the BM25 postings' size")
+                    indexes[key] = (stored.get("indexes") or {}).get(key)
+                else:
+                    indexes[key] = bm25_postings_bytes(filtered_words(bundle.words(corpus), stop, stem))
+            own[name] = [key]
+
+    def reads(name: str, seen: tuple[str, ...] = ()) -> list[str]:
+        if name not in rankers or name in seen:
+            return []
+        found: list[str] = []
+        for component in _components(bundle, corpus, name):
+            found += [component, *reads(component, (*seen, name))]
+        return list(dict.fromkeys(found))
+
+    by_index = {m["index"]: name for name, m in models.items()}
+    table = {}
+    for name in rankers:
+        uses = reads(name)
+        keys = list(dict.fromkeys(k for r in (name, *uses) for k in own.get(r, ())))
+        table[name] = {
+            "own": own.get(name, []),
+            "reads": uses,
+            "indexes": keys,
+            "index_bytes": sum(indexes[k] or 0 for k in keys),
+            "models": [by_index[k] for k in keys if k in by_index],
+        }
+    want = {
+        "schema_version": 1,
+        "passages": len(inputs.doc_text),
+        "definitions": COST_DEFINITIONS,
+        "indexes": dict(sorted(indexes.items())),
+        "models": dict(sorted(models.items())),
+        "rankers": table,
+    }
+    for key, value in want.items():
+        if stored.get(key) != value:
+            check.fail(
+                f"{rel}: {key} is {json.dumps(stored.get(key), sort_keys=True)[:200]}, recomputed "
+                f"{json.dumps(value, sort_keys=True)[:200]}"
+            )
+    return needs or f"{len(indexes)} indexes, {len(models)} model(s) of {len(rankers)} rankers recomputed"
 
 
 def check_filtering(check: Check, bundle: Bundle, corpus: str) -> str:
@@ -3660,6 +4195,77 @@ def _first_differences(got: Any, want: Any, where: str, tol: float, out: list[st
         out.append(f"{where}: {json.dumps(got)[:120]}, recomputed {json.dumps(want)[:120]}")
 
 
+def _vector_rankers(bundle: Bundle, corpus: str) -> dict[str, list[str]]:
+    """The rankers that rank by each folder of vectors, directly (by this file's verifier table and
+    vector_folder) or through the runs they fuse."""
+    folders: dict[str, set[str]] = {}
+
+    def of(name: str) -> set[str]:
+        if name not in folders:
+            folders[name] = set()
+            try:
+                verifier = expected_contract(bundle, corpus, name, bundle.run(corpus, name))[1]
+            except AuditError:
+                return folders[name]
+            own = {vector_folder(bundle, corpus, name)} if "vectors" in VERIFIER_BASIS.get(verifier, ()) else set()
+            folders[name] = own.union(*(of(c) for c in _components(bundle, corpus, name)))
+        return folders[name]
+
+    found: dict[str, list[str]] = {}
+    for ranker in bundle.json(f"evidence/{corpus}/corpus.json")["rankers"]:
+        for folder in sorted(of(ranker)):
+            found.setdefault(folder, []).append(ranker)
+    return found
+
+
+def _row_sha256(row: np.ndarray) -> str:
+    return hashlib.sha256(np.asarray(row, dtype="<f4").tobytes()).hexdigest()
+
+
+def _vector_changes(bundle: Bundle, corpus: str, before: dict[str, Any], stated: Any) -> list[dict[str, Any]]:
+    """changes.json's "vectors", recomputed from baseline.json's row hashes and this bundle's vectors. How far
+    changed vectors moved needs the baseline's own vectors, which the bundle does not copy: that one value is
+    taken as stated (the page says so), and must be 0 when nothing changed."""
+    base = f"evidence/{corpus}"
+    now: dict[str, tuple[dict[str, Any], dict[tuple[str, str], str]]] = {}
+    for index_path in sorted((bundle.site / base / VECTORS).glob("**/index.json")):
+        folder = index_path.parent.relative_to(bundle.site / base).as_posix()
+        if folder != VECTORS and folder.count("/") != 1:
+            continue
+        index = bundle.json(f"{base}/{folder}/index.json")
+        rows = {}
+        for key in ("passages", "queries"):
+            if bundle.has(f"{base}/{folder}/{key}.npy"):
+                matrix = np.load(bundle.file(f"{base}/{folder}/{key}.npy"), allow_pickle=False)
+                rows.update({(key, str(i)): _row_sha256(r) for i, r in zip(index.get(key) or [], matrix, strict=False)})
+        now[folder] = ({k: index.get(k) for k in ("model", "weights_sha256", "config_sha256")}, rows)
+    by_folder = _vector_rankers(bundle, corpus)
+    stated_max = {e.get("folder"): e.get("max_abs_diff") for e in stated or [] if isinstance(e, dict)}
+    entries = []
+    for folder in sorted(set(before) | set(now)):
+        old = before.get(folder)
+        old_rows = {(k, i): h for k, by_id in (old or {}).get("rows", {}).items() for i, h in by_id.items()}
+        new_id, new_rows = now.get(folder, (None, {}))
+        shared = set(old_rows) & set(new_rows)
+        changed = sum(1 for key in shared if new_rows[key] != old_rows[key])
+        old_id = {k: old.get(k) for k in ("model", "weights_sha256", "config_sha256")} if old is not None else None
+        entries.append(
+            {
+                "folder": folder,
+                "rankers": by_folder.get(folder, []),
+                "before": old_id,
+                "now": new_id,
+                "model_changed": old_id != new_id,
+                "compared": len(shared),
+                "changed": changed,
+                "added": len(set(new_rows) - set(old_rows)),
+                "removed": len(set(old_rows) - set(new_rows)),
+                "max_abs_diff": stated_max.get(folder) if changed else (0.0 if shared else None),
+            }
+        )
+    return entries
+
+
 def check_changes(check: Check, bundle: Bundle, corpus: str) -> str:
     """``changes.json`` (sitegen build --baseline) recomputed from the baseline copy in ``baseline/`` and this
     bundle: the input diff, every metric's means, difference, randomisation p and adjusted p, the questions
@@ -3774,6 +4380,7 @@ def check_changes(check: Check, bundle: Bundle, corpus: str) -> str:
         "moved": moved,
         "moved_questions": sorted({m["query_id"] for m in moved}, key=_natural),
         "agreement": agreement,
+        "vectors": _vector_changes(bundle, corpus, kept.get("vectors") or {}, changes.get("vectors")),
     }
     differences: list[str] = []
     _first_differences(changes, want, rel + "#", TOLERANCES["metric_absolute"], differences)
@@ -3795,14 +4402,19 @@ CITATIONS = "inputs/citations.jsonl"  # its text is each citation's quote
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
-def _records_of(name: str, obj: dict[str, Any]) -> dict[str, Any]:
-    """One line of a withheld text file as its record stands: text fields by their sha256."""
+def _records_of(name: str, obj: dict[str, Any], hashed: bool = True) -> dict[str, Any]:
+    """One line of a withheld text file as its record stands: text fields by their sha256 (a redacted corpus's),
+    or left out (``hashed`` False: a file held by reference for its size)."""
+
+    def record(item: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
+        return hashed_record(item, fields) if hashed else {k: v for k, v in item.items() if k not in fields}
+
     if name == CITATIONS:
         items = obj.get("citations")
         if isinstance(items, list):
-            return {**obj, "citations": [hashed_record(c, ("quote",)) if isinstance(c, dict) else c for c in items]}
+            return {**obj, "citations": [record(c, ("quote",)) if isinstance(c, dict) else c for c in items]}
         return dict(obj)
-    return hashed_record(obj, TEXT_FIELDS[name])
+    return record(obj, TEXT_FIELDS[name])
 
 
 def check_referenced(check: Check, bundle: Bundle, corpus: str) -> str:
@@ -3812,9 +4424,7 @@ def check_referenced(check: Check, bundle: Bundle, corpus: str) -> str:
     published, base = publication(bundle, corpus), f"evidence/{corpus}"
     rel = f"{base}/referenced.json"
     if not published.redacted:
-        if (bundle.site / rel).exists() or (bundle.site / base / "referenced").exists():
-            check.fail(f"{rel}: the corpus is not published redacted, yet the bundle holds files by reference")
-        return "every input is copied (not redacted)"
+        return _check_large(check, bundle, corpus, published)
     files = referenced_files(bundle, corpus)
     if bundle.json(rel).get("schema_version") != 1:
         check.fail(f"{rel}: schema_version {bundle.json(rel).get('schema_version')!r}, this audit reads 1")
@@ -3826,12 +4436,15 @@ def check_referenced(check: Check, bundle: Bundle, corpus: str) -> str:
         must += ["embeddings/passages.npy", "embeddings/queries.npy"]
     if not published.vectors and (bundle.site / base / "embeddings" / "sweep-index.json").is_file():
         must.append("embeddings/sweep-passages.npy")
+    for index in sorted((bundle.site / base / VECTORS).glob("*/index.json")) if not published.vectors else []:
+        must += [f"{VECTORS}/{index.parent.name}/passages.npy", f"{VECTORS}/{index.parent.name}/queries.npy"]
     for name in must:
         if name not in files:
             check.fail(f"{rel}: does not hold {name}, which a redacted corpus withholds")
     records = 0
     for name, entry in files.items():
-        if name not in must and name != CITATIONS:
+        large = name in LARGE_CANDIDATES and published.held(entry["bytes"])  # published vectors, too large to copy
+        if name not in must and name != CITATIONS and not large:
             check.fail(f"{rel}: holds {name}, which this corpus's publication does not withhold")
         if (bundle.site / base / name).exists():
             check.fail(f"{base}/{name}: published, and {rel} says it is withheld")
@@ -3850,12 +4463,75 @@ def check_referenced(check: Check, bundle: Bundle, corpus: str) -> str:
                 elif not all(_SHA256.fullmatch(str(item.get(f"{f}_sha256", ""))) for f in fields if f != "title"):
                     check.fail(f"{base}/referenced/{name}: line {number}: a text's sha256 is missing or malformed")
             records += 1
-    listed = {f"referenced/{n}" for n, e in files.items() if e.get("records")}
-    for path in sorted((bundle.site / base / "referenced").rglob("*")):
-        if path.is_file() and path.relative_to(bundle.site / base).as_posix() not in listed:
-            check.fail(f"{path.relative_to(bundle.site).as_posix()}: not the records of a file {rel} holds")
+    _check_records_listed(check, bundle, corpus, files)
     vectors = "published" if published.vectors else "withheld"
     return f"{len(files)} files held by reference ({records} records stand for their texts); vectors {vectors}"
+
+
+def _check_records_listed(check: Check, bundle: Bundle, corpus: str, files: dict[str, dict[str, Any]]) -> None:
+    """Every file under referenced/ is the records of a file referenced.json holds, stored by the size rule."""
+    base = f"evidence/{corpus}"
+    listed = {f"referenced/{n}" for n, e in files.items() if e.get("records")}
+    for path in sorted((bundle.site / base / "referenced").rglob("*")):
+        name = path.relative_to(bundle.site / base).as_posix().removesuffix(".gz")
+        if path.is_file() and name not in listed:
+            where = path.relative_to(bundle.site).as_posix()
+            check.fail(f"{where}: not the records of a file {base}/referenced.json holds")
+    for name in sorted(listed):
+        _check_stored_form(check, bundle, f"{base}/{name}")
+
+
+# What any corpus holds by reference when it is larger than --reference-above, or when --reference names the corpus.
+LARGE_CANDIDATES = (
+    "inputs/corpus.jsonl",
+    "inputs/queries.jsonl",
+    CITATIONS,
+    "chunks.jsonl",
+    "embeddings/passages.npy",
+    "embeddings/queries.npy",
+    "embeddings/sweep-passages.npy",
+)
+
+
+def _check_large(check: Check, bundle: Bundle, corpus: str, published: Publication) -> str:
+    """A corpus that is not redacted holds by reference exactly the large candidates the recorded command calls
+    for (each above --reference-above, or all of them with --reference NAME), never a copy beside one; a text
+    file's records keep every field but its texts, and hold none."""
+    base = f"evidence/{corpus}"
+    rule = "named with --reference" if published.referenced else f"above --reference-above {published.reference_above}"
+    for name in LARGE_CANDIDATES:
+        copy = bundle.site / base / name
+        if copy.is_file() and published.held(copy.stat().st_size):
+            size = copy.stat().st_size
+            check.fail(f"{base}/{name}: a copy of {size} bytes, and the corpus is {rule}: it is held by reference")
+    files = referenced_files(bundle, corpus)
+    if not files:
+        if (bundle.site / base / "referenced").exists():
+            check.fail(f"{base}/referenced/: records of files, and {base}/referenced.json holds none")
+        return "every input is copied (not redacted)"
+    records = 0
+    for name, entry in files.items():
+        if name not in LARGE_CANDIDATES:
+            check.fail(f"{base}/referenced.json: holds {name}, which is always copied")
+            continue
+        if (bundle.site / base / name).exists():
+            check.fail(f"{base}/{name}: copied, and {base}/referenced.json says it is held by reference")
+        if not published.held(entry["bytes"]):
+            check.fail(f"{base}/referenced.json: holds {name} ({entry['bytes']} bytes), which is not {rule}")
+        texts = name in TEXT_FIELDS or name == CITATIONS
+        want = f"referenced/{name}" if texts else None
+        if entry.get("records") != want:
+            check.fail(f"{base}/referenced.json: {name}: records is {entry.get('records')!r}, expected {want!r}")
+        if not texts:
+            continue
+        fields = ("quote",) if name == CITATIONS else TEXT_FIELDS[name]
+        for number, obj in _json_records(bundle, f"{base}/referenced/{name}"):
+            items = obj.get("citations") if name == CITATIONS and isinstance(obj.get("citations"), list) else [obj]
+            if any(not isinstance(i, dict) or any(f in i or f"{f}_sha256" in i for f in fields) for i in items):
+                check.fail(f"{base}/referenced/{name}: line {number}: holds a text or its sha256; the file's binds it")
+            records += 1
+    _check_records_listed(check, bundle, corpus, files)
+    return f"{len(files)} large files held by reference ({rule}; {records} records of their other fields)"
 
 
 CORPUS_CHECKS: list[tuple[str, Callable[[Check, Bundle, str], str]]] = [
@@ -3871,6 +4547,8 @@ CORPUS_CHECKS: list[tuple[str, Callable[[Check, Bundle, str], str]]] = [
     ("postgres", check_postgres),
     ("chunking", check_chunking),
     ("filtering", check_filtering),
+    ("rerank", check_rerank),
+    ("cost", check_cost),
     ("ties", check_ties),
     ("changes", check_changes),
     ("hygiene", check_hygiene),
@@ -4330,7 +5008,7 @@ def check_trusted_corpora(check: Check, bundle: Bundle, trusted: Path) -> str:
 _RECORD_KINDS = {"inputs/corpus.jsonl": "passage", "inputs/queries.jsonl": "question", CITATIONS: "citations of"}
 
 
-def _record_differences(bundle: Bundle, corpus: str, name: str, path: Path) -> list[str]:
+def _record_differences(bundle: Bundle, corpus: str, name: str, path: Path, hashed: bool) -> list[str]:
     """Each record of a brought text file that differs from the bundle's (by its id, in file order): which
     passage or question, which of its fields, on which line of the file brought."""
     records = {}
@@ -4346,7 +5024,7 @@ def _record_differences(bundle: Bundle, corpus: str, name: str, path: Path) -> l
     for number, obj in lines:
         key = str(obj.get("query_id" if name == CITATIONS else "_id"))
         seen.add(key)
-        want, got = records.get(key), _records_of(name, obj)
+        want, got = records.get(key), _records_of(name, obj, hashed)
         if want is None:
             found.append(f"{path}: line {number}: {kind} {key} is not in the bundle's records")
         elif got != want:
@@ -4364,6 +5042,10 @@ def check_held(check: Check, bundle: Bundle, corpus: str, folder: Path) -> str:
     for the dense checks whether or not they are the withheld bytes (a re-embedding on another machine is not),
     and the detail says which. The files that match are then read in place of the missing copies."""
     files, notes = referenced_files(bundle, corpus), []
+    try:
+        redacted = publication(bundle, corpus).redacted
+    except AuditError:
+        redacted = True
     for name, entry in sorted(files.items()):
         if name == "chunks.jsonl":
             continue  # made from the texts: the chunking check recomputes it from them
@@ -4379,11 +5061,14 @@ def check_held(check: Check, bundle: Bundle, corpus: str, folder: Path) -> str:
         if digest == entry["sha256"] and size == entry["bytes"]:
             bundle.held[site_rel] = path
             notes.append(f"{name} matches")
-        elif not name.startswith("inputs/"):
+        elif not name.startswith("inputs/") and redacted:
             bundle.held[site_rel] = path
             notes.append(f"{name} brought, not the withheld bytes (sha256 {digest[:16]}...): used as brought")
+        elif not name.startswith("inputs/"):  # vectors held for their size: the bytes the build ranked by, or nothing
+            recorded = f"{entry['sha256']} ({entry['bytes']} bytes)"
+            check.fail(f"{path}: sha256 {digest} ({size} bytes); the bundle records {recorded}")
         else:
-            for problem in _record_differences(bundle, corpus, name, path):
+            for problem in _record_differences(bundle, corpus, name, path, redacted):
                 check.fail(problem)
             recorded = f"{entry['sha256']} ({entry['bytes']} bytes)"
             check.fail(f"{path}: sha256 {digest} ({size} bytes); the bundle records {recorded}")
@@ -4488,6 +5173,7 @@ def run_audit(
     if corpora is not None:
         checks.append(_run_check("trusted-inputs", check_trusted_corpora, bundle, Path(corpora)))
     if inputs is not None:
+        del bundle  # what the pages check read (every run's JSON among it) goes before the held checks read the texts
         checks += held_checks(site, Path(inputs), checks)
     for check in checks:
         echo(f"{'FAIL' if check.mismatches else 'PASS'} {check.name}: {check.detail}")
@@ -4506,7 +5192,7 @@ def run_audit(
         names = report["needs_inputs"]
         echo(
             f"NOT RECOMPUTED: {len(names)} checks passed on what the bundle holds, and could not recompute what needs "
-            f"a redacted corpus's withheld texts or vectors ({', '.join(names[:MAX_PRINTED])}"
+            f"texts or vectors held by reference ({', '.join(names[:MAX_PRINTED])}"
             f"{', ...' if len(names) > MAX_PRINTED else ''}); a holder of the collection runs "
             "audit.py SITE --inputs DIR"
         )
