@@ -114,9 +114,14 @@ def test_committed_gate_file_is_well_formed_and_covers_the_committed_corpora() -
     questions = gate.tolerance["questions"]
     assert all(e.tolerance == one_question_tolerance(questions[e.corpus], e.precision) for e in gate.expectations)
     assert gate.inputs is not None and sorted(gate.inputs) == corpora
-    for corpus, files in gate.inputs.items():  # the question sets the committed site was built from
+    manifest = json.loads((REPO / "site" / "evidence" / "manifest.json").read_text(encoding="utf-8"))["files"]
+    for corpus, files in gate.inputs.items():  # the question sets and stored vectors the site was built from
         summary = json.loads((REPO / "site" / "evidence" / corpus / "corpus.json").read_text(encoding="utf-8"))
-        assert files == {name: summary["input_sha256"][name] for name in ("qrels/test.tsv", "queries.jsonl")}
+        question_set = {name: summary["input_sha256"][name] for name in ("qrels/test.tsv", "queries.jsonl")}
+        assert {n: h for n, h in files.items() if n in question_set} == question_set
+        vectors = {n: h for n, h in files.items() if n not in question_set}
+        assert {"embeddings/index.json", "embeddings/dense-mpnet/index.json"} <= set(vectors)
+        assert vectors == {n: manifest[f"evidence/{corpus}/{n}"]["sha256"] for n in vectors}
 
 
 def test_default_tolerance_is_one_questions_effect_so_one_question_is_ok_and_two_are_not() -> None:
