@@ -912,8 +912,7 @@ def required_files(bundle: Bundle, corpus: str) -> dict[str, str]:
         if verifier == "bi-encoder rerank":
             need[f"{base}/rerank.json"] = f"{ranker} is a bi-encoder rerank, whose depths are swept"
         if family in ("dense", "postgres") or verifier == "bi-encoder rerank":
-            by = rerank_embedding(bundle, corpus, ranker) if verifier == "bi-encoder rerank" else ranker
-            folder = vector_folder(bundle, corpus, by)
+            folder = scoring_vectors(bundle, corpus, ranker, verifier)
             for name in ("index.json", "passages.npy", "queries.npy") if published.vectors else ("index.json",):
                 if f"{folder}/{name}" not in held:  # a large matrix held: check_referenced holds it to the rule
                     need[f"{base}/{folder}/{name}"] = f"{ranker} ranks by the stored vectors"
@@ -1388,6 +1387,12 @@ def rerank_embedding(bundle: Bundle, corpus: str, ranker: str) -> str:
     declared = declared_reranks(bundle, corpus).get(ranker)
     embedding = declared[1].get("embedding") if declared is not None else None
     return embedding if isinstance(embedding, str) else "dense"
+
+
+def scoring_vectors(bundle: Bundle, corpus: str, ranker: str, verifier: str) -> str:
+    """The vector folder a ranker's scores come from: a bi-encoder rerank's embedding's, any other ranker's own."""
+    by = rerank_embedding(bundle, corpus, ranker) if verifier == "bi-encoder rerank" else ranker
+    return vector_folder(bundle, corpus, by)
 
 
 def rerank_vectors(bundle: Bundle, corpus: str, embedding: Any, rel: str) -> Embeddings:
@@ -3519,10 +3524,7 @@ def check_rerank(check: Check, bundle: Bundle, corpus: str) -> str:
         if (bundle.site / rel).is_file():
             check.fail(f"{rel}: present, but no run is a bi-encoder rerank")
         return "no bi-encoder rerank stage"
-    if any(
-        _vectors_withheld(bundle, corpus, vector_folder(bundle, corpus, rerank_embedding(bundle, corpus, r)))
-        for r in stages
-    ):
+    if any(_vectors_withheld(bundle, corpus, scoring_vectors(bundle, corpus, r, "bi-encoder rerank")) for r in stages):
         return _needs(check, "the rerank depth sweep", "vectors")
     stored, inputs = bundle.json(rel), bundle.inputs(corpus)
     depth = recorded_command(bundle).depth
@@ -3616,8 +3618,7 @@ def check_cost(check: Check, bundle: Bundle, corpus: str) -> str:
         except AuditError:
             continue
         if "vectors" in VERIFIER_BASIS.get(verifier, ()):
-            by = rerank_embedding(bundle, corpus, name) if verifier == "bi-encoder rerank" else name
-            index = bundle.json(f"evidence/{corpus}/{vector_folder(bundle, corpus, by)}/index.json")
+            index = bundle.json(f"evidence/{corpus}/{scoring_vectors(bundle, corpus, name, verifier)}/index.json")
             model = str(run["params"].get("model") or index.get("model"))
             key = f"vectors:{model}"
             indexes[key] = len(index.get("passages") or []) * int(index.get("dimensions") or 0) * 4
