@@ -10,8 +10,9 @@ once per call, such as building BM25's index, which is its indexing time) and wi
 :data:`REPEATS` calls after a warm-up call, over the first :data:`QUESTIONS` questions in file order. A fusion's
 or a rerank's own latency leaves out its first stages, whose runs it is given; ``pipeline`` adds theirs (each
 counted once) and, where a ranker of the pipeline ranks by vectors, the question's embedding time, which a
-deployment pays once per question. Embedding time is the passages' encoding with the packaged model, one text
-per pass as a build embeds.
+deployment pays once per question (each model's once). Embedding time is the passages' encoding with each
+model, as a build embeds (MiniLM one text per pass, a model entry its ``batch_size`` per pass); it is a dense
+ranker's indexing time.
 """
 
 from __future__ import annotations
@@ -28,9 +29,9 @@ import numpy as np
 from sitegen.embedding.vectors import CorpusEmbeddings
 from sitegen.inputs.corpus import Corpus
 from sitegen.rankers import RankInputs, Run, make_rankers
-from sitegen.rankers.base import Basis, Family
+from sitegen.rankers.base import Basis, Contract, Family
 
-__all__ = ["COST_KIND", "corpus_timings", "percentile"]
+__all__ = ["COST_KIND", "Embedded", "corpus_timings", "percentile"]
 
 COST_KIND = "sitegen-cost"
 QUESTIONS = 30
@@ -51,6 +52,16 @@ def percentile(values: Sequence[float], share: float) -> float | None:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
+@dataclasses.dataclass(frozen=True)
+class Embedded:
+    """One model's vectors of a corpus, how long its passages took, and how to embed one question with it."""
+
+    name: str  # the dense ranker the model serves: "dense" (the packaged model) or a model entry's name
+    vectors: CorpusEmbeddings
+    encode: Callable[[Sequence[str]], np.ndarray]
+    passages_s: float
+
+
 def _best(call: Callable[[], Any], repeats: int, clock: Callable[[], float]) -> float:
     call()  # warm: caches, lazy imports, BLAS threads
     times = []
@@ -63,34 +74,42 @@ def _best(call: Callable[[], Any], repeats: int, clock: Callable[[], float]) -> 
 
 def _one_question(inputs: RankInputs, row: int | None) -> RankInputs:
     """``inputs`` with the corpus asking only question ``row``, :data:`COPIES` times over (none when None), with
-    only its vector: the work of one question repeated, so that a per-call cost (an index built in the call)
+    only its vectors: the work of one question repeated, so that a per-call cost (an index built in the call)
     varies less than the question's own time."""
-    corpus, vectors = inputs.corpus, inputs.embeddings
+    corpus = inputs.corpus
     chosen = corpus.queries[row : row + 1] * COPIES if row is not None else ()
     asked = dataclasses.replace(corpus, queries=tuple(chosen))
-    if vectors is not None:
+
+    def only(vectors: CorpusEmbeddings) -> CorpusEmbeddings:
         rows = [vectors.query_ids.index(q.query_id) for q in chosen]
-        vectors = dataclasses.replace(
+        return dataclasses.replace(
             vectors, query_ids=tuple(vectors.query_ids[r] for r in rows), query_vectors=vectors.query_vectors[rows]
         )
-    return RankInputs(asked, vectors, inputs.runs)
+
+    dense = only(inputs.embeddings) if inputs.embeddings is not None else None
+    return RankInputs(asked, dense, inputs.runs, vectors={n: only(v) for n, v in inputs.vectors.items()})
 
 
 def corpus_timings(
     corpus: Corpus,
-    embeddings: CorpusEmbeddings,
-    encode: Callable[[Sequence[str]], np.ndarray],
+    embedded: Sequence[Embedded],
     ranker_names: Sequence[str],
-    passages_s: float,
     log: Callable[[str], None] = lambda _: None,
 ) -> dict[str, Any]:
     """One corpus's timings: ``{"passages", "questions_timed", "embedding": {"passages_s", "question_p50_ms",
-    "question_p95_ms"}, "rankers": {name: {"index_s", "p50_ms", "p95_ms", "pipeline_p50_ms", "pipeline_p95_ms",
-    "reads", "embeds_questions"}}}``; ``passages_s`` is how long ``embeddings``' passage vectors took to make.
-    PostgreSQL rankers are left to ``sitegen bench-pg``; every list is ranked to :data:`DEPTH`."""
+    "question_p95_ms"}, "embeddings": {model name: the same}, "rankers": {name: {"index_s", "p50_ms", "p95_ms",
+    "pipeline_p50_ms", "pipeline_p95_ms", "reads", "embeds_questions"}}}``. ``embedding`` is the packaged model's
+    (``dense``); a ranker whose model is not in ``embedded`` is left out. PostgreSQL rankers are left to
+    ``sitegen bench-pg``; every list is ranked to :data:`DEPTH`."""
     depth, clock = DEPTH, time.perf_counter
     questions = list(range(min(QUESTIONS, len(corpus.queries))))
-    embed_ms = [_best(lambda r=r: encode([corpus.queries[r].text]), 1, clock) * 1000 for r in questions]
+    models = {e.name: e for e in embedded}
+    embed_ms = {
+        e.name: [_best(lambda r=r, e=e: e.encode([corpus.queries[r].text]), 1, clock) * 1000 for r in questions]
+        for e in embedded
+    }
+    dense = models["dense"].vectors if "dense" in models else None
+    vectors = {n: e.vectors for n, e in models.items() if n != "dense"}
     rankers = [r for r in make_rankers(ranker_names) if not r.contract.uses_postgres]
     runs: dict[str, Run] = {}
     own: dict[str, list[float]] = {}
@@ -100,7 +119,9 @@ def corpus_timings(
             continue
         if any(c not in runs for c in ranker.contract.components):
             continue
-        full = RankInputs(corpus, embeddings, runs)
+        if ranker.contract.uses_embeddings and _model_name(ranker.contract) not in models:
+            continue
+        full = RankInputs(corpus, dense, runs, vectors=vectors)
         runs[ranker.name] = ranker.rank(full, depth)
         rank = functools.partial(ranker.rank, depth=depth)
         empty = _best(functools.partial(rank, _one_question(full, None)), REPEATS, clock)
@@ -112,18 +133,30 @@ def corpus_timings(
             latencies.append(gap / COPIES * 1000 if gap > 0 else math.nan)
         own[ranker.name] = latencies
         table[ranker.name] = _row(ranker.name, runs, own, embed_ms, empty)
+        if runs[ranker.name].contract.family is Family.DENSE:
+            table[ranker.name]["index_s"] = models[_model_name(ranker.contract)].passages_s
         log(f"{corpus.name}: {ranker.name}: p50 {table[ranker.name]['p50_ms']} ms")
+    summaries = {
+        name: {
+            "passages_s": models[name].passages_s,
+            "question_p50_ms": percentile(times, 0.5),
+            "question_p95_ms": percentile(times, 0.95),
+        }
+        for name, times in embed_ms.items()
+    }
     return {
         "corpus": corpus.name,
         "passages": len(corpus.documents),
         "questions_timed": len(questions),
-        "embedding": {
-            "passages_s": passages_s,
-            "question_p50_ms": percentile(embed_ms, 0.5),
-            "question_p95_ms": percentile(embed_ms, 0.95),
-        },
+        "embedding": summaries.get("dense"),
+        "embeddings": summaries,
         "rankers": table,
     }
+
+
+def _model_name(contract: Contract) -> str:
+    """The dense ranker whose model a contract ranks by: a model entry's name, else ``dense``."""
+    return contract.model.name if contract.model is not None else "dense"
 
 
 def _reads(name: str, runs: Mapping[str, Run]) -> list[str]:
@@ -134,14 +167,20 @@ def _reads(name: str, runs: Mapping[str, Run]) -> list[str]:
 
 
 def _row(
-    name: str, runs: Mapping[str, Run], own: Mapping[str, list[float]], embed_ms: Sequence[float], empty: float
+    name: str,
+    runs: Mapping[str, Run],
+    own: Mapping[str, list[float]],
+    embed_ms: Mapping[str, Sequence[float]],
+    empty: float,
 ) -> dict[str, Any]:
     reads = _reads(name, runs)
     pipeline = [name, *reads]
-    embeds = any(Basis.VECTORS in runs[r].contract.basis for r in pipeline)
+    # each model the pipeline ranks by embeds the question once
+    models = sorted({_model_name(runs[r].contract) for r in pipeline if Basis.VECTORS in runs[r].contract.basis})
     # a stage's time below the method's resolution counts as 0 in a pipeline's sum, so every question has a sum
     per_question = [
-        math.fsum(0.0 if math.isnan(own[r][i]) else own[r][i] for r in pipeline) + (embed_ms[i] if embeds else 0.0)
+        math.fsum(0.0 if math.isnan(own[r][i]) else own[r][i] for r in pipeline)
+        + math.fsum(embed_ms[m][i] for m in models)
         for i in range(len(own[name]))
     ]
     return {
@@ -151,5 +190,5 @@ def _row(
         "pipeline_p50_ms": percentile(per_question, 0.5),
         "pipeline_p95_ms": percentile(per_question, 0.95),
         "reads": reads,
-        "embeds_questions": embeds,
+        "embeds_questions": bool(models),
     }

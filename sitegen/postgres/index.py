@@ -53,7 +53,8 @@ import numpy as np
 
 from sitegen.errors import SitegenError
 from sitegen.inputs.corpus import Corpus
-from sitegen.postgres.server import PostgresUnavailable, _import_psycopg, _one_line
+from sitegen.postgres.cluster import PostgresUnavailable, one_line
+from sitegen.postgres.server import _import_psycopg
 
 if TYPE_CHECKING:
     import psycopg
@@ -406,7 +407,7 @@ class PgCorpusIndex:
                 conn.execute(sql.SQL("ANALYZE {}").format(table))
                 lap("analyze", mark)
         except psycopg.Error as exc:
-            raise PostgresUnavailable(f"{corpus.name}: loading into PostgreSQL failed: {_one_line(exc)}") from None
+            raise PostgresUnavailable(f"{corpus.name}: loading into PostgreSQL failed: {one_line(exc)}") from None
         loaded = LoadedTable(name, dim, len(corpus.documents), m, ef_construction, time.perf_counter() - clock, steps)
         return cls(conn, corpus.name, loaded, owns_connection=owns_connection)
 
@@ -437,7 +438,7 @@ class PgCorpusIndex:
                 ([self.table, *names.values()],),
             ).fetchall()
         except psycopg.Error as exc:
-            raise PostgresUnavailable(f"{self.corpus_name}: PostgreSQL query failed: {_one_line(exc)}") from None
+            raise PostgresUnavailable(f"{self.corpus_name}: PostgreSQL query failed: {one_line(exc)}") from None
         found = {relname: (relation, table, indexes) for relname, relation, table, indexes in rows}
         if self.table not in found:
             raise PostgresUnavailable(f"{self.corpus_name}: the table {self.table} is not loaded")
@@ -473,7 +474,7 @@ class PgCorpusIndex:
                 cur.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(search.ef_search),))
                 yield cur
         except psycopg.Error as exc:
-            raise PostgresUnavailable(f"{self.corpus_name}: PostgreSQL query failed: {_one_line(exc)}") from None
+            raise PostgresUnavailable(f"{self.corpus_name}: PostgreSQL query failed: {one_line(exc)}") from None
 
     def _query(
         self, template: str, params: dict[str, Any], search: VectorSearch, conditions: Sequence[Any] = ()

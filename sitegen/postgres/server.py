@@ -5,8 +5,9 @@ one corpus gets inside it are :mod:`sitegen.postgres.index`, which builds on thi
 (never the other way round).
 
 Server. :class:`PostgresServer` either starts a private PostgreSQL 16 from the binaries that
-ship inside the PyPI package ``pgserver`` (initdb into a fresh temporary folder, Unix socket
-only, no TCP port) or connects to a server named by a connection string (``--pg-dsn``, or
+ship inside the PyPI package ``pgserver`` (a fresh temporary folder holding a copy of the
+process's one initdb cluster, :mod:`sitegen.postgres.cluster`; Unix socket only, no TCP
+port) or connects to a server named by a connection string (``--pg-dsn``, or
 ``$SITEGEN_PG_DSN``). It is a context manager: on exit, also after an exception or Ctrl-C,
 the private server is shut down and its folder removed. PostgreSQL refuses to run as root, so
 as root the server runs as the system user ``pgserver`` (created with ``useradd`` when missing,
@@ -46,7 +47,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sitegen.errors import SitegenError
+from sitegen.postgres.cluster import DIR_PREFIX, OWNER_FILE, Initdb, PostgresUnavailable, make_cluster, one_line
 
 if TYPE_CHECKING:
     import psycopg
@@ -64,8 +65,6 @@ DSN_ENV = "SITEGEN_PG_DSN"
 SYSTEM_USER = "pgserver"
 STARTUP_TIMEOUT = 30.0
 STOP_TIMEOUT = 15.0
-_DIR_PREFIX = "sitegen-pg-"
-_OWNER_FILE = "sitegen-owner.pid"
 _INSTALL_DIR = "install"
 _INSTALL_PARTS = ("bin", "lib", "share")
 _PR_SET_PDEATHSIG = 1
@@ -80,15 +79,6 @@ _SERVER_SETTINGS = {
     "maintenance_work_mem": "256MB",
     "jit": "off",
 }
-
-
-class PostgresUnavailable(SitegenError):
-    """PostgreSQL could not be started, reached or used; the message is one line saying why."""
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return " ".join(text.splitlines()[0].split())
 
 
 def _import_psycopg() -> Any:
@@ -166,9 +156,9 @@ def _child_pids(pid: int) -> list[int]:
 def _sweep_stale(base: Path) -> None:
     """Remove folders of earlier private servers whose owning Python process is gone,
     stopping a postmaster that outlived its owner (only one whose command line names the folder)."""
-    for folder in sorted(base.glob(_DIR_PREFIX + "*")):
+    for folder in sorted(base.glob(DIR_PREFIX + "*")):
         try:
-            owner = int((folder / _OWNER_FILE).read_text().strip())
+            owner = int((folder / OWNER_FILE).read_text().strip())
         except (OSError, ValueError):
             continue
         if owner == os.getpid() or _pid_alive(owner):
@@ -204,7 +194,7 @@ def _system_user() -> tuple[int, int] | None:
         except (OSError, subprocess.SubprocessError) as exc:
             raise PostgresUnavailable(
                 f"running as root, PostgreSQL needs an unprivileged user {SYSTEM_USER!r}, "
-                f"and useradd failed: {_one_line(exc)}"
+                f"and useradd failed: {one_line(exc)}"
             ) from None
         entry = pwd.getpwnam(SYSTEM_USER)
     return entry.pw_uid, entry.pw_gid
@@ -303,7 +293,7 @@ def _private_install(bin_dir: Path, root: Path) -> Path:
     except OSError as exc:
         raise PostgresUnavailable(
             f"could not give the PostgreSQL server user {SYSTEM_USER!r} its own copy of {bin_dir.parent} "
-            f"in {root}: {_one_line(exc)}"
+            f"in {root}: {one_line(exc)}"
         ) from None
     return root / sources[0][1]
 
@@ -451,15 +441,15 @@ class PostgresServer:
     def _start_private(self, psycopg: Any) -> None:
         if os.name != "posix":
             raise PostgresUnavailable("a private PostgreSQL needs Linux or macOS; pass a connection string instead")
-        bin_dir = _pgserver_bin()
+        bin_dir = source = _pgserver_bin()
         base = Path(tempfile.gettempdir())
         _sweep_stale(base)
         user = _system_user()
         with _LIVE_LOCK:
             _LIVE.append(self)
         _install_signal_net()
-        self.folder = Path(tempfile.mkdtemp(prefix=_DIR_PREFIX, dir=base)).resolve()
-        (self.folder / _OWNER_FILE).write_text(f"{os.getpid()}\n")
+        self.folder = Path(tempfile.mkdtemp(prefix=DIR_PREFIX, dir=base)).resolve()
+        (self.folder / OWNER_FILE).write_text(f"{os.getpid()}\n")
         if len(str(self.folder / ".s.PGSQL.5432")) > 100:
             raise PostgresUnavailable(f"the temporary folder {self.folder} is too long a path for a Unix socket")
         self.data_dir = self.folder / "data"
@@ -471,25 +461,7 @@ class PostgresServer:
             bin_dir = _private_install(bin_dir, self.folder / _INSTALL_DIR)
         self.bin_dir = bin_dir
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C", "TZ": "UTC"}
-        initdb = [
-            str(bin_dir / "initdb"),
-            "-D",
-            str(self.data_dir),
-            "--auth=trust",
-            "--encoding=UTF8",
-            "--locale=C",
-            "--username=postgres",
-            "--no-sync",
-        ]
-        try:
-            subprocess.run(
-                initdb, check=True, capture_output=True, text=True, cwd=self.folder, env=env, timeout=120, **as_user
-            )
-        except subprocess.CalledProcessError as exc:
-            lines = (exc.stderr or exc.stdout or "").strip().splitlines() or [f"exit status {exc.returncode}"]
-            raise PostgresUnavailable(f"initdb failed: {lines[-1]}") from None
-        except (OSError, subprocess.SubprocessError) as exc:
-            raise PostgresUnavailable(f"initdb could not run: {_one_line(exc)}") from None
+        make_cluster(Initdb(source, bin_dir / "initdb", env, user), self.data_dir)
         command = [str(bin_dir / "postgres"), "-D", str(self.data_dir), "-k", str(self.folder)]
         for name, value in _SERVER_SETTINGS.items():
             command += ["-c", f"{name}={value}"]
@@ -508,7 +480,7 @@ class PostgresServer:
                 **as_user,
             )
         except OSError as exc:
-            raise PostgresUnavailable(f"PostgreSQL could not start: {_one_line(exc)}") from None
+            raise PostgresUnavailable(f"PostgreSQL could not start: {one_line(exc)}") from None
         conninfo = psycopg.conninfo.make_conninfo(host=str(self.folder), dbname="postgres", user="postgres")
         deadline = time.monotonic() + self.startup_timeout
         while True:
@@ -522,7 +494,7 @@ class PostgresServer:
             except psycopg.OperationalError as exc:
                 if time.monotonic() > deadline:
                     raise PostgresUnavailable(
-                        f"PostgreSQL did not accept connections within {self.startup_timeout:g} s: {_one_line(exc)}"
+                        f"PostgreSQL did not accept connections within {self.startup_timeout:g} s: {one_line(exc)}"
                     ) from None
                 time.sleep(0.05)
         self._conninfo = conninfo
@@ -541,7 +513,7 @@ class PostgresServer:
             conn = psycopg.connect(self.conninfo, autocommit=True, connect_timeout=10)
         except psycopg.Error as exc:
             raise PostgresUnavailable(
-                _masked(f"cannot connect to PostgreSQL at {where}: {_one_line(exc)}", self.dsn)
+                _masked(f"cannot connect to PostgreSQL at {where}: {one_line(exc)}", self.dsn)
             ) from None
         with conn:
             try:
@@ -559,7 +531,7 @@ class PostgresServer:
                         raise PostgresUnavailable(
                             _masked(
                                 f"pgvector is not usable on PostgreSQL at {where}: the database has no vector "
-                                f"extension and creating it failed ({_one_line(exc)}); install pgvector on that "
+                                f"extension and creating it failed ({one_line(exc)}); install pgvector on that "
                                 "server and run CREATE EXTENSION vector as a role allowed to, or pick another database",
                                 self.dsn,
                             )
@@ -568,7 +540,7 @@ class PostgresServer:
                 encoding = conn.execute("SHOW server_encoding").fetchone()[0]
             except psycopg.Error as exc:
                 raise PostgresUnavailable(
-                    _masked(f"pgvector is not usable on PostgreSQL at {where}: {_one_line(exc)}", self.dsn)
+                    _masked(f"pgvector is not usable on PostgreSQL at {where}: {one_line(exc)}", self.dsn)
                 ) from None
         pgvector = row[0]
         if tuple(int(p) for p in re.findall(r"\d+", pgvector)[:2]) < (0, 5):
@@ -597,7 +569,7 @@ class PostgresServer:
         try:
             conn = psycopg.connect(self.conninfo, autocommit=True, connect_timeout=10)
         except psycopg.Error as exc:
-            raise PostgresUnavailable(_masked(f"cannot connect to PostgreSQL: {_one_line(exc)}", self.dsn)) from None
+            raise PostgresUnavailable(_masked(f"cannot connect to PostgreSQL: {one_line(exc)}", self.dsn)) from None
         self._connections.append(conn)
         return conn
 

@@ -187,6 +187,7 @@ FIXTURE_MARKERS = {
     "numpy_only_python": ("slow",),
     "committed_build": ("slow", "postgres"),
     "committed_audit": ("slow",),
+    "cross_encoder_site": ("slow",),  # torch and transformers: seconds of imports before the first pass
 }
 
 

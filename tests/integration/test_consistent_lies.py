@@ -29,6 +29,9 @@ from sitegen.rankers.bm25 import BM25Params, BM25Ranker
 from sitegen.rankers.fusion import RRFRanker, RRFSettings
 from tests.helpers import TINY_QRELS, TINY_QUERIES, FakeEmbeddingModel, rehash_manifest, write_corpus
 
+# Slow: several builds and audits in each test
+pytestmark = pytest.mark.slow
+
 RANKERS_BUILT = ("bm25", "bm25-stem", "dense", "rrf-dense-bm25")
 QUERIES = [
     *TINY_QUERIES,

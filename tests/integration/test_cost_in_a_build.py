@@ -24,6 +24,10 @@ TIMINGS = {
             "passages": 4,
             "questions_timed": 3,
             "embedding": {"passages_s": 0.5, "question_p50_ms": 4.0, "question_p95_ms": 5.0},
+            "embeddings": {
+                "dense": {"passages_s": 0.5, "question_p50_ms": 4.0, "question_p95_ms": 5.0},
+                "dense-mpnet": {"passages_s": 3.5, "question_p50_ms": 21.0, "question_p95_ms": 30.0},
+            },
             "rankers": {
                 name: {
                     "index_s": None,
@@ -85,3 +89,6 @@ def test_the_corpus_page_shows_the_cost_table_and_the_quality_cost_plot(cost_sit
     svg = cost_site / "corpora" / "tiny" / "quality-cost.svg"
     assert svg.is_file() and b"log scale" in svg.read_bytes()
     assert "Pareto frontier" in page and "bm25 0.10 ms" in page
+    # each model's embedding time, as the timing file gives it
+    assert "dense's model 0.5 s for the passages, 4.00 ms p50" in " ".join(page.split())
+    assert "dense-mpnet's model 3.5 s for the passages, 21.00 ms p50" in " ".join(page.split())

@@ -13,6 +13,8 @@ a vector's last bits. docs/results.md quotes the figures next to what the litera
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import ir_measures
 import numpy as np
@@ -24,7 +26,7 @@ from sitegen.rankers import RankInputs
 from sitegen.rankers.bm25 import BM25Ranker
 from sitegen.rankers.tokenize import tokenize
 from sitegen.scoring.metrics import evaluate
-from tests.helpers import REPO
+from tests.helpers import REPO, build, read_evidence
 
 CRANFIELD = REPO / "corpora" / "cranfield"
 SITE_METRICS = REPO / "site" / "evidence" / "cranfield" / "metrics.json"
@@ -151,3 +153,23 @@ def test_the_committed_cranfield_rerank_mpnet_equals_reranking_its_first_stage_b
     top50 = {q: [hit[0] for hit in hits[:50]] for q, hits in first.items()}  # packed rows: [doc id, score, ...]
     reference = _ndcg10(corpus, _cosine_run(corpus, mpnet_vectors, top50))
     assert abs(committed("rerank-mpnet") - reference) <= FOUR_DECIMALS, (committed("rerank-mpnet"), reference)
+
+
+@pytest.mark.slow
+def test_a_bi_encoder_rerank_of_bm25s_top_100_by_mpnet_equals_an_exact_cosine_rerank_to_4_decimals(
+    corpus, mpnet_vectors, tmp_path: Path
+) -> None:
+    """Cranfield built here with a declared rerank (bm25's top 100 by dense-mpnet's cosine), its vectors taken
+    from the committed bundle; the reference reranks the same 100 by SentenceTransformer.encode's vectors."""
+    folder = shutil.copytree(CRANFIELD, tmp_path / "corpora" / "cranfield")
+    scorer = {"kind": "bi-encoder", "embedding": "dense-mpnet"}
+    reranks = [{"name": "rerank-bm25-mpnet", "first_stage": "bm25", "candidates": 100, "scorer": scorer}]
+    (folder / "sitegen.json").write_text(json.dumps({"reranks": reranks}), encoding="utf-8")
+    site = tmp_path / "site"
+    result = build(tmp_path / "corpora", site, model={}, rankers=("bm25", "dense-mpnet"), vectors_from=REPO / "site")
+    assert result.embed_stats.embedded == 0  # every vector is the committed one
+    bm25 = read_evidence(site, "evidence/cranfield/runs/bm25.json")["queries"]
+    top100 = {q: [hit["doc_id"] for hit in hits[:100]] for q, hits in bm25.items()}
+    got = read_evidence(site, "evidence/cranfield/metrics.json")["rerank-bm25-mpnet"]["overall"]["ndcg@10"]
+    reference = _ndcg10(corpus, _cosine_run(corpus, mpnet_vectors, top100))
+    assert abs(got - reference) <= FOUR_DECIMALS, (got, reference)

@@ -20,6 +20,9 @@ from sitegen.publish import evidence
 from sitegen.publish.size_guard import SiteLimits
 from tests.helpers import REPO, build, tree_digest
 
+# Slow: builds of the Cranfield fixture with its inputs held by reference
+pytestmark = pytest.mark.slow
+
 FIXTURE = REPO / "tests" / "fixtures" / "cranfield-graded"
 RANKERS_BUILT = ("bm25", "dense", "rrf-dense-bm25")
 ABOVE = 100_000  # corpus.jsonl is 270 kB, queries.jsonl 3 kB: only the passages (and their vectors) are held

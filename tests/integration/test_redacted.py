@@ -30,6 +30,9 @@ from sitegen.rankers.bm25 import BM25Params, BM25Ranker
 from sitegen.verify.held import prepare_inputs
 from tests.helpers import REPO, FakeEmbeddingModel, build, write_corpus
 
+# Slow: a full and a redacted build of the Cranfield fixture, audited with and without it
+pytestmark = pytest.mark.slow
+
 FIXTURE = REPO / "tests" / "fixtures" / "cranfield-graded"
 RANKERS_BUILT = ("bm25", "bm25-stem", "dense", "rrf-dense-bm25")
 WINDOW = 30  # the bound: no run of this many characters of any text may appear in the site

@@ -8,6 +8,7 @@ under any sub-path.
 
 from __future__ import annotations
 
+import functools
 import math
 import posixpath
 import re
@@ -282,7 +283,10 @@ def url_for(page_path: str) -> Callable[[str], str]:
     return url
 
 
+@functools.lru_cache(maxsize=1)
 def environment() -> Environment:
+    """The one template environment of a process: its filters are pure, and Jinja keeps each compiled template
+    (recompiling one whose file changed), so a second build in the same process compiles none."""
     env = Environment(
         loader=FileSystemLoader(TEMPLATES_DIR),
         autoescape=select_autoescape(default=True, default_for_string=True),

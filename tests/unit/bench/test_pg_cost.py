@@ -156,9 +156,14 @@ def fake_embeddings(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _our_postgres() -> tuple[list[int], list[Path]]:
-    """Live postgres processes this process started, and private-server folders this process owns."""
+    """Live postgres processes this process started, and private-server folders this process owns (the folder
+    of the process's one initdb, which no server runs in, stays until the process exits)."""
+    from sitegen.postgres.cluster import TEMPLATE_PREFIX
+
     folders = []
     for folder in Path(tempfile.gettempdir()).glob("sitegen-pg-*"):
+        if folder.name.startswith(TEMPLATE_PREFIX):
+            continue
         owner = folder / "sitegen-owner.pid"
         if owner.is_file() and owner.read_text().strip() == str(os.getpid()):
             folders.append(folder)

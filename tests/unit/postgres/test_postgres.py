@@ -472,3 +472,40 @@ def test_index_refuses_a_corpus_without_embeddings_for_every_passage(tmp_path: P
     )
     with server.connect() as conn, pytest.raises(SitegenError, match="no embedding for passage 'd4'"):
         PgCorpusIndex.load(conn, corpus, partial)
+
+
+def test_private_servers_of_one_process_are_copies_of_one_initdb_and_share_no_data() -> None:
+    """initdb runs once per process: every later private server starts from a copy of that cluster (the same
+    system identifier), and what one server stores is not in the next."""
+    import psycopg
+
+    identifiers, found = [], []
+    for _ in range(2):
+        with PostgresServer() as server, psycopg.connect(server.conninfo, autocommit=True) as conn:
+            identifiers.append(conn.execute("SELECT system_identifier FROM pg_control_system()").fetchone()[0])
+            found.append(conn.execute("SELECT to_regclass('left_behind') IS NOT NULL").fetchone()[0])
+            conn.execute("CREATE TABLE left_behind (x int)")
+            assert Path(server.data_dir).stat().st_mode & 0o077 == 0  # PostgreSQL refuses a readable data folder
+    assert identifiers[0] == identifiers[1] and found == [False, False]
+
+
+def test_the_initdb_folder_is_removed_when_the_process_exits() -> None:
+    import shutil
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="initdb-exit-"))  # not under pytest's root-only folder: the server user
+    base.chmod(0o755)  # (as root) must reach its folder
+    script = (
+        "import tempfile; from pathlib import Path\n"
+        "from sitegen.postgres.server import PostgresServer\n"
+        "with PostgresServer(): pass\n"
+        "print(*Path(tempfile.gettempdir()).glob('sitegen-pg-template-*'))\n"
+    )
+    try:
+        env = {**os.environ, "TMPDIR": str(base)}
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=REPO)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip().startswith(str(base))  # it was there while the process ran
+        assert list(base.glob("sitegen-pg-*")) == []
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
