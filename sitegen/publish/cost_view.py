@@ -14,18 +14,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from sitegen.publish.layout import TIMINGS_DIR
+from sitegen.publish.layout import COST_TIMINGS, timing_file
 from sitegen.publish.plots import _STYLE, _pyplot, _svg
 
-__all__ = ["COST_TIMINGS", "cost_timings", "pareto_frontier", "quality_cost_svg"]
-
-COST_TIMINGS = "results-cost.json"
+__all__ = ["cost_timings", "pareto_frontier", "quality_cost_svg"]
 
 
 def cost_timings(site_root: Path, corpus: str) -> dict[str, Any] | None:
     """This corpus's entry of the site's ``timings/results-cost.json``, with the file's machine and date; None
     when the site has no such file or it did not time this corpus."""
-    path = site_root / TIMINGS_DIR / COST_TIMINGS
+    path = site_root / timing_file(COST_TIMINGS)
     if not path.is_file():
         return None
     data = json.loads(path.read_text(encoding="utf-8"))
@@ -121,6 +119,7 @@ def cost_context(c: Any, site: Any) -> dict[str, Any] | None:
     return {
         "rows": rows,
         "timings": timings,
+        "timings_href": timing_file(COST_TIMINGS),
         "machine": machine,
         "embedding": (timings or {}).get("embedding"),
         # each model's embedding summary; a timing file from before model entries has the packaged model's only

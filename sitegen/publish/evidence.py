@@ -264,6 +264,12 @@ def expand_run(doc: Any) -> dict[str, Any]:
             raise ValueError(f"query {query_id!r}: hits are not a list")
         rows = []
         for position, hit in enumerate(hits):
+            # the common hit first, [doc id, plain finite score]: one check of each part, no more
+            if version != 1 and type(hit) is list and len(hit) == 2:
+                doc_id, score = hit
+                if type(doc_id) is str and (type(score) is float or type(score) is int) and math.isfinite(score):
+                    rows.append({"doc_id": doc_id, "rank": position + 1, "score": score})
+                    continue
             if version == 1:
                 row = hit if isinstance(hit, dict) else None
                 ok = row is not None and isinstance(row.get("rank"), int) and not isinstance(row["rank"], bool)

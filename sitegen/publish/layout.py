@@ -40,6 +40,7 @@ __all__ = [
     "CHANGES",
     "CHUNKING",
     "CHUNKS",
+    "COST_TIMINGS",
     "EVIDENCE_DIR",
     "EXPERIMENTS",
     "FILTERING",
@@ -114,6 +115,8 @@ VERIFICATION = "verification.json"
 #: Benchmark result files (``bench/run.py``, ``sitegen bench-pg``): ``results.json`` first, then the others by name.
 TIMING_RESULTS = "results*.json"
 TIMING_DEFAULT = "results.json"
+#: ``bench/cost.py``'s ranker latencies, shown on each corpus page beside cost.json's sizes.
+COST_TIMINGS = "results-cost.json"
 #: A ``--retriever``'s call latencies, which the build writes itself.
 RETRIEVER_TIMINGS = "retrievers-*.json"
 
