@@ -2558,7 +2558,9 @@ DETECTABLE_EXAMPLES = (0.02, 0.05)
 def _lattice_sign_p(units: list[int]) -> float:
     """The exact sign-flip p of integer differences: the differences of one magnitude v, c of them, add
     v * (c - 2j) with probability C(c, j) / 2^c; those distributions are convolved magnitude by magnitude."""
-    magnitudes = Counter(abs(u) for u in units if u)
+    step = math.gcd(*units)  # the sums live on this grid; dividing it out leaves every probability as it is
+    magnitudes = Counter(abs(u) // step for u in units if u)
+    units = [u // step for u in units] if step else units
     total = sum(v * c for v, c in magnitudes.items())
     observed = abs(sum(units))
     if observed == 0:
@@ -2575,17 +2577,16 @@ def _lattice_sign_p(units: list[int]) -> float:
             else:
                 mixed[:shift] += weight * dist[-shift:]
         dist = mixed
-    outside = [dist[i] for i in range(dist.size) if abs(i - total) >= observed]
-    return math.fsum(outside)
+    outside = np.abs(np.arange(dist.size) - total) >= observed
+    return math.fsum(dist[outside].tolist())
 
 
 def _pattern_sums(d: np.ndarray) -> np.ndarray:
-    """sum(s * d) for every sign pattern s, pattern t flipping difference i when bit i of t is set."""
-    out = np.empty(2 ** len(d))
-    bits = np.arange(len(d), dtype=np.int64)
-    for start in range(0, out.size, 1 << 16):
-        t = np.arange(start, min(start + (1 << 16), out.size), dtype=np.int64)
-        out[start : start + t.size] = (1.0 - 2.0 * ((t[:, None] >> bits) & 1)) @ d
+    """sum(s * d) for every sign pattern s, in no particular order: each difference doubles the list, once
+    added and once taken away."""
+    out = np.zeros(1)
+    for value in d.tolist():
+        out = np.concatenate((out + value, out - value))
     return out
 
 

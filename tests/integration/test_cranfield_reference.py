@@ -162,6 +162,7 @@ def test_a_bi_encoder_rerank_of_bm25s_top_100_by_mpnet_equals_an_exact_cosine_re
     """Cranfield built here with a declared rerank (bm25's top 100 by dense-mpnet's cosine), its vectors taken
     from the committed bundle; the reference reranks the same 100 by SentenceTransformer.encode's vectors."""
     folder = shutil.copytree(CRANFIELD, tmp_path / "corpora" / "cranfield")
+    (folder / "FROZEN.json").unlink()  # this copy gains a sitegen.json: a variant, not the frozen collection
     scorer = {"kind": "bi-encoder", "embedding": "dense-mpnet"}
     reranks = [{"name": "rerank-bm25-mpnet", "first_stage": "bm25", "candidates": 100, "scorer": scorer}]
     (folder / "sitegen.json").write_text(json.dumps({"reranks": reranks}), encoding="utf-8")
