@@ -1,4 +1,5 @@
-"""``sitegen diff`` on real bundles: the committed site against its copy and against edited copies of its evidence."""
+"""``sitegen diff`` on real bundles: the committed site against its copy, and edited copies of one corpus's committed
+evidence against that evidence."""
 
 from __future__ import annotations
 
@@ -31,10 +32,30 @@ def site_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return target
 
 
+EDITED_CORPUS = "payments-support"
+
+
+@pytest.fixture(scope="module")
+def payments(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The committed evidence of payments-support alone (the other corpora's folders left out, the manifest
+    rehashed): the baseline of the edits below, so that each diff reads one corpus rather than four."""
+    target = tmp_path_factory.mktemp("payments") / "site"
+    shutil.copytree(REPO / "site" / "evidence", target / "evidence")
+    manifest_path = target / "evidence" / "manifest.json"
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    for corpus in manifest["corpora"]:
+        if corpus != EDITED_CORPUS:
+            shutil.rmtree(target / "evidence" / corpus)
+    manifest["corpora"] = [EDITED_CORPUS]
+    manifest_path.write_bytes(canonical_json(manifest))
+    rehash_manifest(target)
+    return target
+
+
 @pytest.fixture
-def edited(site_copy: Path, tmp_path: Path) -> Path:
-    """A fresh copy of the committed evidence to edit (a site folder holding only ``evidence/``)."""
-    shutil.copytree(site_copy / "evidence", tmp_path / "edited" / "evidence")
+def edited(payments: Path, tmp_path: Path) -> Path:
+    """A fresh copy of that evidence to edit (a site folder holding only ``evidence/``)."""
+    shutil.copytree(payments / "evidence", tmp_path / "edited" / "evidence")
     return tmp_path / "edited"
 
 
@@ -58,7 +79,7 @@ def test_committed_site_and_its_copy_are_identical_with_exit_0(site_copy: Path) 
     assert "largest score difference 0 within tolerance 0" in result.output.splitlines()[0]
 
 
-def test_a_score_moved_by_1e7_passes_with_tolerance_1e6_and_fails_when_exact(site_copy: Path, edited: Path) -> None:
+def test_a_score_moved_by_1e7_passes_with_tolerance_1e6_and_fails_when_exact(payments: Path, edited: Path) -> None:
     run_path = edited / "evidence" / "payments-support" / "runs" / "dense.json"
     qid = next(iter(read_run(run_path)["queries"]))
 
@@ -67,10 +88,10 @@ def test_a_score_moved_by_1e7_passes_with_tolerance_1e6_and_fails_when_exact(sit
 
     _edit_json(run_path, nudge)
     rehash_manifest(edited)
-    loose = run_cli("diff", "--tolerance", "1e-6", site_copy, edited)
+    loose = run_cli("diff", "--tolerance", "1e-6", payments, edited)
     assert loose.exit_code == 0, loose.output
     assert f"(dense, payments-support {qid}) within tolerance 1e-06" in loose.output.splitlines()[0]
-    exact = run_cli("diff", site_copy, edited)
+    exact = run_cli("diff", payments, edited)
     assert exact.exit_code == 1
     summary = exact.output.splitlines()[0]
     assert summary.startswith("identical rankings and metrics; ")
@@ -78,7 +99,7 @@ def test_a_score_moved_by_1e7_passes_with_tolerance_1e6_and_fails_when_exact(sit
     assert "differ     evidence/payments-support/runs/dense.json" in exact.output
 
 
-def test_two_swapped_hits_are_different_rankings_naming_the_query(site_copy: Path, edited: Path) -> None:
+def test_two_swapped_hits_are_different_rankings_naming_the_query(payments: Path, edited: Path) -> None:
     base = edited / "evidence" / "payments-support"
     grades = qrels_grades((base / "inputs" / "qrels" / "test.tsv").read_text(), "qrels/test.tsv")
     run_path = base / "runs" / "bm25.json"
@@ -98,16 +119,16 @@ def test_two_swapped_hits_are_different_rankings_naming_the_query(site_copy: Pat
 
     _edit_json(run_path, swap)
     rehash_manifest(edited)
-    result = run_cli("diff", site_copy, edited)
+    result = run_cli("diff", payments, edited)
     assert result.exit_code == 1
     assert result.output.startswith("rankings differ (1 query in 1 run); identical metrics; ")
     assert f"payments-support/bm25: 1 of 60 queries ranked differently ({qid})" in result.output
-    diff = diff_bundles(site_copy, edited, 0.0)
+    diff = diff_bundles(payments, edited, 0.0)
     assert [r.differing_queries for r in diff.runs if not r.rankings_identical] == [(qid,)]
     assert diff.moves == (RankMove("payments-support", "bm25", qid, 1, 2),)
 
 
-def test_a_changed_metric_is_reported_with_both_values(site_copy: Path, edited: Path) -> None:
+def test_a_changed_metric_is_reported_with_both_values(payments: Path, edited: Path) -> None:
     metrics_path = edited / "evidence" / "payments-support" / "metrics.json"
     before = json.loads(metrics_path.read_text())["bm25"]["overall"]["hit@1"]
 
@@ -116,16 +137,16 @@ def test_a_changed_metric_is_reported_with_both_values(site_copy: Path, edited: 
 
     _edit_json(metrics_path, bump)
     rehash_manifest(edited)
-    result = run_cli("diff", site_copy, edited)
+    result = run_cli("diff", payments, edited)
     assert result.exit_code == 1
     assert result.output.startswith("identical rankings; 1 metric value differs; ")
     assert f"payments-support/bm25 hit@1: {before:.6g} -> {before + 0.1:.6g} (+0.1)" in result.output
 
 
-def test_a_file_not_matching_its_manifest_is_refused_with_one_line_and_exit_1(site_copy: Path, edited: Path) -> None:
+def test_a_file_not_matching_its_manifest_is_refused_with_one_line_and_exit_1(payments: Path, edited: Path) -> None:
     report = edited / "evidence" / "payments-support" / "report.json"
     report.write_bytes(report.read_bytes() + b" ")
-    result = run_cli("diff", site_copy, edited)
+    result = run_cli("diff", payments, edited)
     assert result.exit_code == 1
     assert isinstance(result.exception, SystemExit)
     assert result.output.startswith("error: cannot compare: ") and result.output.count("\n") == 1
@@ -133,7 +154,7 @@ def test_a_file_not_matching_its_manifest_is_refused_with_one_line_and_exit_1(si
     assert "Traceback" not in result.output
 
 
-def test_exact_fails_on_a_vector_difference_that_the_default_lets_pass(site_copy: Path, edited: Path) -> None:
+def test_exact_fails_on_a_vector_difference_that_the_default_lets_pass(payments: Path, edited: Path) -> None:
     """--exact guards a published bundle: a changed embedding file fails it, though rankings and metrics agree."""
     npy = edited / "evidence" / "payments-support" / "embeddings" / "queries.npy"
     vectors = np.load(npy)
@@ -141,8 +162,8 @@ def test_exact_fails_on_a_vector_difference_that_the_default_lets_pass(site_copy
     npy.write_bytes(b"")
     np.save(npy, vectors)
     rehash_manifest(edited)
-    assert run_cli("diff", site_copy, edited).exit_code == 0
-    exact = run_cli("diff", "--exact", site_copy, edited)
+    assert run_cli("diff", payments, edited).exit_code == 0
+    exact = run_cli("diff", "--exact", payments, edited)
     assert exact.exit_code == 1, exact.output
     assert "differ     evidence/payments-support/embeddings/queries.npy" in exact.output
 
