@@ -14,6 +14,7 @@ import pytest
 from sitegen.audit import run_audit
 from tests.helpers import REPO, build, copy_site, read_evidence, rehash_manifest, run_cli, write_corpus
 
+SITE = REPO / "site"
 WORDS = "the a of and to in is card cards refund refunds payment policy batch box boxes class analysis first".split()
 
 
@@ -175,13 +176,16 @@ def test_bi_encoder_rerank_of_bm25_top_100_equals_an_independent_exact_cosine_re
     tmp_path: Path, embedding: str, folder_of
 ) -> None:
     """On the graded Cranfield fixture, for each packaged model: the build's bi-encoder rerank of bm25's top 100
-    against SentenceTransformer.encode, exact cosine and ir_measures, to 4 decimals."""
+    (from the vectors sitegen made and froze) against SentenceTransformer.encode, exact cosine and ir_measures,
+    to 4 decimals."""
     folder = folder_of()
     corpus = shutil.copytree(REPO / "tests" / "fixtures" / "cranfield-graded", tmp_path / "corpora" / "cranfield")
     scorer = {"kind": "bi-encoder", "embedding": embedding}
     reranks = [{"name": "rerank-bm25", "first_stage": "bm25", "candidates": 100, "scorer": scorer}]
     (corpus / "sitegen.json").write_text(json.dumps({"reranks": reranks}), encoding="utf-8")
-    build(tmp_path / "corpora", tmp_path / "site", model={}, rankers=("bm25", embedding))
+    # The fixture's texts are Cranfield's, so the committed site's frozen vectors serve: nothing is embedded.
+    result = build(tmp_path / "corpora", tmp_path / "site", model={}, rankers=("bm25", embedding), vectors_from=SITE)
+    assert result.embed_stats.embedded == 0
     site = tmp_path / "site"
     bm25 = read_evidence(site, "evidence/cranfield/runs/bm25.json")["queries"]
     first = {q: [hit["doc_id"] for hit in hits[:100]] for q, hits in bm25.items()}
