@@ -4450,15 +4450,7 @@ def check_referenced(check: Check, bundle: Bundle, corpus: str) -> str:
             check.fail(f"{rel}: holds {name}, which this corpus's publication does not withhold")
         if (bundle.site / base / name).exists():
             check.fail(f"{base}/{name}: published, and {rel} says it is withheld")
-        texts = name in TEXT_FIELDS or name == CITATIONS
-        want = f"referenced/{name}" if texts else None
-        if entry.get("records") != want:
-            check.fail(f"{rel}: {name}: records is {entry.get('records')!r}, expected {want!r}")
-        if not texts:
-            continue
-        fields = ("quote",) if name == CITATIONS else TEXT_FIELDS[name]
-        for number, obj in _json_records(bundle, f"{base}/referenced/{name}"):
-            items = obj.get("citations") if name == CITATIONS and isinstance(obj.get("citations"), list) else [obj]
+        for number, items, fields in _held_records(check, bundle, base, name, entry):
             for item in items:
                 if not isinstance(item, dict) or any(f in item for f in fields):
                     check.fail(f"{base}/referenced/{name}: line {number}: holds a text, not its sha256")
@@ -4468,6 +4460,24 @@ def check_referenced(check: Check, bundle: Bundle, corpus: str) -> str:
     _check_records_listed(check, bundle, corpus, files)
     vectors = "published" if published.vectors else "withheld"
     return f"{len(files)} files held by reference ({records} records stand for their texts); vectors {vectors}"
+
+
+def _held_records(
+    check: Check, bundle: Bundle, base: str, name: str, entry: dict[str, Any]
+) -> Iterator[tuple[int, list[Any], tuple[str, ...]]]:
+    """A held file's entry in referenced.json names its records exactly when the file holds texts; for such a
+    file, each record line's number, its items (a citations line's citations, else the line) and the text
+    fields they stand for."""
+    texts = name in TEXT_FIELDS or name == CITATIONS
+    want = f"referenced/{name}" if texts else None
+    if entry.get("records") != want:
+        check.fail(f"{base}/referenced.json: {name}: records is {entry.get('records')!r}, expected {want!r}")
+    if not texts:
+        return
+    fields = ("quote",) if name == CITATIONS else TEXT_FIELDS[name]
+    for number, obj in _json_records(bundle, f"{base}/referenced/{name}"):
+        items = obj.get("citations") if name == CITATIONS and isinstance(obj.get("citations"), list) else [obj]
+        yield number, items, fields
 
 
 def _check_records_listed(check: Check, bundle: Bundle, corpus: str, files: dict[str, dict[str, Any]]) -> None:
@@ -4520,15 +4530,7 @@ def _check_large(check: Check, bundle: Bundle, corpus: str, published: Publicati
             check.fail(f"{base}/{name}: copied, and {base}/referenced.json says it is held by reference")
         if not published.held(entry["bytes"]):
             check.fail(f"{base}/referenced.json: holds {name} ({entry['bytes']} bytes), which is not {rule}")
-        texts = name in TEXT_FIELDS or name == CITATIONS
-        want = f"referenced/{name}" if texts else None
-        if entry.get("records") != want:
-            check.fail(f"{base}/referenced.json: {name}: records is {entry.get('records')!r}, expected {want!r}")
-        if not texts:
-            continue
-        fields = ("quote",) if name == CITATIONS else TEXT_FIELDS[name]
-        for number, obj in _json_records(bundle, f"{base}/referenced/{name}"):
-            items = obj.get("citations") if name == CITATIONS and isinstance(obj.get("citations"), list) else [obj]
+        for number, items, fields in _held_records(check, bundle, base, name, entry):
             if any(not isinstance(i, dict) or any(f in i or f"{f}_sha256" in i for f in fields) for i in items):
                 check.fail(f"{base}/referenced/{name}: line {number}: holds a text or its sha256; the file's binds it")
             records += 1

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from sitegen.embedding.models import DEFAULT_SPEC
 from sitegen.embedding.vectors import CorpusEmbeddings
 from sitegen.inputs.corpus import Corpus
 from sitegen.rankers import RankInputs, Run, make_rankers
@@ -108,8 +109,8 @@ def corpus_timings(
         e.name: [_best(lambda r=r, e=e: e.encode([corpus.queries[r].text]), 1, clock) * 1000 for r in questions]
         for e in embedded
     }
-    dense = models["dense"].vectors if "dense" in models else None
-    vectors = {n: e.vectors for n, e in models.items() if n != "dense"}
+    dense = models[DEFAULT_SPEC.name].vectors if DEFAULT_SPEC.name in models else None
+    vectors = {n: e.vectors for n, e in models.items() if n != DEFAULT_SPEC.name}
     rankers = [r for r in make_rankers(ranker_names) if not r.contract.uses_postgres]
     runs: dict[str, Run] = {}
     own: dict[str, list[float]] = {}
@@ -133,7 +134,7 @@ def corpus_timings(
             latencies.append(gap / COPIES * 1000 if gap > 0 else math.nan)
         own[ranker.name] = latencies
         table[ranker.name] = _row(ranker.name, runs, own, embed_ms, empty)
-        if runs[ranker.name].contract.family is Family.DENSE:
+        if ranker.contract.family is Family.DENSE:
             table[ranker.name]["index_s"] = models[_model_name(ranker.contract)].passages_s
         log(f"{corpus.name}: {ranker.name}: p50 {table[ranker.name]['p50_ms']} ms")
     summaries = {
@@ -148,15 +149,15 @@ def corpus_timings(
         "corpus": corpus.name,
         "passages": len(corpus.documents),
         "questions_timed": len(questions),
-        "embedding": summaries.get("dense"),
+        "embedding": summaries.get(DEFAULT_SPEC.name),
         "embeddings": summaries,
         "rankers": table,
     }
 
 
 def _model_name(contract: Contract) -> str:
-    """The dense ranker whose model a contract ranks by: a model entry's name, else ``dense``."""
-    return contract.model.name if contract.model is not None else "dense"
+    """The dense ranker whose model a contract ranks by: a model entry's name, else the packaged model's."""
+    return (contract.model or DEFAULT_SPEC).name
 
 
 def _reads(name: str, runs: Mapping[str, Run]) -> list[str]:

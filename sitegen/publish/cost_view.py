@@ -121,7 +121,6 @@ def cost_context(c: Any, site: Any) -> dict[str, Any] | None:
         "timings": timings,
         "timings_href": timing_file(COST_TIMINGS),
         "machine": machine,
-        "embedding": (timings or {}).get("embedding"),
         # each model's embedding summary; a timing file from before model entries has the packaged model's only
         "embeddings": (timings or {}).get("embeddings") or {"dense": (timings or {}).get("embedding")},
         "plot": plot,

@@ -102,7 +102,7 @@ def _lattice_p(units: np.ndarray) -> float:
     # On the grid of the units' greatest common divisor the same sums carry the same probabilities, the same
     # additions made in the same order (the points left out are never reached), so p is unchanged, bit for bit,
     # and a hit@k difference (a whole 2520) needs a distribution 2520 times shorter.
-    units = units // int(np.gcd.reduce(np.abs(units).astype(np.int64)))
+    units = units // int(np.gcd.reduce(units))
     total = int(np.abs(units).sum())
     observed = abs(int(units.sum()))
     if observed == 0:
