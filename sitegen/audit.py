@@ -726,6 +726,29 @@ def top_scores(values: np.ndarray, ids: list[str], keep: np.ndarray, depth: int,
     return top
 
 
+def exact_top_scores(
+    emb: Embeddings, row: int, values: np.ndarray, keep: np.ndarray, depth: int, also: list[int]
+) -> dict[str, float]:
+    """{doc id: exact score} of the kept passages that can stand in the top ``depth``, plus those at ``also``.
+
+    ``values`` are float32 BLAS dot products, whose last bits depend on the CPU: they only narrow the candidates
+    to those within a margin of the depth-th best (each BLAS sum of ``d`` float32 products is within ``d`` units of
+    float32 rounding of the exact one, so twice that loses none). The candidates are then scored as the runs
+    store them (:func:`exact_dot`), so the ranking recomputed, and every count the detail states, is the same on
+    every machine."""
+    kept = np.flatnonzero(keep)
+    if len(kept) > depth:
+        at = len(kept) - max(depth, 1)
+        margin = 2.0 * emb.passages.shape[1] * float(np.finfo(np.float32).eps)
+        kept = kept[values[kept] >= np.partition(values[kept], at)[at] - margin]
+    rows = sorted({*kept.tolist(), *(i for i in also if keep[i])})
+    if not rows:
+        return {}
+    exact = exact_dot(emb.passages[rows], emb.queries[row])
+    ids = emb.index["passages"]
+    return {ids[i]: v for i, v in zip(rows, exact.tolist(), strict=True)}
+
+
 def rrf(lists: dict[str, list[str]], k: float, candidates: int | None, weights: dict[str, float]) -> tuple:
     """Fused scores and component ranks, in order of first appearance (lists read in the given order)."""
     fused: dict[str, float] = {}
@@ -1306,7 +1329,7 @@ def _verify_dense(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any]
             inputs = bundle.inputs(corpus)
             keep = np.fromiter((allowed(inputs, qid, d) for d in ids), dtype=bool, count=len(ids))
         also = [position[h["doc_id"]] for h in hits if h["doc_id"] in position]
-        scores = top_scores(values, ids, keep, run["depth"], also)
+        scores = exact_top_scores(emb, rows[qid], values, keep, run["depth"], also)
         swaps += _compare_ranked(
             check, f"{rel}: query {qid}", hits, scores, run["depth"], lambda x, y: abs(x - y) <= tol
         )
@@ -1427,7 +1450,7 @@ def _verify_bi_rerank(check: Check, bundle: Bundle, corpus: str, run: dict[str, 
             check.fail(f"{where}: no vector in embeddings/queries.npy")
             continue
         ids = [h["doc_id"] for h in tops[qid] if h["doc_id"] in position]
-        values = emb.passages[[position[d] for d in ids]] @ emb.queries[rows[qid]] if ids else []
+        values = exact_dot(emb.passages[[position[d] for d in ids]], emb.queries[rows[qid]]) if ids else []
         scores = {d: float(v) for d, v in zip(ids, values, strict=True)}
         swaps += _compare_ranked(check, where, hits, scores, len(tops[qid]), lambda x, y: abs(x - y) <= tol)
     n = run["params"]["candidates"]
