@@ -6,7 +6,8 @@ Usage (the corpus from ``bench/scale_corpus.py ... --vectors``, its folder named
 
 ``CORPORA`` holds ``scale/`` (``bench/scale_corpus.py CORPORA/scale --passages N --questions Q --vectors``).
 The build runs in this process (``build_site``, PostgreSQL off, nothing embedded: dense ranks by the corpus's
-supplied vectors), with every in-process ranker by default: bm25, bm25-stem, dense and the RRF fusions. Its
+supplied vectors), with every in-process ranker by default: bm25, bm25-stem, dense, the RRF fusions and the
+rerank stage (``rerank-dense``: rrf-dense-bm25's top 50 rescored by the cosine of the supplied vectors). Its
 audit stage is the one every build runs; a file held by reference is then not recomputed, so the standalone
 ``audit.py OUT --inputs CORPORA`` runs after it in a fresh interpreter, reading the input files back, and its
 seconds and peak RSS are recorded beside the build's. The machine's load average (``os.getloadavg``) is taken
@@ -29,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-RANKERS = ("bm25", "bm25-stem", "dense", "rrf-dense-bm25", "rrf-dense-bm25-stem")
+RANKERS = ("bm25", "bm25-stem", "dense", "rrf-dense-bm25", "rrf-dense-bm25-stem", "rerank-dense")
 
 
 def _vm_kib(field: str) -> int:

@@ -131,19 +131,19 @@ def _all_sums(d: np.ndarray) -> np.ndarray:
 def _split_half_p(d: np.ndarray, observed: float) -> float:
     """Exact two-sided p over all 2^n sign patterns without listing them: the sums of the first half's patterns
     (left) meet the sorted sums of the second half's (right); a pattern is extreme when
-    |left + right| >= observed - 1e-12, counted for each left by two binary searches."""
+    |left + right| >= observed - 1e-12. Negating a pattern negates its sum exactly (IEEE rounding is symmetric),
+    so the sums at or below -threshold mirror those at or above it: one binary search per left, counted twice."""
     threshold = observed - TIE
     if threshold <= 0:
         return 1.0
     half = d.size // 2
     # both halves sorted: the searches then walk the right half in order, which keeps them in the cache
     left, right = np.sort(_all_sums(d[:half])), np.sort(_all_sums(d[half:]))
-    extreme = 0
+    above = 0
     for start in range(0, left.size, _SPLIT_BLOCK):
         block = left[start : start + _SPLIT_BLOCK]
-        extreme += int((right.size - np.searchsorted(right, threshold - block, side="left")).sum())
-        extreme += int(np.searchsorted(right, -threshold - block, side="right").sum())
-    return extreme / 2**d.size
+        above += int((right.size - np.searchsorted(right, threshold - block, side="left")).sum())
+    return 2 * above / 2**d.size
 
 
 def monte_carlo_rounds(family_size: int, alpha: float, minimum: int) -> int:
