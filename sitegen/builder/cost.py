@@ -7,10 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sitegen.inputs.corpus import passage_text
 from sitegen.rankers.base import Basis, Family, RankInputs, Run
-from sitegen.rankers.bm25 import build_bm25_index
-from sitegen.rankers.tokenize import tokenize, tokenize_stemmed
+from sitegen.rankers.bm25 import passage_index
 from sitegen.scoring.cost import cost_report, postings_bytes
 
 __all__ = ["corpus_cost"]
@@ -44,8 +42,7 @@ def corpus_cost(inputs: RankInputs, runs: Mapping[str, Run]) -> dict[str, Any]:
             stemmed = bool(run.params["stemmed"])
             key = f"postings:{'stemmed' if stemmed else 'plain'}"
             if key not in indexes:
-                tokenizer = tokenize_stemmed if stemmed else tokenize
-                index = build_bm25_index([tokenizer(passage_text(d)) for d in corpus.documents])
+                index = passage_index(corpus.documents, stemmed)
                 indexes[key] = postings_bytes(index.starts, index.doc_indices, index.weights)
             own[name] = [key]
     return cost_report(runs, len(corpus.documents), own, indexes, models)

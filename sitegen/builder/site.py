@@ -145,19 +145,21 @@ def _build_locked(request: _Request, out_dir: Path, lock: TargetLock) -> BuildRe
         if read_verification(options.verification_record, staging) is not None:  # a bad record fails here
             shutil.copyfile(options.verification_record, staging / VERIFICATION)
         _write_retriever_timings(staging, options, loaded.retrieved)
+        names = loaded.names
+        del loaded  # every corpus's passages and vectors go before the pages are rendered (GBs at a million)
         audit_report = audit_and_render(staging, steps, log, timer)
         log(
             "step cache (experiments, plots): "
             + "; ".join(f"{name} {n['computed']} computed, {n['reused']} reused" for name, n in steps.counts.items())
         )
-        ran = rankers_run(staging, loaded.names)
+        ran = rankers_run(staging, names)
         _check_size(staging, options, log)
         swap_into_place(staging, out_dir, lock)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return BuildResult(
-        corpora=tuple(loaded.names),
+        corpora=tuple(names),
         rankers=ran,
         embed_stats=embedded.stats,
         audit_verdict=audit_report["verdict"],

@@ -30,7 +30,16 @@ from sitegen.rankers.base import Basis, Contract, Family, Hit, RankInputs, Run, 
 from sitegen.rankers.filtering import FILTER_NOTE, allowed_masks
 from sitegen.rankers.tokenize import STOP_WORDS, strip_plural, tokenize, tokenize_stemmed
 
-__all__ = ["SHIPPED_BM25", "BM25Index", "BM25Params", "BM25Ranker", "BM25Search", "bm25_scores", "build_bm25_index"]
+__all__ = [
+    "SHIPPED_BM25",
+    "BM25Index",
+    "BM25Params",
+    "BM25Ranker",
+    "BM25Search",
+    "bm25_scores",
+    "build_bm25_index",
+    "passage_index",
+]
 
 
 @dataclass(frozen=True)
@@ -128,6 +137,15 @@ def _numbered_documents(documents: tuple[Document, ...]) -> _Words:
         parts.append(numbered.astype(np.int32))
     key = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
     return _Words(dict(ids), key, lengths)
+
+
+def passage_index(documents: tuple[Document, ...], stemmed: bool, k1: float = 1.2, b: float = 0.75) -> BM25Index:
+    """The index :class:`BM25Ranker` ranks ``documents`` by: the postings of :func:`build_bm25_index` over each
+    passage's tokens (stemmed or not), made from the passages tokenised a block at a time, so a million passages'
+    tokens are never Python strings at once."""
+    words = _passage_words(documents, stemmed)
+    words = _stemmed(words) if stemmed else words
+    return _index(words.vocabulary, [words.ids.astype(np.int64)], words.lengths, k1, b)
 
 
 def _stemmed(words: _Words) -> _Words:
@@ -551,9 +569,7 @@ class BM25Ranker:
     def rank(self, inputs: RankInputs, depth: int) -> Run:
         documents = inputs.corpus.documents
         tokenizer = self._tokenizer
-        words = _passage_words(documents, self.stemmed)
-        words = _stemmed(words) if self.stemmed else words
-        index = _index(words.vocabulary, [words.ids.astype(np.int64)], words.lengths, self.k1, self.b)
+        index = passage_index(documents, self.stemmed, self.k1, self.b)
         doc_ids = [d.doc_id for d in documents]
         id_key = doc_id_order(doc_ids)
         hits: dict[str, tuple[Hit, ...]] = {}

@@ -109,13 +109,19 @@ def _lattice_p(units: np.ndarray) -> float:
         return 1.0
     dist = np.zeros(2 * total + 1)
     dist[total] = 1.0
+    reach = 0  # the sums so far lie in [-reach, reach]: each step adds the zeros outside it nowhere
     for u in np.abs(units).tolist():
         if u == 0:  # a difference below 1e-6 / 2520 (float noise): it moves no sum, as in the full enumeration
             continue
-        shifted = np.zeros_like(dist)
-        shifted[u:] += dist[:-u]
-        shifted[:-u] += dist[u:]
-        dist = shifted * 0.5
+        # new[j] = (dist[j - u] + dist[j + u]) / 2 over the new reach only, the same additions in the same order
+        # as over the whole array (0 + x is x, and the cells beyond the reach stay 0)
+        seen = dist[total - reach : total + reach + 1]
+        shifted = np.zeros(seen.size + 2 * u)
+        shifted[2 * u :] += seen
+        shifted[: seen.size] += seen
+        shifted *= 0.5
+        reach += u
+        dist[total - reach : total + reach + 1] = shifted
     values = np.arange(-total, total + 1)
     return float(math.fsum(dist[np.abs(values) >= observed].tolist()))
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import ast
+import gzip
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -68,3 +70,19 @@ def test_check_registries_name_every_check_family() -> None:
         "hygiene",
     ]
     assert [p for p, _ in audit.RANKER_CHECKS] == ["run", "trec", "metrics"]
+
+
+def test_a_jsonl_input_read_line_by_line_is_read_as_the_whole_text_is(tmp_path: Path) -> None:
+    """Records are streamed from the file (a million passages are not held as text beside their records), with
+    the whole-text reading's rules: newline-only splits, a carriage return and a byte-order mark dropped."""
+    rows = b'\xef\xbb\xbf{"_id": "a"}\r\n{"_id": "b\\u2028c"}\n\n{"_id": "d"}'
+    (tmp_path / "plain.jsonl").write_bytes(rows)
+    (tmp_path / "packed.jsonl.gz").write_bytes(gzip.compress(rows, mtime=0))
+    bundle = audit.Bundle(tmp_path)
+    want = bundle.lines("plain.jsonl")
+    assert list(bundle.each_line("plain.jsonl")) == want == ['{"_id": "a"}', '{"_id": "b\\u2028c"}', "", '{"_id": "d"}']
+    assert list(bundle.each_line("packed.jsonl")) == want
+    assert [n for n, _ in audit._json_records(bundle, "plain.jsonl")] == [1, 2, 4]
+    (tmp_path / "bad.jsonl").write_bytes(b'{"_id": "a"}\n{"_id": "caf\xe9"}\n')
+    with pytest.raises(audit.AuditError, match=r"^bad\.jsonl: line 2: not valid UTF-8 \(byte 12\)$"):
+        list(bundle.each_line("bad.jsonl"))

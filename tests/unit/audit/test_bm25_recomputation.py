@@ -70,6 +70,23 @@ def test_numpy_bm25_equals_the_dictionary_loop_bit_for_bit(seed: int) -> None:
     assert got == dict(reference_bm25(docs, queries, k1, b))
 
 
+@pytest.mark.parametrize("block", [1, 7, 64])
+@pytest.mark.parametrize("seed", range(12))
+def test_postings_built_a_block_of_words_at_a_time_give_the_same_scores_bit_for_bit(
+    seed: int, block: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A million passages' postings are built in blocks (one passage each at least); any block size gives the
+    dictionary loop's scores."""
+    docs, queries = random_collection(seed)
+    monkeypatch.setattr(audit, "POSTINGS_BLOCK", block)
+    ids = list(docs)
+    got = {
+        q: {ids[i]: float(v) for i, v in enumerate(values) if v > 0}
+        for q, values in audit.bm25_scores(docs.values(), queries, 1.2, 0.75)
+    }
+    assert got == dict(reference_bm25(docs, queries, 1.2, 0.75))
+
+
 @pytest.mark.parametrize("seed", range(20))
 def test_numpy_bm25_agrees_with_the_build_ranker(seed: int) -> None:
     docs, queries = random_collection(seed)
