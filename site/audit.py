@@ -96,7 +96,7 @@ import re
 import shlex
 import sys
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -162,9 +162,31 @@ def _is_number(x: Any) -> bool:
 # ---------------------------------------------------------------- reading the bundle
 
 
+class PassageTexts(Mapping[str, str]):
+    """``Inputs.doc_text`` of a corpus that is not chunked: each passage's title and text joined as sitegen indexes
+    them, made when asked for from ``Inputs.passages``, so a million passages' texts are held once, not twice. Ids
+    keep their first row's place and their last row's text, as assigning them into a dict would."""
+
+    def __init__(self, rows: list[tuple[str, str, str]], at: dict[str, int]) -> None:
+        self._rows, self._at = rows, at
+
+    def __getitem__(self, doc_id: str) -> str:
+        _, title, text = self._rows[self._at[doc_id]]
+        return f"{title}\n{text}" if title else text
+
+    def __contains__(self, doc_id: object) -> bool:
+        return doc_id in self._at
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._at)
+
+    def __len__(self) -> int:
+        return len(self._at)
+
+
 @dataclass
 class Inputs:
-    doc_text: dict[str, str]  # passage id -> the text every ranker indexes, in file order (chunks if chunked)
+    doc_text: Mapping[str, Any]  # passage id -> the text every ranker indexes, in file order (chunks if chunked)
     queries: dict[str, dict[str, Any]]  # query id -> {"text", "kind", "answerable", "filter", "spans"}
     qrels: dict[str, dict[str, int]]  # derived from the spans when the corpus is chunked
     judged_pairs: int
@@ -251,6 +273,29 @@ class Bundle:
         if lines and lines[0].startswith("\ufeff"):
             lines[0] = lines[0][1:]
         return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+    def each_line(self, rel: str) -> Iterator[str]:
+        """:meth:`lines`, one at a time, the file never held whole: a JSONL input of a million passages is read
+        once into its records, not kept as text beside them (a text already read is split as it is)."""
+        if ("text", rel) in self._memo:
+            yield from self.lines(rel)
+            return
+        if not self.has(rel):
+            raise AuditError(f"{rel}: file is missing")
+        path = self.file(rel)
+        try:
+            with gzip.open(path, "rb") if path.name.endswith(".gz") else path.open("rb") as stream:
+                for number, raw in enumerate(stream, start=1):
+                    raw = raw.removesuffix(b"\n").removesuffix(b"\r")
+                    if number == 1:
+                        raw = raw.removeprefix(b"\xef\xbb\xbf")
+                    try:
+                        yield raw.decode("utf-8")
+                    except UnicodeDecodeError as exc:
+                        raise AuditError(f"{rel}: line {number}: not valid UTF-8 (byte {exc.start})") from None
+        except (OSError, EOFError) as exc:
+            what = "not a readable gzip file" if path.name.endswith(".gz") else "cannot be read"
+            raise AuditError(f"{rel}: {what}: {exc}") from None
 
     def json(self, rel: str, kind: type = dict) -> Any:
         def load() -> Any:
@@ -372,7 +417,7 @@ def _jsonl(bundle: Bundle, rel: str, text: str | None = "text") -> Iterator[tupl
 
 
 def _json_records(bundle: Bundle, rel: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    for number, line in enumerate(bundle.lines(rel), start=1):
+    for number, line in enumerate(bundle.each_line(rel), start=1):
         if not line.strip():
             continue
         try:
@@ -395,22 +440,29 @@ def _text_file(bundle: Bundle, corpus: str, name: str) -> tuple[str, str | None]
 def _read_inputs(bundle: Bundle, corpus: str) -> Inputs:
     base = f"evidence/{corpus}/inputs"
     problems: list[str] = []
-    doc_text: dict[str, str] = {}
-    documents: dict[str, dict[str, Any]] = {}
+    at: dict[str, int] = {}  # passage id -> its row in passages (the last row of a duplicated id)
+    documents: dict[str, dict[str, Any]] = {}  # the records themselves, kept only to chunk them
+    doc_meta: dict[str, dict[str, Any]] = {}
     passages: list[tuple[str, str, str]] = []
     corpus_rel, field_name = _text_file(bundle, corpus, "corpus.jsonl")
     queries_rel, query_field = _text_file(bundle, corpus, "queries.jsonl")
     texts = field_name == query_field == "text"
+    config_rel = f"{base}/sitegen.json"
+    config = bundle.json(config_rel) if (bundle.site / config_rel).is_file() else {}
+    chunked = isinstance(config.get("chunking"), dict)  # the inputs say how to chunk, not chunking.json
     for number, obj in _jsonl(bundle, corpus_rel, field_name):
         title = obj.get("title") or ""
         if not isinstance(title, str):
             raise AuditError(f"{corpus_rel}: line {number}: title must be a string")
-        if obj["_id"] in doc_text:
-            problems.append(f"{corpus_rel}: line {number}: duplicate doc id {obj['_id']}")
-        text = obj["text"] if texts else None  # records: no text
-        doc_text[obj["_id"]] = (f"{title}\n{text}" if title else text) if texts else None
-        documents[obj["_id"]] = obj
-        passages.append((obj["_id"], title if texts else None, text))
+        doc_id = obj["_id"]
+        if doc_id in at:
+            problems.append(f"{corpus_rel}: line {number}: duplicate doc id {doc_id}")
+        at[doc_id] = len(passages)
+        doc_meta[doc_id] = dict(obj.get("metadata") or {})
+        if chunked:
+            documents[doc_id] = obj
+        passages.append((doc_id, title if texts else None, obj["text"] if texts else None))  # records: no text
+    doc_text: Mapping[str, Any] = PassageTexts(passages, at) if texts else dict.fromkeys(at)
     queries: dict[str, dict[str, Any]] = {}
     for number, obj in _jsonl(bundle, queries_rel, query_field):
         kind, answerable = obj.get("kind", "unlabelled"), obj.get("answerable", True)
@@ -441,10 +493,7 @@ def _read_inputs(bundle: Bundle, corpus: str) -> Inputs:
             problems.append(f"{rel}: line {number}: query {qid} doc {did}: negative grade or judged twice")
         qrels.setdefault(qid, {})[did] = grade
     judged = len(rows) - 1
-    config_rel = f"{base}/sitegen.json"
-    config = bundle.json(config_rel) if (bundle.site / config_rel).is_file() else {}
-    doc_meta = {d: dict(obj.get("metadata") or {}) for d, obj in documents.items()}
-    if isinstance(config.get("chunking"), dict):  # the inputs say how to chunk, not chunking.json
+    if chunked:
         setting = chunk_setting(config["chunking"].get("default", {}))
         if texts:
             doc_text, doc_meta, qrels = _chunk_inputs(documents, queries, setting)
@@ -667,9 +716,52 @@ def filtered_words(words: Words, stop_words: frozenset[str] = frozenset(), stem:
     )
     mapped = table[words.ids]
     kept = mapped >= 0
-    kept_before = np.zeros(len(kept) + 1, dtype=np.int64)  # kept words before each position
+    width = np.int32 if len(kept) < 2**31 else np.int64  # a million passages' words: 4 bytes each, not 8
+    kept_before = np.zeros(len(kept) + 1, dtype=width)  # kept words before each position
     np.cumsum(kept, out=kept_before[1:])
-    return Words(list(vocab), mapped[kept], kept_before[words.starts])
+    return Words(list(vocab), mapped[kept], kept_before[words.starts].astype(np.int64))
+
+
+POSTINGS_BLOCK = 1 << 23  # words whose (term, passage) keys are sorted at once: 64 MB of int64
+
+
+def _postings(words: Words, terms: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each term's passages in ascending order with its count in each: (passage, tf, starts), term t's at
+    ``starts[t]:starts[t + 1]``. Passages are taken a block of words at a time, their (term, passage) keys sorted
+    and counted, and each block's postings placed after the earlier blocks' of the same term; the result is the
+    one sorting every key at once would give, with one block's keys in memory instead of every word's twice."""
+    n = len(words.starts) - 1
+    blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (postings per term, passage, tf) of a block
+    df = np.zeros(terms, dtype=np.int64)
+    doc = 0
+    while doc < n:
+        end = int(np.searchsorted(words.starts, words.starts[doc] + POSTINGS_BLOCK, side="right")) - 1
+        end = min(max(end, doc + 1), n)
+        keys = words.ids[words.starts[doc] : words.starts[end]].astype(np.int64)
+        keys *= n
+        keys += np.repeat(np.arange(doc, end, dtype=np.int64), np.diff(words.starts[doc : end + 1]))
+        keys.sort()
+        first = np.empty(len(keys), dtype=bool)
+        first[:1] = True
+        np.not_equal(keys[1:], keys[:-1], out=first[1:])
+        at = np.flatnonzero(first)
+        term, passage = np.divmod(keys[at], n)
+        per_term = np.bincount(term, minlength=terms)
+        blocks.append((per_term, passage.astype(np.int32), np.diff(at, append=len(keys)).astype(np.int32)))
+        df += per_term
+        doc = end
+    starts = np.zeros(terms + 1, dtype=np.int64)
+    np.cumsum(df, out=starts[1:])
+    passages, tf = np.empty(int(starts[-1]), dtype=np.int32), np.empty(int(starts[-1]), dtype=np.int32)
+    filled = starts[:-1].copy()
+    while blocks:
+        per_term, passage, counts = blocks.pop(0)
+        inside = np.zeros(terms + 1, dtype=np.int64)  # where each term's postings start inside the block
+        np.cumsum(per_term, out=inside[1:])
+        dest = np.repeat(filled - inside[:-1], per_term) + np.arange(len(passage))
+        passages[dest], tf[dest] = passage, counts
+        filled += per_term
+    return passages, tf, starts
 
 
 def bm25_scores(docs: Iterable[list[str]] | Words, queries: dict[str, list[str]], k1: float, b: float) -> Iterator:
@@ -683,22 +775,8 @@ def bm25_scores(docs: Iterable[list[str]] | Words, queries: dict[str, list[str]]
     words = docs if isinstance(docs, Words) else words_of(docs)
     vocab = {w: i for i, w in enumerate(words.vocab)}
     n, lengths = len(words.starts) - 1, np.diff(words.starts)
-    terms = words.ids.astype(np.int64)
-    del words, docs  # only the postings below are kept
-    terms *= max(n, 1)
-    terms += np.repeat(np.arange(n, dtype=np.int64), lengths)
-    terms.sort()  # in place: np.unique would sort a copy
-    first = np.empty(len(terms), dtype=bool)
-    first[:1] = True
-    np.not_equal(terms[1:], terms[:-1], out=first[1:])
-    at = np.flatnonzero(first)
-    del first
-    pairs, tf = terms[at], np.diff(at, append=len(terms))
-    del terms, at
-    term_of, doc_of = np.divmod(pairs, max(n, 1))
-    del pairs
-    starts = np.searchsorted(term_of, np.arange(len(vocab) + 1))
-    del term_of
+    doc_of, tf, starts = _postings(words, len(vocab))
+    del words, docs  # only the postings are kept
     avgdl = (int(lengths.sum()) / n) or 1.0
     norm = k1 * (1.0 - b + b * lengths / avgdl)
     for qid, query in queries.items():
@@ -3633,8 +3711,15 @@ def bm25_postings_bytes(words: Words) -> int:
     """BM25's compressed-column postings as cost.json defines them: (terms + 1) int64 starts, and per (term,
     passage) pair an int32 passage index and a float64 weight."""
     lengths = np.diff(words.starts)
-    docs = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
-    pairs = np.unique(docs * max(len(words.vocab), 1) + words.ids.astype(np.int64)).size
+    pairs, doc = 0, 0
+    while doc < len(lengths):  # passages a block of words at a time: a pair never spans two blocks
+        end = int(np.searchsorted(words.starts, words.starts[doc] + POSTINGS_BLOCK, side="right")) - 1
+        end = min(max(end, doc + 1), len(lengths))
+        keys = np.repeat(np.arange(doc, end, dtype=np.int64), lengths[doc:end])
+        keys *= max(len(words.vocab), 1)
+        keys += words.ids[words.starts[doc] : words.starts[end]]
+        pairs += np.unique(keys).size
+        doc = end
     index_width = 4 if len(lengths) < 2**31 else 8
     return (len(words.vocab) + 1) * 8 + pairs * (index_width + 8)
 
