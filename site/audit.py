@@ -725,14 +725,11 @@ def filtered_words(words: Words, stop_words: frozenset[str] = frozenset(), stem:
 POSTINGS_BLOCK = 1 << 23  # words whose (term, passage) keys are sorted at once: 64 MB of int64
 
 
-def _postings(words: Words, terms: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Each term's passages in ascending order with its count in each: (passage, tf, starts), term t's at
-    ``starts[t]:starts[t + 1]``. Passages are taken a block of words at a time, their (term, passage) keys sorted
-    and counted, and each block's postings placed after the earlier blocks' of the same term; the result is the
-    one sorting every key at once would give, with one block's keys in memory instead of every word's twice."""
+def _pair_blocks(words: Words) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """The distinct (term, passage) pairs of ``words`` as sorted keys ``term * passages + passage``, with each
+    pair's count, a block of about ``POSTINGS_BLOCK`` words (one passage at least) at a time: a pair never spans
+    two blocks, and only one block's keys are in memory."""
     n = len(words.starts) - 1
-    blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (postings per term, passage, tf) of a block
-    df = np.zeros(terms, dtype=np.int64)
     doc = 0
     while doc < n:
         end = int(np.searchsorted(words.starts, words.starts[doc] + POSTINGS_BLOCK, side="right")) - 1
@@ -745,11 +742,23 @@ def _postings(words: Words, terms: int) -> tuple[np.ndarray, np.ndarray, np.ndar
         first[:1] = True
         np.not_equal(keys[1:], keys[:-1], out=first[1:])
         at = np.flatnonzero(first)
-        term, passage = np.divmod(keys[at], n)
-        per_term = np.bincount(term, minlength=terms)
-        blocks.append((per_term, passage.astype(np.int32), np.diff(at, append=len(keys)).astype(np.int32)))
-        df += per_term
+        yield keys[at], np.diff(at, append=len(keys))
         doc = end
+
+
+def _postings(words: Words, terms: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each term's passages in ascending order with its count in each: (passage, tf, starts), term t's at
+    ``starts[t]:starts[t + 1]``. Each block of :func:`_pair_blocks` is placed after the earlier blocks' postings of
+    the same term; the result is the one sorting every key at once would give, with one block's keys in memory
+    instead of every word's twice."""
+    n = len(words.starts) - 1
+    blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (postings per term, passage, tf) of a block
+    df = np.zeros(terms, dtype=np.int64)
+    for pairs, counts in _pair_blocks(words):
+        term, passage = np.divmod(pairs, n)
+        per_term = np.bincount(term, minlength=terms)
+        blocks.append((per_term, passage.astype(np.int32), counts.astype(np.int32)))
+        df += per_term
     starts = np.zeros(terms + 1, dtype=np.int64)
     np.cumsum(df, out=starts[1:])
     passages, tf = np.empty(int(starts[-1]), dtype=np.int32), np.empty(int(starts[-1]), dtype=np.int32)
@@ -3710,17 +3719,8 @@ COST_DEFINITIONS = {
 def bm25_postings_bytes(words: Words) -> int:
     """BM25's compressed-column postings as cost.json defines them: (terms + 1) int64 starts, and per (term,
     passage) pair an int32 passage index and a float64 weight."""
-    lengths = np.diff(words.starts)
-    pairs, doc = 0, 0
-    while doc < len(lengths):  # passages a block of words at a time: a pair never spans two blocks
-        end = int(np.searchsorted(words.starts, words.starts[doc] + POSTINGS_BLOCK, side="right")) - 1
-        end = min(max(end, doc + 1), len(lengths))
-        keys = np.repeat(np.arange(doc, end, dtype=np.int64), lengths[doc:end])
-        keys *= max(len(words.vocab), 1)
-        keys += words.ids[words.starts[doc] : words.starts[end]]
-        pairs += np.unique(keys).size
-        doc = end
-    index_width = 4 if len(lengths) < 2**31 else 8
+    pairs = sum(len(keys) for keys, _ in _pair_blocks(words))
+    index_width = 4 if len(words.starts) - 1 < 2**31 else 8
     return (len(words.vocab) + 1) * 8 + pairs * (index_width + 8)
 
 
