@@ -582,6 +582,12 @@ def _hnsw_figures(table: _Table, measured: _Measured) -> dict[str, Any]:
     def same_top(lists: Sequence[Sequence[str]]) -> int:
         return sum(set(found[:HNSW_AGREEMENT_DEPTH]) == want for found, want in zip(lists, exact, strict=True))
 
+    def recall(lists: Sequence[Sequence[str]]) -> float:
+        """Mean share of the exact top 10 found in a list's top 10 (recall@10 against the exact scan)."""
+        pairs = zip(lists, exact, strict=True)
+        shares = [len(set(got[:HNSW_AGREEMENT_DEPTH]) & want) / max(len(want), 1) for got, want in pairs]
+        return round(float(np.mean(shares)), 4)
+
     build_search, ef_search = measured.build_search, measured.ef_search
     pg_vector_p50 = round(percentile([s / 1e6 for s in measured.samples["pg-vector"]], 50), 4)
     return {
@@ -589,6 +595,7 @@ def _hnsw_figures(table: _Table, measured: _Measured) -> dict[str, Any]:
         "hnsw_agreement": {
             "questions": len(query_vectors),
             "same_top10": same_top(measured.hnsw[ef_search][0]),
+            "recall_at_10": recall(measured.hnsw[ef_search][0]),
             "ef_search": ef_search,
         },
         "hnsw_agreement_by_ef_search": [
@@ -596,6 +603,7 @@ def _hnsw_figures(table: _Table, measured: _Measured) -> dict[str, Any]:
                 {
                     "ef_search": ef,
                     "same_top10": same_top(found),
+                    "recall_at_10": recall(found),
                     "p50_ms": round(percentile([t / 1e6 for t in found_ns], 50), 4),
                     "timing": "HNSW index scan; one pass after the timed passes, not interleaved",
                 }
@@ -604,6 +612,7 @@ def _hnsw_figures(table: _Table, measured: _Measured) -> dict[str, Any]:
             {
                 "search": "the build's pg-vector: " + ("exact scan" if build_search.exact else "hnsw"),
                 "same_top10": same_top(measured.answers["pg-vector"]),
+                "recall_at_10": recall(measured.answers["pg-vector"]),
                 "p50_ms": pg_vector_p50,
             },
         ],

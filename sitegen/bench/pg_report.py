@@ -161,11 +161,13 @@ def format_report(result: Mapping[str, Any]) -> str:
         f"timed alone {h['p50_ratio_in_process_alone']:.1f}x); target >= "
         f"{h['target']:g}x: {'met' if h['met'] else 'NOT met'}",
         f"HNSW top {HNSW_AGREEMENT_DEPTH} = exact top {HNSW_AGREEMENT_DEPTH} (as sets): {agreement['same_top10']} "
-        f"of {agreement['questions']} questions at ef_search {agreement['ef_search']}",
-        "vector search p50 (ms, top 10 = exact as sets): "
+        f"of {agreement['questions']} questions at ef_search {agreement['ef_search']}"
+        + (f", recall@10 {agreement['recall_at_10']:.4f}" if "recall_at_10" in agreement else ""),
+        "vector search p50 (ms, top 10 = exact as sets, recall@10): "
         + "; ".join(
             f"{row.get('search') or 'HNSW ef_search ' + str(row['ef_search'])} {row['p50_ms']:.2f} "
-            f"({row['same_top10']} of {agreement['questions']})"
+            f"({row['same_top10']} of {agreement['questions']}"
+            + (f", {row['recall_at_10']:.4f})" if "recall_at_10" in row else ")")
             for row in result.get("hnsw_agreement_by_ef_search", ())
         ),
         result["label"],

@@ -14,8 +14,9 @@ the corpus name and always quoted with ``psycopg.sql.Identifier``)::
     embedding  vector(384)                     -- the build's normalised float32 vectors
     tsv        tsvector GENERATED ALWAYS AS (to_tsvector('english', title || ' ' || content)) STORED
 
-with an HNSW index (``vector_cosine_ops``, m = 16, ef_construction = 64, built single-threaded)
-and a GIN index on ``tsv``. ``title || ' ' || content`` is :func:`sitegen.inputs.corpus.passage_text`
+with an HNSW index (``vector_cosine_ops``, m = 16, ef_construction = 64, built single-threaded, in
+memory: :func:`hnsw_build_memory_mb` raises maintenance_work_mem for the build's transaction) and a
+GIN index on ``tsv``. ``title || ' ' || content`` is :func:`sitegen.inputs.corpus.passage_text`
 up to whitespace, which the text-search parser ignores. Every value (rows, vectors as pgvector
 text ``'[x,y,...]'``, query text) travels as a bind parameter or through COPY; SQL text is
 built only from this module's constants and quoted identifiers. NUL characters, which
@@ -75,6 +76,7 @@ __all__ = [
     "ScanNode",
     "VectorSearch",
     "format_vector",
+    "hnsw_build_memory_mb",
     "vector_search",
 ]
 
@@ -86,6 +88,19 @@ HNSW_EF_CONSTRUCTION = 64
 # ef_search rows, so a query for n rows raises it to n (pgvector's ceiling is 1000).
 EF_SEARCH = 100
 EF_SEARCH_MAX = 1000
+# pgvector builds the HNSW graph in maintenance_work_mem and, once the graph outgrows it, goes on
+# inserting row by row into the on-disk index, many times slower (hours at a million rows). The
+# graph holds each vector (4 bytes a dimension) and, per layer, 2m neighbours with their distances;
+# this per-row allowance covers both with room to spare.
+HNSW_BUILD_FLOOR_MB = 256
+_HNSW_ROW_OVERHEAD_BYTES = 128
+
+
+def hnsw_build_memory_mb(rows: int, dimensions: int, m: int = HNSW_M) -> int:
+    """The maintenance_work_mem (MB) that keeps an HNSW build of ``rows`` vectors in memory: at least
+    the server's usual 256 MB."""
+    per_row = 4 * dimensions + 8 + 2 * m * 16 * 2 + _HNSW_ROW_OVERHEAD_BYTES
+    return max(HNSW_BUILD_FLOOR_MB, -(-rows * per_row // (1 << 20)))
 
 
 @dataclass(frozen=True)
@@ -369,6 +384,8 @@ class PgCorpusIndex:
         try:
             with conn.transaction():
                 conn.execute("SET LOCAL max_parallel_maintenance_workers = 0")
+                build_mb = hnsw_build_memory_mb(len(corpus.documents), dim, m)
+                conn.execute(sql.SQL("SET LOCAL maintenance_work_mem = {}").format(sql.Literal(f"{build_mb}MB")))
                 conn.execute("SET LOCAL client_min_messages = warning")
                 conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(table))
                 conn.execute(

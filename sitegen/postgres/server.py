@@ -70,6 +70,8 @@ _INSTALL_PARTS = ("bin", "lib", "share")
 _PR_SET_PDEATHSIG = 1
 # The server is private and throwaway: durability settings off; parallel index builds off so
 # the HNSW graph does not depend on worker scheduling; JIT off (compile time dwarfs these queries).
+# The corpus sits in a temporary table, which only temp_buffers caches (default 8 MB): a million
+# rows would be read back through the kernel at every scan. Allocated only as a session uses it.
 _SERVER_SETTINGS = {
     "listen_addresses": "",
     "fsync": "off",
@@ -77,6 +79,7 @@ _SERVER_SETTINGS = {
     "full_page_writes": "off",
     "max_parallel_maintenance_workers": "0",
     "maintenance_work_mem": "256MB",
+    "temp_buffers": "4GB",
     "jit": "off",
 }
 

@@ -259,6 +259,16 @@ def _pg_view(file: TimingFile) -> dict[str, Any]:
             "met": ratio.get("met"),
         },
         "hnsw": data.get("hnsw_agreement"),
+        "hnsw_by_ef_search": [
+            {
+                "search": row.get("search") or f"HNSW, ef_search {row.get('ef_search')}",
+                "same_top10": _number(row.get("same_top10")),
+                "recall": _number(row.get("recall_at_10"), 4),
+                "p50": _number(row.get("p50_ms"), 2),
+            }
+            for row in data.get("hnsw_agreement_by_ef_search") or []
+            if "recall_at_10" in row
+        ],
     }
 
 

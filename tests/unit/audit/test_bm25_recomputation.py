@@ -195,3 +195,50 @@ def test_the_audit_s_bm25_over_shared_word_ids_equals_bm25_over_token_lists(
     pairs = zip(audit.bm25_scores(ids, qs, 1.2, 0.75), audit.bm25_scores(lists, qs, 1.2, 0.75), strict=True)
     for (q1, got), (q2, want) in pairs:
         assert q1 == q2 and got.tobytes() == want.tobytes()
+
+
+def zipf_collection(seed: int) -> tuple[list[list[str]], list[list[str]]]:
+    """Passages and questions over Zipf-distributed words: a few words in most passages, many in a few, and
+    duplicated passages so that scores tie; what the set-aside terms of the top-k search are for."""
+    rng = np.random.default_rng(seed)
+    vocab = [f"w{i}" for i in range(int(rng.integers(50, 400)))]
+    p = 1.0 / np.arange(1, len(vocab) + 1)
+    p /= p.sum()
+    docs = [[vocab[j] for j in rng.choice(len(vocab), size=int(rng.integers(0, 30)), p=p)] for _ in range(600)]
+    docs += [list(docs[int(i)]) for i in rng.integers(0, len(docs), size=60)]
+    queries = [[vocab[j] for j in rng.choice(len(vocab), size=int(rng.integers(0, 6)), p=p)] for _ in range(40)]
+    queries += [[vocab[0], vocab[-1]], [vocab[-1]], ["unseen", vocab[0]]]
+    return docs, queries
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_the_audit_s_top_k_search_keeps_what_scoring_every_passage_keeps(seed: int) -> None:
+    docs, queries = zipf_collection(seed)
+    rng = np.random.default_rng(seed + 1000)
+    postings = audit.BM25Postings(docs, 1.2, 0.75)
+    ids = [f"d{i:04d}" for i in range(len(docs))]
+    pruned = 0
+    for query in queries:
+        for depth in (0, 1, 3, 10, 20, 100):
+            also = sorted({int(i) for i in rng.integers(0, len(docs), size=int(rng.integers(0, 8)))})
+            values = postings.scores(query)
+            want = audit.top_scores(values, ids, values > 0, depth, also)
+            found = postings.top(query, depth, also)
+            if found is None:
+                continue
+            pruned += 1
+            got = {ids[i]: score for i, score in found.items()}
+            assert got == want, (query, depth, also)
+            assert all(type(score) is float for score in got.values())
+    assert pruned > 0  # the collection has terms rare and common enough to set some aside
+
+
+def test_the_top_k_search_sets_aside_common_terms_and_still_finds_ties_at_the_cut() -> None:
+    # 400 passages hold only the common word; 30 hold the rare word once, identical, so all 30 tie.
+    docs = [["common"] * 3 for _ in range(400)] + [["rare", "common"] for _ in range(30)]
+    postings = audit.BM25Postings(docs, 1.2, 0.75)
+    found = postings.top(["common", "rare"], 10, [0])
+    assert found is not None
+    assert sorted(found) == [0, *range(400, 430)]  # every tie at the cut, and the asked-for passage 0
+    values = postings.scores(["common", "rare"])
+    assert found == {i: float(values[i]) for i in found}

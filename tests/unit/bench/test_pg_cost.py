@@ -223,7 +223,8 @@ def test_bench_pg_writes_the_timing_file_and_leaves_no_server(
     assert ratio["met"] is (ratio["p50_ratio"] >= 5.0)
     assert isinstance(ratio["p95_ratio"], float) and isinstance(ratio["sql_p50_ratio"], float)
     # ef_search (1000) covers all 500 rows, so the HNSW search is exact, and both fusions agree.
-    assert result["hnsw_agreement"] == {"questions": 4, "same_top10": 4, "ef_search": 1000}
+    assert result["hnsw_agreement"] == {"questions": 4, "same_top10": 4, "recall_at_10": 1.0, "ef_search": 1000}
+    assert [row["recall_at_10"] for row in result["hnsw_agreement_by_ef_search"]] == [1.0, 1.0, 1.0]
     assert result["sql_equals_two_query_hybrid"] == 4
     assert [(r["kind"], r["questions"]) for r in result["hybrid_by_kind"]] == kinds
     assert "hybrid:" in output and "pg-hybrid-sql" in output
