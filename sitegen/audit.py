@@ -854,6 +854,8 @@ class BM25Postings:
         place = None
         for t in terms:
             having, weight = self.doc_of[self._span(t)], self.weight[self._span(t)]
+            if not len(having):
+                continue
             if t in short:
                 if place is None:
                     place = np.full(self.n, -1, dtype=np.int64)

@@ -242,3 +242,16 @@ def test_the_top_k_search_sets_aside_common_terms_and_still_finds_ties_at_the_cu
     assert sorted(found) == [0, *range(400, 430)]  # every tie at the cut, and the asked-for passage 0
     values = postings.scores(["common", "rare"])
     assert found == {i: float(values[i]) for i in found}
+
+
+def test_the_top_k_search_skips_a_known_word_no_passage_keeps() -> None:
+    # Stemming and stop words can leave a word in the vocabulary with no passage: it adds nothing.
+    # 400 passages "common common common", then 40 passages "rare common"; "ghost" is in none.
+    ids = np.array([0] * 1200 + [2, 0] * 40, dtype=np.int32)
+    starts = np.concatenate([np.arange(0, 1200, 3), np.arange(1200, 1281, 2)]).astype(np.int64)
+    postings = audit.BM25Postings(audit.Words(vocab=["common", "ghost", "rare"], ids=ids, starts=starts), 1.2, 0.75)
+    values = postings.scores(["ghost", "common", "rare"])
+    found = postings.top(["ghost", "common", "rare"], 5, [])
+    assert found is not None
+    names = [str(i) for i in range(len(values))]
+    assert {names[i]: s for i, s in found.items()} == audit.top_scores(values, names, values > 0, 5, [])
