@@ -773,31 +773,141 @@ def _postings(words: Words, terms: int) -> tuple[np.ndarray, np.ndarray, np.ndar
     return passages, tf, starts
 
 
+class BM25Postings:
+    """Okapi BM25 over a tokenised collection, idf = ln(1 + (N - df + 0.5)/(df + 0.5)), query terms deduplicated.
+
+    Each posting's term weight is computed once, elementwise with the formula's float64 operations in the
+    formula's order, and a document's score adds its terms' weights in sorted term order from 0.0: every score
+    is what the plain dictionary loop gives, bit for bit, whichever documents are scored. That is what lets
+    :meth:`top` score only the documents that can reach the top (MaxScore): a document holding none of the
+    rarest terms scores at most the other terms' largest weights added up, and when that sum is below a score
+    some ``depth`` documents are known to reach, it cannot stand in the top or tie with it."""
+
+    def __init__(self, docs: Iterable[list[str]] | Words, k1: float, b: float) -> None:
+        words = docs if isinstance(docs, Words) else words_of(docs)
+        self.vocab = {w: i for i, w in enumerate(words.vocab)}
+        self.n, lengths = len(words.starts) - 1, np.diff(words.starts)
+        self.doc_of, tf, self.starts = _postings(words, len(self.vocab))
+        del words, docs  # only the postings are kept
+        avgdl = (int(lengths.sum()) / self.n) or 1.0
+        self.weight = _posting_weights(self.doc_of, tf, self.starts, self.n, k1 * (1.0 - b + b * lengths / avgdl), k1)
+        del tf
+        self.df = np.diff(self.starts)
+        self.largest = np.zeros(len(self.vocab))  # each term's largest weight
+        used = np.flatnonzero(self.df)
+        if used.size:
+            self.largest[used] = np.maximum.reduceat(self.weight, self.starts[used])
+        self._kth: dict[tuple[int, int], float] = {}
+
+    def _terms(self, query: list[str]) -> list[int]:
+        """The query's distinct known terms, in the order a score adds them (sorted words)."""
+        return [t for t in (self.vocab.get(w) for w in sorted(set(query))) if t is not None]
+
+    def _span(self, t: int) -> slice:
+        return slice(int(self.starts[t]), int(self.starts[t + 1]))
+
+    def scores(self, query: list[str]) -> np.ndarray:
+        """Every document's score (0.0 where no term matches)."""
+        scores = np.zeros(self.n)
+        for t in self._terms(query):
+            scores[self.doc_of[self._span(t)]] += self.weight[self._span(t)]
+        return scores
+
+    def top(self, query: list[str], depth: int, also: Sequence[int]) -> dict[int, float] | None:
+        """{document: score} of the matching documents that can stand in the top ``depth`` (every document
+        tying the depth-th best included) and of the matching ``also``: what :func:`top_scores` keeps of
+        :meth:`scores`; None when no term can be set aside (score every document then)."""
+        terms, k = self._terms(query), max(depth, 1)
+        # Some k documents score at least their own weight for one term: the best k-th weight of any one list.
+        floor = max((self._kth_weight(t, k) for t in terms if self.df[t] >= k), default=0.0)
+        rarest = min((t for t in terms if self.df[t] >= k), key=lambda t: self.df[t], default=None)
+        if rarest is not None:  # the rarest such list's k-th best exact score is usually higher still
+            sample = self._exact(terms, self.doc_of[self._span(rarest)], ())
+            floor = max(floor, float(np.partition(sample, len(sample) - k)[len(sample) - k]))
+        set_aside, bound = set(), 0.0
+        for t in sorted(terms, key=lambda t: self.largest[t]):
+            if (bound + self.largest[t]) * (1.0 + 1e-9) >= floor:
+                break
+            bound += self.largest[t]
+            set_aside.add(t)
+        essential = [t for t in terms if t not in set_aside]
+        if not set_aside or int(self.df[essential].sum()) > self.n // 8:
+            return None  # scoring every document is as quick
+        # Every document scoring floor or more holds an essential term: the k best are among these.
+        held = np.zeros(self.n, dtype=bool)
+        for t in essential:
+            held[self.doc_of[self._span(t)]] = True
+        held[np.asarray(also, dtype=np.int64)] = True
+        docs = np.flatnonzero(held)
+        scores = self._exact(terms, docs, essential)
+        matching = scores > 0
+        best = scores[matching]  # at least k: the k documents that set the floor
+        cut = np.partition(best, len(best) - k)[len(best) - k]
+        keep = matching & ((scores >= cut) | np.isin(docs, also))
+        return dict(zip(docs[keep].tolist(), scores[keep].tolist(), strict=True))
+
+    def _exact(self, terms: list[int], docs: np.ndarray, short: Sequence[int]) -> np.ndarray:
+        """The scores of ``docs`` (ascending), each adding its terms' weights in ``terms`` order from 0.0, as
+        :meth:`scores` does. A ``short`` term's list is mapped through the documents' positions; any other
+        term's documents are looked up in its list."""
+        scores = np.zeros(len(docs))
+        place = None
+        for t in terms:
+            having, weight = self.doc_of[self._span(t)], self.weight[self._span(t)]
+            if not len(having):
+                continue
+            if t in short:
+                if place is None:
+                    place = np.full(self.n, -1, dtype=np.int64)
+                    place[docs] = np.arange(len(docs))
+                at = place[having]
+                hit = at >= 0
+                scores[at[hit]] += weight[hit]
+            else:
+                at = np.minimum(np.searchsorted(having, docs), len(having) - 1)
+                hit = having[at] == docs
+                scores[hit] += weight[at[hit]]
+        return scores
+
+    def _kth_weight(self, t: int, k: int) -> float:
+        if (t, k) not in self._kth:
+            weights = self.weight[self._span(t)]
+            self._kth[t, k] = float(np.partition(weights, len(weights) - k)[len(weights) - k])
+        return self._kth[t, k]
+
+
 def bm25_scores(docs: Iterable[list[str]] | Words, queries: dict[str, list[str]], k1: float, b: float) -> Iterator:
-    """Yield (query id, float64 scores of the docs in ``docs`` order) for Okapi BM25,
-    idf = ln(1 + (N - df + 0.5)/(df + 0.5)), query terms deduplicated; 0.0 where no term matches.
+    """Yield (query id, float64 scores of the docs in ``docs`` order) for Okapi BM25 (:class:`BM25Postings`).
 
     ``docs`` (each passage's tokens, or their ``Words``) is read once, so a generator keeps no token list
-    alive: 100,000 passages take seconds and a few hundred MB. Each document's score still adds its terms
-    in sorted order from 0.0 with the formula's float64 operations in the formula's order, so every score
-    is what the plain dictionary loop gives, bit for bit."""
-    words = docs if isinstance(docs, Words) else words_of(docs)
-    vocab = {w: i for i, w in enumerate(words.vocab)}
-    n, lengths = len(words.starts) - 1, np.diff(words.starts)
-    doc_of, tf, starts = _postings(words, len(vocab))
-    del words, docs  # only the postings are kept
-    avgdl = (int(lengths.sum()) / n) or 1.0
-    norm = k1 * (1.0 - b + b * lengths / avgdl)
+    alive: 100,000 passages take seconds and a few hundred MB."""
+    postings = BM25Postings(docs, k1, b)
     for qid, query in queries.items():
-        scores = np.zeros(n)
-        for term in sorted(set(query)):
-            t = vocab.get(term)
-            if t is None:
-                continue
-            having, f = doc_of[starts[t] : starts[t + 1]], tf[starts[t] : starts[t + 1]]
-            idf = math.log(1.0 + (n - len(having) + 0.5) / (len(having) + 0.5))
-            scores[having] += idf * f * (k1 + 1.0) / (f + norm[having])
-        yield qid, scores
+        yield qid, postings.scores(query)
+
+
+def _posting_weights(
+    doc_of: np.ndarray, tf: np.ndarray, starts: np.ndarray, n: int, norm: np.ndarray, k1: float
+) -> np.ndarray:
+    """Each posting's BM25 term weight, idf * tf * (k1 + 1) / (tf + norm): idf from ``math.log`` per term (numpy's
+    log may round differently), the rest elementwise, a block of terms at a time to bound the temporaries."""
+    df = np.diff(starts)
+    idf = np.array([math.log(1.0 + (n - d + 0.5) / (d + 0.5)) for d in df.tolist()])
+    weight = np.empty(len(doc_of))
+    for lo, hi in _posting_spans(starts):
+        f, having = tf[starts[lo] : starts[hi]], doc_of[starts[lo] : starts[hi]]
+        weight[starts[lo] : starts[hi]] = np.repeat(idf[lo:hi], df[lo:hi]) * f * (k1 + 1.0) / (f + norm[having])
+    return weight
+
+
+def _posting_spans(starts: np.ndarray) -> Iterator[tuple[int, int]]:
+    """Runs of consecutive terms holding about ``POSTINGS_BLOCK`` postings (one term at least)."""
+    terms, lo = len(starts) - 1, 0
+    while lo < terms:
+        hi = int(np.searchsorted(starts, starts[lo] + POSTINGS_BLOCK, side="right")) - 1
+        hi = min(max(hi, lo + 1), terms)
+        yield lo, hi
+        lo = hi
 
 
 def top_scores(values: np.ndarray, ids: list[str], keep: np.ndarray, depth: int, also: list[int]) -> dict[str, float]:
@@ -1380,12 +1490,19 @@ def _verify_bm25(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any],
 
     swaps, ids = 0, list(inputs.doc_text)
     position = {d: i for i, d in enumerate(ids)}
-    for q, values in bm25_scores(filtered_words(bundle.words(corpus), stop_set, stem), queries, k1, b):
-        keep, hits = values > 0, run["queries"][q]
-        if p.get("filtered"):
-            keep &= np.fromiter((allowed(inputs, q, d) for d in ids), dtype=bool, count=len(ids))
+    postings = BM25Postings(filtered_words(bundle.words(corpus), stop_set, stem), k1, b)
+    for q, query in queries.items():
+        hits = run["queries"][q]
         also = [position[h["doc_id"]] for h in hits if h["doc_id"] in position]
-        scores = top_scores(values, ids, keep, run["depth"], also)
+        found = None if p.get("filtered") else postings.top(query, run["depth"], also)
+        if found is not None:
+            scores = {ids[i]: score for i, score in found.items()}
+        else:
+            values = postings.scores(query)
+            keep = values > 0
+            if p.get("filtered"):
+                keep &= np.fromiter((allowed(inputs, q, d) for d in ids), dtype=bool, count=len(ids))
+            scores = top_scores(values, ids, keep, run["depth"], also)
         swaps += _compare_ranked(check, f"{rel}: query {q}", hits, scores, run["depth"], close)
     return f"k1={k1} b={b} stemmed={stem} stop words={len(stop)}; {swaps} ranks decided by near-ties"
 
