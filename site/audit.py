@@ -779,9 +779,9 @@ class BM25Postings:
     Each posting's term weight is computed once, elementwise with the formula's float64 operations in the
     formula's order, and a document's score adds its terms' weights in sorted term order from 0.0: every score
     is what the plain dictionary loop gives, bit for bit, whichever documents are scored. That is what lets
-    :meth:`top` score only the documents that can reach the top (MaxScore): a document holding none of the
-    rarest terms scores at most the other terms' largest weights added up, and when that sum is below a score
-    some ``depth`` documents are known to reach, it cannot stand in the top or tie with it."""
+    :meth:`top` score only the documents that can reach the top (MaxScore): a document holding only terms of
+    small weight scores at most their largest weights added up, and when that sum is below a score some
+    ``depth`` documents are known to reach, it cannot stand in the top or tie with it."""
 
     def __init__(self, docs: Iterable[list[str]] | Words, k1: float, b: float) -> None:
         words = docs if isinstance(docs, Words) else words_of(docs)
