@@ -725,15 +725,23 @@ def filtered_words(words: Words, stop_words: frozenset[str] = frozenset(), stem:
 POSTINGS_BLOCK = 1 << 23  # words whose (term, passage) keys are sorted at once: 64 MB of int64
 
 
+def _blocks(starts: np.ndarray) -> Iterator[tuple[int, int]]:
+    """Runs ``lo:hi`` of consecutive items (passages, terms) holding about ``POSTINGS_BLOCK`` entries in all,
+    item i's at ``starts[i]:starts[i + 1]``; one item at least, however many it holds."""
+    items, lo = len(starts) - 1, 0
+    while lo < items:
+        hi = int(np.searchsorted(starts, starts[lo] + POSTINGS_BLOCK, side="right")) - 1
+        hi = min(max(hi, lo + 1), items)
+        yield lo, hi
+        lo = hi
+
+
 def _pair_blocks(words: Words) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """The distinct (term, passage) pairs of ``words`` as sorted keys ``term * passages + passage``, with each
     pair's count, a block of about ``POSTINGS_BLOCK`` words (one passage at least) at a time: a pair never spans
     two blocks, and only one block's keys are in memory."""
     n = len(words.starts) - 1
-    doc = 0
-    while doc < n:
-        end = int(np.searchsorted(words.starts, words.starts[doc] + POSTINGS_BLOCK, side="right")) - 1
-        end = min(max(end, doc + 1), n)
+    for doc, end in _blocks(words.starts):
         keys = words.ids[words.starts[doc] : words.starts[end]].astype(np.int64)
         keys *= n
         keys += np.repeat(np.arange(doc, end, dtype=np.int64), np.diff(words.starts[doc : end + 1]))
@@ -743,7 +751,6 @@ def _pair_blocks(words: Words) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         np.not_equal(keys[1:], keys[:-1], out=first[1:])
         at = np.flatnonzero(first)
         yield keys[at], np.diff(at, append=len(keys))
-        doc = end
 
 
 def _postings(words: Words, terms: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -894,20 +901,10 @@ def _posting_weights(
     df = np.diff(starts)
     idf = np.array([math.log(1.0 + (n - d + 0.5) / (d + 0.5)) for d in df.tolist()])
     weight = np.empty(len(doc_of))
-    for lo, hi in _posting_spans(starts):
+    for lo, hi in _blocks(starts):
         f, having = tf[starts[lo] : starts[hi]], doc_of[starts[lo] : starts[hi]]
         weight[starts[lo] : starts[hi]] = np.repeat(idf[lo:hi], df[lo:hi]) * f * (k1 + 1.0) / (f + norm[having])
     return weight
-
-
-def _posting_spans(starts: np.ndarray) -> Iterator[tuple[int, int]]:
-    """Runs of consecutive terms holding about ``POSTINGS_BLOCK`` postings (one term at least)."""
-    terms, lo = len(starts) - 1, 0
-    while lo < terms:
-        hi = int(np.searchsorted(starts, starts[lo] + POSTINGS_BLOCK, side="right")) - 1
-        hi = min(max(hi, lo + 1), terms)
-        yield lo, hi
-        lo = hi
 
 
 def top_scores(values: np.ndarray, ids: list[str], keep: np.ndarray, depth: int, also: list[int]) -> dict[str, float]:
