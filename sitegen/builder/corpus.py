@@ -240,6 +240,7 @@ def _rank_corpus(
     """Every ranker's run and metrics for the corpus, its PostgreSQL index loaded for the pg rankers (and
     dropped once they ran); a ranker that cannot run says why."""
     corpus, options = job.corpus, run.options
+    filters = has_filters(corpus)  # a filtered variant says nothing where no question has a filter
     with ExitStack() as stack:
         pg_index, pg_problem = None, run.postgres.problem
         if run.postgres.server is not None and embeddings is not None:
@@ -259,8 +260,8 @@ def _rank_corpus(
         skipped: set[str] = set()
         for ranker in [*run.rankers, *job.models, *job.externals, *job.fusions]:
             contract = ranker.contract
-            if (contract.filtered and not has_filters(corpus)) or set(contract.components) & skipped:
-                skipped.add(ranker.name)  # a filtered variant says nothing where no question has a filter
+            if (contract.filtered and not filters) or set(contract.components) & skipped:
+                skipped.add(ranker.name)
                 continue
             missing = [c for c in contract.components if c not in runs]
             if (contract.uses_postgres and pg_index is None) or missing:

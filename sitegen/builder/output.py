@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,6 @@ from sitegen.builder.options import BuildOptions
 from sitegen.errors import OutputFolderError
 from sitegen.publish.layout import EVIDENCE_DIR, MANIFEST, CorpusFiles
 from sitegen.publish.reader import CorpusReader, SiteFolder
-from sitegen.rankers import needs_postgres
 
 __all__ = [
     "checked_out_dir",
@@ -99,10 +98,9 @@ def remove_stale_staging(out_dir: Path) -> None:
             shutil.rmtree(path, ignore_errors=True)
 
 
-def published_postgres_rows(out_dir: Path, corpora: Sequence[str], rankers: Sequence[Any]) -> dict[str, list[str]]:
-    """Rows that need PostgreSQL among this build's rankers and that the site at ``out_dir`` publishes,
-    by corpus: a PostgreSQL failure would make them vanish from the report."""
-    needs_pg = needs_postgres(rankers)
+def published_postgres_rows(out_dir: Path, corpora: Sequence[str], needs_pg: Set[str]) -> dict[str, list[str]]:
+    """Rows of the rankers ``needs_pg`` names (this build's that need PostgreSQL) that the site at ``out_dir``
+    publishes, by corpus: a PostgreSQL failure would make them vanish from the report."""
     if not needs_pg or _site_manifest(out_dir) is None:
         return {}
     published: dict[str, list[str]] = {}

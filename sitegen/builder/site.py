@@ -36,6 +36,7 @@ from sitegen.publish.layout import VERIFICATION, model_vector_dir, retriever_tim
 from sitegen.publish.size_guard import oversize, site_size
 from sitegen.publish.timings import copy_timing_files, load_timing_files
 from sitegen.publish.verification import read_verification
+from sitegen.rankers import needs_postgres
 from sitegen.rankers.base import Basis
 from sitegen.rankers.retriever import RetrieverRanker, write_latency_file
 from sitegen.stepcache import StepCache
@@ -111,10 +112,11 @@ def _build_locked(request: _Request, out_dir: Path, lock: TargetLock) -> BuildRe
     timer = StageTimer()
     with timer.stage("load"):
         loaded = load_inputs(options, log)
+        needs_pg = needs_postgres(loaded.rankers)
         published_pg = (
             {}
             if options.require_postgres or options.allow_missing_postgres
-            else published_postgres_rows(out_dir, loaded.names, loaded.rankers)
+            else published_postgres_rows(out_dir, loaded.names, needs_pg)
         )
         remove_stale_staging(out_dir)
         timing_files = load_timing_files(options.timings_folder)

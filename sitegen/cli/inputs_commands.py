@@ -32,9 +32,9 @@ def validate(folders: tuple[Path, ...], corpora_dir: Path | None) -> None:
         sitegen validate corpora/payments-support
         sitegen validate --corpora corpora
     """
-    from sitegen.builder.load import rerank_entries
     from sitegen.inputs.corpus import discover_corpora, validate_corpus
     from sitegen.inputs.vectors import read_supplied_vectors
+    from sitegen.rankers.selection import rerank_entries
 
     if not folders and corpora_dir is None:
         raise click.UsageError("name a corpus folder, or pass --corpora FOLDER")

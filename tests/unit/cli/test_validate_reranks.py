@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from sitegen.builder.load import rerank_entries
 from sitegen.cli import cli
 from sitegen.errors import CorpusError
 from sitegen.inputs.corpus import load_corpus
+from sitegen.rankers.selection import rerank_entries
 from tests.helpers import write_corpus
 
 
