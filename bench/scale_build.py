@@ -120,6 +120,7 @@ def standalone_audit(out: Path, corpora: Path) -> dict[str, Any]:
 
 TARGET_SECONDS, TARGET_PEAK_BYTES = 1200.0, 6e9  # issue #34 at 1,000,000 x 5,000: 20 minutes and 6 GB, audit included
 SITE_LIMIT, FILE_LIMIT = 1_000_000_000, 100_000_000  # GitHub Pages and git
+AUDIT_TO_RANK = 3.0  # issue #34: the audit at most three times the build's ranking stage
 
 
 def collect(results: list[Path], command: str) -> dict[str, Any]:
@@ -151,6 +152,13 @@ def collect(results: list[Path], command: str) -> dict[str, Any]:
                 "value": peak,
                 "wanted": f"<= {TARGET_PEAK_BYTES:.0e} bytes (the larger of the two peaks)",
                 "met": peak <= TARGET_PEAK_BYTES,
+            },
+            {
+                "target": "standalone_audit_vs_rank_stage",
+                "where": where,
+                "value": round(audit.get("wall_seconds", 0.0) / build["stage_seconds"]["rank"], 2),
+                "wanted": f"<= {AUDIT_TO_RANK} (audit.py --inputs wall seconds / the build's rank stage seconds)",
+                "met": audit.get("wall_seconds", 0.0) <= AUDIT_TO_RANK * build["stage_seconds"]["rank"],
             },
             {
                 "target": "site_fits_github_pages",

@@ -84,6 +84,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import gc
 import gzip
 import hashlib
 import html
@@ -91,6 +92,8 @@ import html.parser
 import itertools
 import json
 import math
+import os
+import pickle
 import posixpath
 import re
 import shlex
@@ -1471,6 +1474,61 @@ def _compare_ranked(check: Check, where: str, hits: list[dict], scores: dict[str
     return near_ties
 
 
+# Checks with at least this many passages x questions of work split their questions between forked workers.
+PARALLEL_FROM = 10**8
+
+
+def _workers() -> int:
+    """How many processes a large check's questions are split between: the CPUs this process may use, four at
+    most, on Linux only (a forked child there runs numpy safely; elsewhere the check runs in this process)."""
+    if not sys.platform.startswith("linux") or not hasattr(os, "fork"):
+        return 1
+    return max(1, min(4, len(os.sched_getaffinity(0))))
+
+
+def _child_results(work: Callable[[Any], Any], part: Sequence[Any]) -> tuple[int, int]:
+    """Fork a child that sends back ``[work(item) for item in part]`` pickled through a pipe: (pid, read end)."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid:
+        os.close(write)
+        return pid, read
+    os.close(read)
+    status = 1
+    try:
+        gc.enable()
+        with os.fdopen(write, "wb") as out:
+            pickle.dump([work(item) for item in part], out, protocol=pickle.HIGHEST_PROTOCOL)
+        status = 0
+    finally:
+        os._exit(status)  # no cleanup of the parent's state: the child only computed and wrote
+
+
+def in_workers(work: Callable[[Any], Any], items: Sequence[Any], workers: int) -> list[Any]:
+    """``[work(item) for item in items]``, the items split into ``workers`` runs of consecutive items, each but
+    the first computed in a forked child. The results are the ones one process gives, in the same order, so the
+    report does not depend on the machine; a child that fails has its items computed again here, where an error
+    is raised as it would be without workers."""
+    if workers <= 1 or len(items) < 2 * workers:
+        return [work(item) for item in items]
+    size = -(-len(items) // workers)
+    parts = [items[i : i + size] for i in range(0, len(items), size)]
+    gc.collect()
+    gc.freeze()  # the children's collector then leaves the parent's objects, and their pages, alone
+    try:
+        children = [_child_results(work, part) for part in parts[1:]]
+    finally:
+        gc.unfreeze()
+    results = [work(item) for item in parts[0]]
+    for part, (pid, read) in zip(parts[1:], children, strict=True):
+        with os.fdopen(read, "rb") as pipe:
+            data = pipe.read()
+        _, status = os.waitpid(pid, 0)
+        ok = os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+        results += pickle.loads(data) if ok else [work(item) for item in part]
+    return results
+
+
 def _verify_bm25(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any], rel: str) -> str:
     p = run["params"]
     k1, b, stem, stop = p.get("k1"), p.get("b"), p.get("stemmed"), p.get("stop_words", [])
@@ -1485,22 +1543,30 @@ def _verify_bm25(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any],
     def close(x: float, y: float) -> bool:
         return abs(x - y) <= rel_tol * max(abs(x), abs(y))
 
-    swaps, ids = 0, list(inputs.doc_text)
+    ids = list(inputs.doc_text)
     position = {d: i for i, d in enumerate(ids)}
     postings = BM25Postings(filtered_words(bundle.words(corpus), stop_set, stem), k1, b)
-    for q, query in queries.items():
-        hits = run["queries"][q]
+
+    def verify(q: str) -> tuple[int, list[str]]:
+        """One question's ranking recomputed: (ranks decided by near-ties, mismatches)."""
+        hits, found_in = run["queries"][q], Check(check.name)
         also = [position[h["doc_id"]] for h in hits if h["doc_id"] in position]
-        found = None if p.get("filtered") else postings.top(query, run["depth"], also)
+        found = None if p.get("filtered") else postings.top(queries[q], run["depth"], also)
         if found is not None:
             scores = {ids[i]: score for i, score in found.items()}
         else:
-            values = postings.scores(query)
+            values = postings.scores(queries[q])
             keep = values > 0
             if p.get("filtered"):
                 keep &= np.fromiter((allowed(inputs, q, d) for d in ids), dtype=bool, count=len(ids))
             scores = top_scores(values, ids, keep, run["depth"], also)
-        swaps += _compare_ranked(check, f"{rel}: query {q}", hits, scores, run["depth"], close)
+        return _compare_ranked(found_in, f"{rel}: query {q}", hits, scores, run["depth"], close), found_in.mismatches
+
+    workers = _workers() if len(ids) * len(queries) >= PARALLEL_FROM else 1
+    swaps = 0
+    for near_ties, mismatches in in_workers(verify, list(queries), workers):
+        swaps += near_ties
+        check.mismatches += mismatches
     return f"k1={k1} b={b} stemmed={stem} stop words={len(stop)}; {swaps} ranks decided by near-ties"
 
 

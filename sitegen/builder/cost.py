@@ -1,5 +1,5 @@
 """The build's side of ``cost.json``: each ranker's own indexes measured from what it ranks with (the stored
-vectors, the BM25 postings built again from the passages) and the packaged models' pinned sizes
+vectors, the BM25 postings the ranker measured) and the packaged models' pinned sizes
 (:func:`corpus_cost`); :mod:`sitegen.scoring.cost` defines the sizes and assembles the file."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 from sitegen.rankers.base import Basis, Family, RankInputs, Run
 from sitegen.rankers.bm25 import passage_index
-from sitegen.scoring.cost import cost_report, postings_bytes
+from sitegen.scoring.cost import cost_report
 
 __all__ = ["corpus_cost"]
 
@@ -41,8 +41,8 @@ def corpus_cost(inputs: RankInputs, runs: Mapping[str, Run]) -> dict[str, Any]:
         elif run.contract.family is Family.LEXICAL and "stemmed" in run.params:
             stemmed = bool(run.params["stemmed"])
             key = f"postings:{'stemmed' if stemmed else 'plain'}"
-            if key not in indexes:
-                index = passage_index(corpus.documents, stemmed)
-                indexes[key] = postings_bytes(index.starts, index.doc_indices, index.weights)
+            if key not in indexes:  # the size the ranker measured, else its index built again to measure it
+                measured = run.index_bytes
+                indexes[key] = passage_index(corpus.documents, stemmed).postings_bytes if measured is None else measured
             own[name] = [key]
     return cost_report(runs, len(corpus.documents), own, indexes, models)

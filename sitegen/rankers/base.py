@@ -123,6 +123,9 @@ class Run:
     contract: Contract
     params: Mapping[str, Any]
     hits: Mapping[str, tuple[Hit, ...]]
+    #: The bytes of the index the ranker built and ranked with (BM25: its postings), measured while it ranked so
+    #: that ``cost.json`` need not build it again; None where the ranker builds no index of its own.
+    index_bytes: int | None = None
 
 
 @dataclass(frozen=True)

@@ -67,6 +67,12 @@ class BM25Index:
     k1: float
     b: float
 
+    @property
+    def postings_bytes(self) -> int:
+        """The bytes of the postings (``starts``, ``doc_indices``, ``weights``): what ``cost.json`` counts as a
+        BM25 index's size, the audit's count from the tokens included."""
+        return int(self.starts.nbytes + self.doc_indices.nbytes + self.weights.nbytes)
+
 
 def build_bm25_index(token_lists: Sequence[Sequence[str]], k1: float = 1.2, b: float = 0.75) -> BM25Index:
     """Index tokenised documents; term ids follow first appearance, never set order.
@@ -582,4 +588,6 @@ class BM25Ranker:
                 Hit(doc_id=doc_ids[i], rank=r, score=s)
                 for r, (i, s) in enumerate(zip(best.tolist(), scores.tolist(), strict=True), start=1)
             )
-        return Run(ranker=self.name, contract=self.contract, params=self.params(), hits=hits)
+        return Run(
+            ranker=self.name, contract=self.contract, params=self.params(), hits=hits, index_bytes=index.postings_bytes
+        )

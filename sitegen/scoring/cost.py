@@ -34,11 +34,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from sitegen.rankers.base import Run
 
-__all__ = ["COST_DEFINITIONS", "cost_report", "postings_bytes", "safetensors_parameters"]
+__all__ = ["COST_DEFINITIONS", "cost_report", "safetensors_parameters"]
 
 COST_DEFINITIONS = {
     "vectors": "passages x dimensions x 4 (float32 passage vectors of one embedding model)",
@@ -54,11 +52,6 @@ def safetensors_parameters(path: Path) -> int:
         (length,) = struct.unpack("<Q", handle.read(8))
         header = json.loads(handle.read(length))
     return sum(math.prod(t["shape"]) for name, t in header.items() if name != "__metadata__")
-
-
-def postings_bytes(starts: np.ndarray, doc_indices: np.ndarray, weights: np.ndarray) -> int:
-    """The bytes of a BM25 index's postings (:class:`sitegen.rankers.bm25.BM25Index`'s three core arrays)."""
-    return int(starts.nbytes + doc_indices.nbytes + weights.nbytes)
 
 
 def cost_report(

@@ -13,7 +13,7 @@ from sitegen.publish.cost_view import pareto_frontier
 from sitegen.rankers.base import Contract, Family, Run
 from sitegen.rankers.bm25 import build_bm25_index
 from sitegen.rankers.tokenize import tokenize
-from sitegen.scoring.cost import cost_report, postings_bytes, safetensors_parameters
+from sitegen.scoring.cost import cost_report, safetensors_parameters
 
 
 def test_the_parameter_count_is_read_from_the_safetensors_header_alone(tmp_path: Path) -> None:
@@ -31,7 +31,7 @@ def test_bm25_postings_bytes_agree_with_the_audits_count_from_tokens() -> None:
     texts = ["the cat sat", "the cat the cat", "", "dogs and cats", "sat sat sat"]
     index = build_bm25_index([tokenize(t) for t in texts])
     # 6 distinct words (the, cat, sat, dogs, and, cats), 9 (word, passage) pairs: (6 + 1) x 8 + 9 x (4 + 8)
-    assert postings_bytes(index.starts, index.doc_indices, index.weights) == 7 * 8 + 9 * 12
+    assert index.postings_bytes == 7 * 8 + 9 * 12
     assert audit.bm25_postings_bytes(audit.words_of(texts)) == 7 * 8 + 9 * 12
 
 
