@@ -1476,6 +1476,7 @@ def _compare_ranked(check: Check, where: str, hits: list[dict], scores: dict[str
 
 # Checks with at least this many passages x questions of work split their questions between forked workers.
 PARALLEL_FROM = 10**8
+PARALLEL_PAGES_FROM = 1000  # sites with this many pages split the pages check's pages between them too
 
 
 def _workers() -> int:
@@ -1505,14 +1506,21 @@ def _child_results(work: Callable[[Any], Any], part: Sequence[Any]) -> tuple[int
 
 
 def in_workers(work: Callable[[Any], Any], items: Sequence[Any], workers: int) -> list[Any]:
-    """``[work(item) for item in items]``, the items split into ``workers`` runs of consecutive items, each but
-    the first computed in a forked child. The results are the ones one process gives, in the same order, so the
-    report does not depend on the machine; a child that fails has its items computed again here, where an error
-    is raised as it would be without workers."""
+    """``[work(item) for item in items]``, the items split into ``workers`` runs of consecutive items
+    (:func:`in_parts`)."""
     if workers <= 1 or len(items) < 2 * workers:
         return [work(item) for item in items]
     size = -(-len(items) // workers)
-    parts = [items[i : i + size] for i in range(0, len(items), size)]
+    return in_parts(work, [items[i : i + size] for i in range(0, len(items), size)])
+
+
+def in_parts(work: Callable[[Any], Any], parts: Sequence[Sequence[Any]]) -> list[Any]:
+    """``work`` of each part's items, the first part in this process and each other in a forked child, the
+    results in the parts' order. They are the ones one process gives, so the report does not depend on the
+    machine; a child that fails has its items computed again here, where an error is raised as it would be
+    without workers."""
+    if len(parts) < 2:
+        return [work(item) for part in parts for item in part]
     gc.collect()
     gc.freeze()  # the children's collector then leaves the parent's objects, and their pages, alone
     try:
@@ -5206,15 +5214,22 @@ def check_pages(check: Check, bundle: Bundle, earlier: list[Check]) -> str:
         if passed == total
         else f"Audit: FAILED ({total - passed} of {total} checks)"
     )
-    pages = [p for p in served if p.endswith(".html")]
-    for path in pages:
-        check_page_numbers(check, bundle, path)
+
+    def page_problems(path: str) -> list[str]:
+        """One page's numbers, plot rows and badge against the evidence and this audit."""
+        found_in = Check(check.name)
+        check_page_numbers(found_in, bundle, path)
         text = (site / path).read_text(encoding="utf-8", errors="replace")
         if "data-plot-rows" in text:
-            check_plot_numbers(check, bundle, path, text)
+            check_plot_numbers(found_in, bundle, path, text)
         shown = [m.group(0) for m in _BADGE.finditer(text)]
         if shown != [badge]:
-            check.fail(f"{path}: the audit badge reads {shown!r}, this audit: {badge!r}")
+            found_in.fail(f"{path}: the audit badge reads {shown!r}, this audit: {badge!r}")
+        return found_in.mismatches
+
+    pages = [p for p in served if p.endswith(".html")]
+    for problems in in_workers(page_problems, pages, _workers() if len(pages) >= PARALLEL_PAGES_FROM else 1):
+        check.mismatches += problems
     reproducibility = site / "reproducibility.html"
     if reproducibility.is_file():
         text = reproducibility.read_text(encoding="utf-8")
@@ -5418,11 +5433,29 @@ def evidence_checks(bundle: Bundle) -> list[Check]:
     """Every check of the evidence bundle, in report order; the pages check comes after these."""
     checks = [_run_check("manifest", check_manifest, bundle)]
     for corpus in bundle.corpora():
-        checks += [_run_check(f"{prefix}:{corpus}", fn, bundle, corpus) for prefix, fn in CORPUS_CHECKS]
+        jobs = [(f"{prefix}:{corpus}", fn, (bundle, corpus)) for prefix, fn in CORPUS_CHECKS]
         for prefix, fn in RANKER_CHECKS:
-            checks += [_run_check(f"{prefix}:{corpus}/{r}", fn, bundle, corpus, r) for r in bundle.rankers(corpus)]
+            jobs += [(f"{prefix}:{corpus}/{r}", fn, (bundle, corpus, r)) for r in bundle.rankers(corpus)]
+        checks += _corpus_checks(bundle, corpus, jobs)
     bundle.release()  # a build renders the pages next, with this bundle still held for the pages check
     return checks
+
+
+def _corpus_checks(bundle: Bundle, corpus: str, jobs: list[tuple[str, Callable[..., str], tuple]]) -> list[Check]:
+    """One corpus's checks, in ``jobs`` order. For a large corpus (passages x questions at least
+    ``PARALLEL_FROM``, as corpus.json states them: only the speed depends on it), the experiments check, the
+    longest, runs in a forked worker of its own while this process runs the others."""
+    try:
+        stated = bundle.json(f"evidence/{corpus}/corpus.json")
+        size = int(stated.get("documents", 0)) * int(stated.get("queries", 0))
+    except (AuditError, TypeError, ValueError):
+        size = 0
+    alone = [job for job in jobs if job[1] is check_experiments]
+    parts = [[job for job in jobs if job[1] is not check_experiments], alone]
+    if size < PARALLEL_FROM or _workers() < 2 or not alone:
+        parts = [jobs]
+    done = {c.name: c for c in in_parts(lambda job: _run_check(job[0], job[1], *job[2]), parts)}
+    return [done[name] for name, _, _ in jobs]
 
 
 def pages_check(bundle: Bundle, earlier: list[Check]) -> Check:
