@@ -131,6 +131,10 @@ DENSE_BATCH = 64  # questions scored by one matrix product in the dense check (6
 GZIP_ABOVE = 1 << 20
 MAX_LISTED = 200  # mismatches kept per check in audit.json
 MAX_PRINTED = 10  # mismatches printed under a FAIL line
+# Checks with at least this many passages x questions of work split their questions between forked workers.
+PARALLEL_FROM = 10**8
+PARALLEL_PAGES_FROM = 1000  # sites with this many pages split the pages check's pages between them too
+WORDS_PARALLEL_FROM = 200_000  # passages from which the tokenising for every check is split between workers
 TOLERANCES = {
     "bm25_score_relative": 1e-9,
     "dense_score_absolute": 1e-6,
@@ -400,7 +404,7 @@ class Bundle:
 
     def words(self, corpus: str) -> Words:
         """The words of every passage the rankers index (``Inputs.doc_text``), tokenised once for every check."""
-        return self._cached(("words", corpus), lambda: words_of(self.inputs(corpus).doc_text.values()))
+        return self._cached(("words", corpus), lambda: words_in_workers(self.inputs(corpus).doc_text))
 
 
 def run_files(site: Path, corpus: str) -> list[str]:
@@ -705,6 +709,31 @@ def words_of(texts: Iterable[Iterable[str] | str]) -> Words:
     starts = np.zeros(len(counts) + 1, dtype=np.int64)
     np.cumsum(counts, out=starts[1:])
     return Words(list(vocab), ids, starts)
+
+
+def words_in_workers(texts: Mapping[str, str]) -> Words:
+    """:func:`words_of` the texts in order; a collection of at least ``WORDS_PARALLEL_FROM`` texts is tokenised a
+    run of texts to each worker, and the runs joined with their words numbered again by first appearance in the
+    whole stream: the ``Words`` one process makes."""
+    keys, workers = list(texts), _workers()
+    if len(keys) < WORDS_PARALLEL_FROM or workers < 2:
+        return words_of(texts[k] for k in keys)
+    size = -(-len(keys) // workers)
+    runs = [[range(lo, min(lo + size, len(keys)))] for lo in range(0, len(keys), size)]
+    return joined_words(in_parts(lambda run: words_of(texts[keys[i]] for i in run), runs))
+
+
+def joined_words(runs: Sequence[Words]) -> Words:
+    """The ``Words`` of consecutive runs of texts as one: a word's id is its first appearance in the runs read in
+    order, as :func:`words_of` numbers the whole stream."""
+    vocab: dict[str, int] = {}
+    ids, starts, offset = [], [np.zeros(1, dtype=np.int64)], 0
+    for run in runs:
+        table = np.array([vocab.setdefault(w, len(vocab)) for w in run.vocab], dtype=np.int32)
+        ids.append(table[run.ids])
+        starts.append(run.starts[1:] + offset)
+        offset += int(run.starts[-1])
+    return Words(list(vocab), np.concatenate(ids), np.concatenate(starts))
 
 
 def filtered_words(words: Words, stop_words: frozenset[str] = frozenset(), stem: bool = False) -> Words:
@@ -1474,10 +1503,6 @@ def _compare_ranked(check: Check, where: str, hits: list[dict], scores: dict[str
     return near_ties
 
 
-# Checks with at least this many passages x questions of work split their questions between forked workers.
-PARALLEL_FROM = 10**8
-
-
 def _workers() -> int:
     """How many processes a large check's questions are split between: the CPUs this process may use, four at
     most, on Linux only (a forked child there runs numpy safely; elsewhere the check runs in this process)."""
@@ -1505,14 +1530,21 @@ def _child_results(work: Callable[[Any], Any], part: Sequence[Any]) -> tuple[int
 
 
 def in_workers(work: Callable[[Any], Any], items: Sequence[Any], workers: int) -> list[Any]:
-    """``[work(item) for item in items]``, the items split into ``workers`` runs of consecutive items, each but
-    the first computed in a forked child. The results are the ones one process gives, in the same order, so the
-    report does not depend on the machine; a child that fails has its items computed again here, where an error
-    is raised as it would be without workers."""
+    """``[work(item) for item in items]``, the items split into ``workers`` runs of consecutive items
+    (:func:`in_parts`)."""
     if workers <= 1 or len(items) < 2 * workers:
         return [work(item) for item in items]
     size = -(-len(items) // workers)
-    parts = [items[i : i + size] for i in range(0, len(items), size)]
+    return in_parts(work, [items[i : i + size] for i in range(0, len(items), size)])
+
+
+def in_parts(work: Callable[[Any], Any], parts: Sequence[Sequence[Any]]) -> list[Any]:
+    """``work`` of each part's items, the first part in this process and each other in a forked child, the
+    results in the parts' order. They are the ones one process gives, so the report does not depend on the
+    machine; a child that fails has its items computed again here, where an error is raised as it would be
+    without workers."""
+    if len(parts) < 2:
+        return [work(item) for part in parts for item in part]
     gc.collect()
     gc.freeze()  # the children's collector then leaves the parent's objects, and their pages, alone
     try:
@@ -1582,24 +1614,37 @@ def _verify_dense(check: Check, bundle: Bundle, corpus: str, run: dict[str, Any]
     tol = TOLERANCES["dense_score_absolute"]
     swaps, ids = 0, emb.index["passages"]
     position = {d: i for i, d in enumerate(ids)}
-    present, done, batch = [q for q in run["queries"] if q in rows], 0, {}
-    for qid, hits in run["queries"].items():
+    present = [q for q in run["queries"] if q in rows]
+    for qid in run["queries"]:
         if qid not in rows:
             check.fail(f"{rel}: query {qid}: no vector in {folder}/queries.npy")
-            continue
+    batch: dict[str, np.ndarray] = {}
+
+    def verify(at: int) -> tuple[int, list[str]]:
+        """The ``at``-th question with a vector, its ranking recomputed: (ranks decided by near-ties, mismatches)."""
+        nonlocal batch
+        qid, found_in = present[at], Check(check.name)
         if qid not in batch:  # float32 dot products, as documented, of DENSE_BATCH questions in one product
-            ahead, done = present[done : done + DENSE_BATCH], done + DENSE_BATCH
+            ahead = present[at - at % DENSE_BATCH : at - at % DENSE_BATCH + DENSE_BATCH]
             batch = dict(zip(ahead, emb.queries[[rows[q] for q in ahead]] @ emb.passages.T, strict=True))
-        values = batch[qid]
         keep = np.ones(len(ids), dtype=bool)
         if run["params"].get("filtered"):
             inputs = bundle.inputs(corpus)
             keep = np.fromiter((allowed(inputs, qid, d) for d in ids), dtype=bool, count=len(ids))
+        hits = run["queries"][qid]
         also = [position[h["doc_id"]] for h in hits if h["doc_id"] in position]
-        scores = exact_top_scores(emb, rows[qid], values, keep, run["depth"], also)
-        swaps += _compare_ranked(
-            check, f"{rel}: query {qid}", hits, scores, run["depth"], lambda x, y: abs(x - y) <= tol
+        scores = exact_top_scores(emb, rows[qid], batch[qid], keep, run["depth"], also)
+        near_ties = _compare_ranked(
+            found_in, f"{rel}: query {qid}", hits, scores, run["depth"], lambda x, y: abs(x - y) <= tol
         )
+        return near_ties, found_in.mismatches
+
+    blocks = [range(lo, min(lo + DENSE_BATCH, len(present))) for lo in range(0, len(present), DENSE_BATCH)]
+    workers = _workers() if len(ids) * len(present) >= PARALLEL_FROM else 1
+    for block in in_workers(lambda block: [verify(at) for at in block], blocks, workers):
+        for near_ties, mismatches in block:
+            swaps += near_ties
+            check.mismatches += mismatches
     return f"cosine over {len(emb.passages)} stored vectors in {folder}/; {swaps} ranks decided by near-ties"
 
 
@@ -5206,15 +5251,22 @@ def check_pages(check: Check, bundle: Bundle, earlier: list[Check]) -> str:
         if passed == total
         else f"Audit: FAILED ({total - passed} of {total} checks)"
     )
-    pages = [p for p in served if p.endswith(".html")]
-    for path in pages:
-        check_page_numbers(check, bundle, path)
+
+    def page_problems(path: str) -> list[str]:
+        """One page's numbers, plot rows and badge against the evidence and this audit."""
+        found_in = Check(check.name)
+        check_page_numbers(found_in, bundle, path)
         text = (site / path).read_text(encoding="utf-8", errors="replace")
         if "data-plot-rows" in text:
-            check_plot_numbers(check, bundle, path, text)
+            check_plot_numbers(found_in, bundle, path, text)
         shown = [m.group(0) for m in _BADGE.finditer(text)]
         if shown != [badge]:
-            check.fail(f"{path}: the audit badge reads {shown!r}, this audit: {badge!r}")
+            found_in.fail(f"{path}: the audit badge reads {shown!r}, this audit: {badge!r}")
+        return found_in.mismatches
+
+    pages = [p for p in served if p.endswith(".html")]
+    for problems in in_workers(page_problems, pages, _workers() if len(pages) >= PARALLEL_PAGES_FROM else 1):
+        check.mismatches += problems
     reproducibility = site / "reproducibility.html"
     if reproducibility.is_file():
         text = reproducibility.read_text(encoding="utf-8")
@@ -5418,11 +5470,29 @@ def evidence_checks(bundle: Bundle) -> list[Check]:
     """Every check of the evidence bundle, in report order; the pages check comes after these."""
     checks = [_run_check("manifest", check_manifest, bundle)]
     for corpus in bundle.corpora():
-        checks += [_run_check(f"{prefix}:{corpus}", fn, bundle, corpus) for prefix, fn in CORPUS_CHECKS]
+        jobs = [(f"{prefix}:{corpus}", fn, (bundle, corpus)) for prefix, fn in CORPUS_CHECKS]
         for prefix, fn in RANKER_CHECKS:
-            checks += [_run_check(f"{prefix}:{corpus}/{r}", fn, bundle, corpus, r) for r in bundle.rankers(corpus)]
+            jobs += [(f"{prefix}:{corpus}/{r}", fn, (bundle, corpus, r)) for r in bundle.rankers(corpus)]
+        checks += _corpus_checks(bundle, corpus, jobs)
     bundle.release()  # a build renders the pages next, with this bundle still held for the pages check
     return checks
+
+
+def _corpus_checks(bundle: Bundle, corpus: str, jobs: list[tuple[str, Callable[..., str], tuple]]) -> list[Check]:
+    """One corpus's checks, in ``jobs`` order. For a large corpus (passages x questions at least
+    ``PARALLEL_FROM``, as corpus.json states them: only the speed depends on it), the experiments check, the
+    longest, runs in a forked worker of its own while this process runs the others."""
+    try:
+        stated = bundle.json(f"evidence/{corpus}/corpus.json")
+        size = int(stated.get("documents", 0)) * int(stated.get("queries", 0))
+    except (AuditError, TypeError, ValueError):
+        size = 0
+    alone = [job for job in jobs if job[1] is check_experiments]
+    parts = [[job for job in jobs if job[1] is not check_experiments], alone]
+    if size < PARALLEL_FROM or _workers() < 2 or not alone:
+        parts = [jobs]
+    done = {c.name: c for c in in_parts(lambda job: _run_check(job[0], job[1], *job[2]), parts)}
+    return [done[name] for name, _, _ in jobs]
 
 
 def pages_check(bundle: Bundle, earlier: list[Check]) -> Check:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from sitegen import audit
+from sitegen.publish.evidence import write_run
 from tests.helpers import copy_site, read_evidence
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the audit forks workers on Linux only")
@@ -27,6 +28,12 @@ def test_the_experiments_check_in_a_worker_reports_what_one_process_reports(
     experiments = read_evidence(site, rel)
     experiments["scored_questions"] += 1
     (site / rel).write_text(json.dumps(experiments, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    dense_rel = "evidence/tiny/runs/dense.json"
+    dense = read_evidence(site, dense_rel)
+    last = list(dense["queries"])[-1]  # in the last block of questions, which a worker checks
+    dense["queries"][last][0]["score"] += 0.01
+    write_run(site / dense_rel, dense)
+    monkeypatch.setattr(audit, "DENSE_BATCH", 2)  # blocks of two questions, so that the dense check splits too
 
     monkeypatch.setattr(audit, "PARALLEL_FROM", 10**18)
     alone = checks_of(site)
@@ -44,6 +51,7 @@ def test_the_experiments_check_in_a_worker_reports_what_one_process_reports(
     assert split == alone
     failed = {name: mismatches for name, _, mismatches in split if mismatches}
     assert any(m.startswith(f"{rel}: scored_questions") for m in failed["experiments:tiny"]), failed
+    assert any(m.startswith(f"{dense_rel}: query {last}: rank 1") for m in failed["run:tiny/dense"]), failed
 
 
 def test_the_pages_split_between_workers_report_what_one_process_reports(

@@ -79,3 +79,22 @@ def test_the_bm25_check_split_between_workers_reports_what_one_process_reports(
         reports.append((detail, check.mismatches))
     assert len(reports[0][1]) == 2 and "query q03" in reports[0][1][0] and "query q38" in reports[0][1][1]
     assert reports[1] == reports[0] and reports[2] == reports[0]
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+@pytest.mark.parametrize("seed", range(5))
+def test_texts_tokenised_by_workers_give_the_words_one_process_gives(
+    monkeypatch: pytest.MonkeyPatch, workers: int, seed: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    vocab = [*WORDS, "Über", "naïve", "e4_012", ""]
+    texts = {
+        f"d{i}": " ".join(rng.choice(vocab, size=int(rng.integers(0, 9)))) + rng.choice([".", "", "!?"])
+        for i in range(int(rng.integers(7, 60)))
+    }
+    monkeypatch.setattr(audit, "WORDS_PARALLEL_FROM", 0)
+    monkeypatch.setattr(audit, "_workers", lambda: workers)
+    split, whole = audit.words_in_workers(texts), audit.words_of(texts.values())
+    assert split.vocab == whole.vocab
+    assert split.ids.dtype == whole.ids.dtype and np.array_equal(split.ids, whole.ids)
+    assert split.starts.dtype == whole.starts.dtype and np.array_equal(split.starts, whole.starts)
