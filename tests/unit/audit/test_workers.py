@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 import numpy as np
 import pytest
@@ -98,3 +99,27 @@ def test_texts_tokenised_by_workers_give_the_words_one_process_gives(
     assert split.vocab == whole.vocab
     assert split.ids.dtype == whole.ids.dtype and np.array_equal(split.ids, whole.ids)
     assert split.starts.dtype == whole.starts.dtype and np.array_equal(split.starts, whole.starts)
+
+
+def test_an_error_in_this_process_s_items_leaves_no_child_behind(monkeypatch: pytest.MonkeyPatch) -> None:
+    parent, forked = os.getpid(), []
+    child_results = audit._child_results
+
+    def recorded(work: Any, part: Any) -> tuple[int, int]:
+        pid, read = child_results(work, part)
+        forked.append(pid)
+        return pid, read
+
+    monkeypatch.setattr(audit, "_child_results", recorded)
+
+    def work(i: int) -> bytes:
+        if os.getpid() == parent and i == 1:
+            raise audit.AuditError("item 1 is unreadable")
+        return b"x" * 200_000  # more than a pipe holds: a child left alone would wait on its write for ever
+
+    with pytest.raises(audit.AuditError, match="item 1 is unreadable"):
+        audit.in_workers(work, list(range(8)), 2)
+    assert forked
+    for pid in forked:
+        with pytest.raises(ChildProcessError):  # reaped already
+            os.waitpid(pid, os.WNOHANG)
