@@ -97,6 +97,7 @@ import pickle
 import posixpath
 import re
 import shlex
+import signal
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -1551,7 +1552,14 @@ def in_parts(work: Callable[[Any], Any], parts: Sequence[Sequence[Any]]) -> list
         children = [_child_results(work, part) for part in parts[1:]]
     finally:
         gc.unfreeze()
-    results = [work(item) for item in parts[0]]
+    try:
+        results = [work(item) for item in parts[0]]
+    except BaseException:  # the error is this process's to raise: no child is left running or unreaped
+        for pid, read in children:
+            os.close(read)
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        raise
     for part, (pid, read) in zip(parts[1:], children, strict=True):
         with os.fdopen(read, "rb") as pipe:
             data = pipe.read()
