@@ -3,19 +3,22 @@
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
+import pickle
 import shutil
 import subprocess
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import unquote
 
 import numpy as np
+import pytest
 from click.testing import CliRunner, Result
 from hypothesis import strategies as st
 
@@ -327,6 +330,29 @@ def shared_build(root: Path, **options: object) -> SharedBuild:
     postgres = frozenset(own_postgres_processes())
     made = SharedBuild(root, result, tuple(model.encoded), postgres, ())
     return SharedBuild(root, result, made.embedded, postgres, made.current_digest())
+
+
+Made = TypeVar("Made")
+
+
+def made_once(factory: pytest.TempPathFactory, name: str, make: Callable[[Path], Made]) -> Made:
+    """``make(folder)`` once per test run, not once per pytest-xdist worker: the first worker to ask makes it in a
+    folder every worker of the run sees and pickles the value; the others wait on a lock and read it. Without
+    xdist, a folder of this session's own."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        return make(factory.mktemp(name))
+    folder = factory.getbasetemp().parent / f"made-once-{name}"  # the run's folder, above each worker's own
+    with open(folder.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also when the worker dies
+        value_file = folder.with_suffix(".pickle")
+        if value_file.is_file():
+            return pickle.loads(value_file.read_bytes())
+        if folder.exists():  # a worker that died part-way left it
+            shutil.rmtree(folder)
+        folder.mkdir()
+        value = make(folder)
+        value_file.write_bytes(pickle.dumps(value))
+        return value
 
 
 def unchanged(shared: SharedBuild) -> Iterator[Path]:

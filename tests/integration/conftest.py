@@ -1,10 +1,10 @@
 """Built sites shared by every test that only reads a build; the committed site's fresh build and its audit;
 a Python that has numpy and nothing else.
 
-A shared build is made once per session (once per pytest-xdist worker that runs a reader). Tests read it through a
-function-scoped fixture that checks, after the test, that nothing under it changed: a test that tampers with a
-site, or builds into or from one, works on a copy (``copy_site``), so the next reader sees the build as it was
-made. A test takes the markers of the shared builds it reads (``FIXTURE_MARKERS``).
+A shared build is made once per test run (``made_once``: one pytest-xdist worker makes it, the others wait for it
+and read it). Tests read it through a function-scoped fixture that checks, after the test, that nothing under it
+changed: a test that tampers with a site, or builds into or from one, works on a copy (``copy_site``), so the next
+reader sees the build as it was made. A test takes the markers of the shared builds it reads (``FIXTURE_MARKERS``).
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from tests.helpers import (
     SharedBuild,
     build,
     copy_site,
+    made_once,
     run_python,
     shared_build,
     unchanged,
@@ -59,12 +60,15 @@ def _tiny_and_rich(root: Path) -> Path:
 @pytest.fixture(scope="session")
 def default_build(tmp_path_factory: pytest.TempPathFactory) -> SharedBuild:
     """Every default ranker (PostgreSQL included) over ``tiny`` and ``rich``, with a Performance page."""
-    root = tmp_path_factory.mktemp("default-build")
-    _tiny_and_rich(root)
-    (root / "bench").mkdir()
-    shutil.copyfile(REPO / "bench" / "results.json", root / "bench" / "results.json")
-    (root / "bench" / "results-pg.json").write_text(json.dumps(PG_COST), encoding="utf-8")
-    return shared_build(root)
+
+    def make(root: Path) -> SharedBuild:
+        _tiny_and_rich(root)
+        (root / "bench").mkdir()
+        shutil.copyfile(REPO / "bench" / "results.json", root / "bench" / "results.json")
+        (root / "bench" / "results-pg.json").write_text(json.dumps(PG_COST), encoding="utf-8")
+        return shared_build(root)
+
+    return made_once(tmp_path_factory, "default-build", make)
 
 
 @pytest.fixture
@@ -78,11 +82,14 @@ def audit_build(tmp_path_factory: pytest.TempPathFactory) -> SharedBuild:
     """``tiny`` and ``rich`` with the rankers whose runs the tampering tests change (pg-vector: its scores are
     cosines of the same stored vectors as dense's): each tampered copy is audited whole, and fewer runs make
     a cheaper audit."""
-    root = tmp_path_factory.mktemp("audit-build")
-    _tiny_and_rich(root)
-    return shared_build(
-        root, rankers=("bm25", "bm25-stem", "dense", "rrf-dense-bm25", "rrf-dense-bm25-stem", "pg-vector")
-    )
+
+    def make(root: Path) -> SharedBuild:
+        _tiny_and_rich(root)
+        return shared_build(
+            root, rankers=("bm25", "bm25-stem", "dense", "rrf-dense-bm25", "rrf-dense-bm25-stem", "pg-vector")
+        )
+
+    return made_once(tmp_path_factory, "audit-build", make)
 
 
 @pytest.fixture
@@ -94,9 +101,12 @@ def audit_site(audit_build: SharedBuild) -> Iterator[Path]:
 @pytest.fixture(scope="session")
 def dense_build(tmp_path_factory: pytest.TempPathFactory) -> SharedBuild:
     """bm25, dense and their fusion over ``tiny``: the smallest build with vectors, a fusion and its evidence."""
-    root = tmp_path_factory.mktemp("dense-build")
-    write_corpus(root / "corpora" / "tiny")
-    return shared_build(root, rankers=DENSE_RANKERS)
+
+    def make(root: Path) -> SharedBuild:
+        write_corpus(root / "corpora" / "tiny")
+        return shared_build(root, rankers=DENSE_RANKERS)
+
+    return made_once(tmp_path_factory, "dense-build", make)
 
 
 @pytest.fixture
@@ -109,13 +119,16 @@ def dense_site(dense_build: SharedBuild) -> Iterator[Path]:
 def postgres_build(tmp_path_factory: pytest.TempPathFactory) -> SharedBuild:
     """bm25, bm25-filtered and every PostgreSQL ranker (filtered ones included), PostgreSQL required, over
     ``tiny`` (with a question of symbols only) and ``tenant`` (questions filtered by tenant and date)."""
-    root = tmp_path_factory.mktemp("postgres-build")
-    write_corpus(root / "corpora" / "tiny", queries=[*TINY_QUERIES, SYMBOLS_QUERY])
-    tenant = write_corpus(
-        root / "corpora" / "tenant", TENANT_DOCS, TENANT_QUERIES, [("t1", "acme-5", 1), ("t2", "zeta-5", 1)]
-    )
-    (tenant / "sitegen.json").write_text(json.dumps(TENANT_FILTERS), encoding="utf-8")
-    return shared_build(root, require_postgres=True, rankers=("bm25", "bm25-filtered", *PG_RANKERS))
+
+    def make(root: Path) -> SharedBuild:
+        write_corpus(root / "corpora" / "tiny", queries=[*TINY_QUERIES, SYMBOLS_QUERY])
+        tenant = write_corpus(
+            root / "corpora" / "tenant", TENANT_DOCS, TENANT_QUERIES, [("t1", "acme-5", 1), ("t2", "zeta-5", 1)]
+        )
+        (tenant / "sitegen.json").write_text(json.dumps(TENANT_FILTERS), encoding="utf-8")
+        return shared_build(root, require_postgres=True, rankers=("bm25", "bm25-filtered", *PG_RANKERS))
+
+    return made_once(tmp_path_factory, "postgres-build", make)
 
 
 @pytest.fixture
@@ -128,39 +141,49 @@ def postgres_site(postgres_build: SharedBuild) -> Iterator[Path]:
 def committed_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[BuildResult, Path]:
     """A fresh build of the shipped corpora/ with the packaged model, reusing the committed site's vectors as
     frozen inputs (so nothing is embedded, and every byte must equal the committed site's), and its folder."""
-    root = tmp_path_factory.mktemp("committed-build")
-    options = {"cache": root / "empty-cache", "vectors_from": REPO / "site"}
-    return build(REPO / "corpora", root / "fresh", model=EmbeddingModel(), **options), root / "fresh"
+
+    def make(root: Path) -> tuple[BuildResult, Path]:
+        options = {"cache": root / "empty-cache", "vectors_from": REPO / "site"}
+        return build(REPO / "corpora", root / "fresh", model=EmbeddingModel(), **options), root / "fresh"
+
+    return made_once(tmp_path_factory, "committed-build", make)
 
 
 @pytest.fixture(scope="session")
 def numpy_only_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The Python of a fresh virtualenv that sees the standard library and numpy, nothing else: what a reader who
     downloads a site has. numpy is this environment's own, linked in, so no network is needed."""
-    root = tmp_path_factory.mktemp("numpy-only")
-    venv.create(root / "venv", with_pip=False, symlinks=True)
-    python = root / "venv" / "bin" / "python"
-    shelf = root / "shelf"
-    shelf.mkdir()
-    installed = Path(numpy.__file__).resolve().parent.parent
-    for name in ("numpy", "numpy.libs"):  # numpy.libs: the OpenBLAS of a manylinux wheel, where there is one
-        if (installed / name).exists():
-            (shelf / name).symlink_to(installed / name)
-    where = run_python(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])", cwd=root)
-    (Path(where.stdout.strip()) / "numpy-only.pth").write_text(f"{shelf}\n", encoding="utf-8")
-    assert run_python(python, "-c", "import numpy", cwd=root).returncode == 0
-    sees_sitegen = run_python(python, "-c", "import sitegen", cwd=root).returncode == 0
-    assert not sees_sitegen, "the fresh virtualenv must not see sitegen"
-    return python
+
+    def make(root: Path) -> Path:
+        venv.create(root / "venv", with_pip=False, symlinks=True)
+        python = root / "venv" / "bin" / "python"
+        shelf = root / "shelf"
+        shelf.mkdir()
+        installed = Path(numpy.__file__).resolve().parent.parent
+        for name in ("numpy", "numpy.libs"):  # numpy.libs: the OpenBLAS of a manylinux wheel, where there is one
+            if (installed / name).exists():
+                (shelf / name).symlink_to(installed / name)
+        where = run_python(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])", cwd=root)
+        (Path(where.stdout.strip()) / "numpy-only.pth").write_text(f"{shelf}\n", encoding="utf-8")
+        assert run_python(python, "-c", "import numpy", cwd=root).returncode == 0
+        sees_sitegen = run_python(python, "-c", "import sitegen", cwd=root).returncode == 0
+        assert not sees_sitegen, "the fresh virtualenv must not see sitegen"
+        return python
+
+    return made_once(tmp_path_factory, "numpy-only", make)
 
 
 @pytest.fixture(scope="session")
 def committed_audit(tmp_path_factory: pytest.TempPathFactory, numpy_only_python: Path) -> AuditRun:
     """The committed site's own audit.py, run once with only numpy, in a copy (the audit writes audit.json)."""
-    copy = copy_site(REPO / "site", tmp_path_factory.mktemp("committed-audit") / "site")
-    done = run_python(numpy_only_python, "audit.py", cwd=copy)
-    report = json.loads((copy / "audit.json").read_text(encoding="utf-8"))
-    return AuditRun(copy, done.returncode, done.stdout.splitlines(), report)
+
+    def make(root: Path) -> AuditRun:
+        copy = copy_site(REPO / "site", root / "site")
+        done = run_python(numpy_only_python, "audit.py", cwd=copy)
+        report = json.loads((copy / "audit.json").read_text(encoding="utf-8"))
+        return AuditRun(copy, done.returncode, done.stdout.splitlines(), report)
+
+    return made_once(tmp_path_factory, "committed-audit", make)
 
 
 @pytest.fixture
