@@ -127,6 +127,14 @@ def test_table_name_is_generated_from_the_corpus_name_not_spliced(hostile: tuple
     assert index.table.replace("_", "").isalnum()
 
 
+def test_the_vectors_and_lexemes_the_rankers_read_stay_in_the_table_row(hostile: tuple) -> None:
+    """STORAGE MAIN: a scan reads each row's vector and tsvector from the row itself, not from the TOAST table."""
+    _, _, index = hostile
+    query = "SELECT attname, attstorage FROM pg_attribute WHERE attrelid = %s::regclass AND attname IN (%s, %s)"
+    rows = index.conn.execute(query, (f"pg_temp.{index.table}", "embedding", "tsv")).fetchall()
+    assert sorted(rows) == [("embedding", "m"), ("tsv", "m")]
+
+
 def test_pg_rankers_refuse_to_run_without_a_loaded_index(hostile: tuple) -> None:
     corpus, embeddings, _ = hostile
     for ranker in (PgVectorRanker(), PgTsvectorRanker(), PgHybridRanker()):
