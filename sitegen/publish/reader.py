@@ -176,7 +176,8 @@ class CorpusEvidence:
     queries: Sequence[Mapping[str, Any]]
     #: Relevance grades by question and passage: the chunks' when chunked, else ``inputs/qrels/test.tsv``'s.
     grades: Mapping[str, Mapping[str, int]]
-    #: Every run, expanded to ``{"queries": {qid: [{"doc_id", "rank", "score", "components"?}]}, ...}``.
+    #: Every run, expanded to ``{"queries": {qid: [{"doc_id", "rank", "score", "components"?}]}, ...}`` (each
+    #: question's first :attr:`CorpusReader.top` hits when the reader cuts them).
     runs: Mapping[str, Mapping[str, Any]]
     #: Where each run's JSON is stored, by ranker: ``runs/<ranker>.json``, or ``.json.gz`` when large (what a page
     #: links to and points into).
@@ -257,6 +258,8 @@ class CorpusReader:
     corpus: str
     #: Applied to every JSON document read, with its site path (render marks each number with its source).
     mark: Callable[[Any, str], Any] = _unmarked
+    #: How many hits of each question a run keeps (the pages print at most 10); None keeps them all.
+    top: int | None = None
 
     @property
     def files(self) -> CorpusFiles:
@@ -274,11 +277,16 @@ class CorpusReader:
         return CorpusSummary.from_json(self.json(self.files.summary))
 
     def run(self, ranker: str) -> dict[str, Any]:
-        """``runs/<ranker>.json`` expanded (:func:`sitegen.publish.evidence.expand_run`); a BundleError names a
-        bad file."""
+        """``runs/<ranker>.json`` expanded (:func:`sitegen.publish.evidence.expand_run`), each question's hits cut
+        to the first :attr:`top` when set (every hit is still checked); a BundleError names a bad file. Only the hits
+        kept are marked: a run holds many more hits than a page prints."""
         rel = self.files.run(ranker)
+        doc = load_json(self.source.require(rel))
         try:
-            return expand_run(self.json(rel))
+            if self.top is not None:
+                expand_run(doc)  # every hit checked, kept or not
+                doc = {**doc, "queries": {q: hits[: self.top] for q, hits in doc["queries"].items()}}
+            return expand_run(self.mark(doc, self.source.stored(rel)))
         except ValueError as exc:
             raise BundleError(self.source.path(rel), str(exc)) from None
 

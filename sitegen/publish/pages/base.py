@@ -20,7 +20,7 @@ from urllib.parse import quote
 
 import markdown
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from sitegen import wording
 from sitegen.publish import layout
@@ -141,34 +141,42 @@ def snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
 # ------------------------------------------------------------------------------ numbers with their source
 
 
+def _span(src: str, attributes: str, html: str) -> Markup:
+    """``<span data-ev="src"attributes>html</span>``, ``src`` escaped, ``attributes`` and ``html`` HTML already.
+    Joined as a string: ``Markup.format`` gives the same text at several times the cost, and a question page holds
+    hundreds of these."""
+    return Markup(f'<span data-ev="{escape(src)}"{attributes}>{html}</span>')
+
+
+def _attribute(name: str, value: str) -> str:
+    """`` name="value"``, the value escaped."""
+    return f' {name}="{escape(value)}"'
+
+
 def _shown(src: str, text: str, fmt: str) -> Markup:
     """A number on a page with its source: the audit reads ``data-ev`` (file and JSON pointer) and ``data-fmt``,
     formats the evidence's value the same way and compares it with the text."""
-    if fmt == "raw":  # the default: str() of the value
-        return Markup('<span data-ev="{}">{}</span>').format(src, text)
-    return Markup('<span data-ev="{}" data-fmt="{}">{}</span>').format(src, fmt, text)
+    # "raw", the default (str() of the value), is left unsaid
+    return _span(src, "" if fmt == "raw" else _attribute("data-fmt", fmt), escape(text))
 
 
 class _Sourced:
     """A number read from the evidence that remembers its file and JSON pointer; printed on a page it carries them."""
 
+    __slots__ = ()
     src: str
     _plain: type
-
-    def __new__(cls, value: Any, src: str) -> Any:
-        number = super().__new__(cls, value)  # float.__new__ or int.__new__, after this class in the MRO
-        number.src = src
-        return number
 
     def __html__(self) -> Markup:
         return _shown(self.src, str(self._plain(self)), "raw")
 
 
 class SourcedFloat(_Sourced, float):
+    __slots__ = ("src",)
     _plain = float
 
 
-class SourcedInt(_Sourced, int):
+class SourcedInt(_Sourced, int):  # an int subclass cannot have slots: its src is kept in a __dict__
     _plain = int
 
 
@@ -177,16 +185,21 @@ def pointer_part(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
 
 
+#: The sourced twin of each type of JSON number (a bool is neither: ``type(True) is bool``).
+_TWINS: dict[type, type] = {float: SourcedFloat, int: SourcedInt}
+
+
 def _sourced(obj: Any, src: str) -> Any:
     if isinstance(obj, dict):
         return {k: _sourced(v, f"{src}/{pointer_part(k)}") for k, v in obj.items()}
     if isinstance(obj, list):
         return [_sourced(v, f"{src}/{i}") for i, v in enumerate(obj)]
-    if type(obj) is float:
-        return SourcedFloat(obj, src)
-    if type(obj) is int:
-        return SourcedInt(obj, src)
-    return obj
+    twin = _TWINS.get(type(obj))
+    if twin is None:
+        return obj
+    number = twin(obj)  # the type's own constructor, then the source: an evidence bundle holds 100,000s of numbers
+    number.src = src
+    return number
 
 
 def with_sources(obj: Any, rel: str) -> Any:
@@ -204,11 +217,13 @@ def _ev_in(value: Any, table: Mapping[str, str], fmt: str | None = None) -> Mark
     if not src.startswith(base + "/"):
         raise ValueError(f"{src!r} is not under the table's evidence base {base!r}")
     name = fmt or table["fmt"]
+    # the value is a number (only a sourced number has a source), and a formatted number (digits, a sign, a point,
+    # "inf" or "nan") holds no character HTML escapes: its text goes in as it is
     text = str(value._plain(value)) if name == "raw" else _TABLE_FORMATS[name](value)
-    stated = Markup("") if name == table["fmt"] else Markup(' data-fmt="{}"').format(name)
+    stated = "" if name == table["fmt"] else _attribute("data-fmt", name)
     if name in _TITLED:  # fewer digits on the page, the full value in the title; the audit checks both
-        stated += Markup(' title="{}"').format(_TABLE_FORMATS[_TITLED[name]](value))
-    return Markup('<span data-ev="{}"{}>{}</span>').format(src[len(base) + 1 :], stated, text)
+        stated += f' title="{_TABLE_FORMATS[_TITLED[name]](value)}"'
+    return _span(src[len(base) + 1 :], stated, text)
 
 
 _TABLE_FORMATS: dict[str, Callable[[Any], str]] = {
@@ -266,6 +281,16 @@ class Site:
         return target
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _link(target: str, base: str) -> str:
+    """The site path ``target`` (no fragment) as a link from the folder ``base``: remembered, since every page of a
+    folder links to the same files (a corpus's question pages to its passage shards, thousands of times)."""
+    relative = posixpath.relpath(target, base)
+    if target.endswith("/") and not relative.endswith("/"):
+        relative += "/"
+    return quote(relative)
+
+
 def url_for(page_path: str) -> Callable[[str], str]:
     """The ``url`` function of one page: a site path as a link relative to that page."""
     base = posixpath.dirname(page_path) or "."
@@ -275,19 +300,34 @@ def url_for(page_path: str) -> Callable[[str], str]:
         if "#" in target:
             target, fragment = target.split("#", 1)
             fragment = "#" + fragment
-        relative = posixpath.relpath(target, base) if target else posixpath.basename(page_path)
-        if target.endswith("/") and not relative.endswith("/"):
-            relative += "/"
-        return quote(relative) + fragment
+        return (_link(target, base) if target else quote(posixpath.basename(page_path))) + fragment
 
     return url
+
+
+#: Every name an attribute lookup finds on a plain dict (its methods and object's); any other name can only be a key.
+_DICT_ATTRIBUTES = frozenset(dir({}))
+
+
+class _Environment(Environment):
+    """Jinja's environment, but ``a.b`` on a plain dict, where ``b`` names no dict attribute, is looked up as a key
+    at once: the value Jinja's lookup (attribute, then key) finds, without the failed attribute lookup it pays
+    first. A question page reads hundreds of fields of dicts."""
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        if type(obj) is dict and attribute not in _DICT_ATTRIBUTES:
+            try:
+                return obj[attribute]
+            except KeyError:
+                return self.undefined(obj=obj, name=attribute)
+        return super().getattr(obj, attribute)
 
 
 @functools.lru_cache(maxsize=1)
 def environment() -> Environment:
     """The one template environment of a process: its filters are pure, and Jinja keeps each compiled template
     (recompiling one whose file changed), so a second build in the same process compiles none."""
-    env = Environment(
+    env = _Environment(
         loader=FileSystemLoader(TEMPLATES_DIR),
         autoescape=select_autoescape(default=True, default_for_string=True),
         undefined=StrictUndefined,

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sitegen.publish.pages.base import Page, pointer_part
-from sitegen.publish.pages.view import TABLE_METRICS, TOP_N, CorpusView, basis_badge, hits, passage_snippet
+from sitegen.publish.pages.view import TABLE_METRICS, TOP_N, CorpusView, basis_badge, hits
 
 __all__ = ["PASSAGES_PER_SHARD", "legend", "letter", "question_pages", "question_ties"]
 
@@ -178,7 +178,7 @@ def question_pages(c: CorpusView) -> list[Page]:
         qid = q["_id"]
         grades = c.grades.get(qid, {})
         labelled = [
-            {"doc_id": d, "grade": g, "snippet": passage_snippet(c.passages[d])}
+            {"doc_id": d, "grade": g, "snippet": c.snippet(d)}
             for d, g in sorted(grades.items(), key=lambda item: (-item[1], item[0]))
             if d in c.passages
         ]

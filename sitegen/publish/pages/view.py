@@ -4,7 +4,7 @@ with where its pages lie and its README as HTML, and the tables more than one pa
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,8 @@ TOP_N = 10
 
 @dataclass(frozen=True)
 class CorpusView(CorpusEvidence):
-    """A corpus's evidence, every number carrying its source (``with_sources``), plus what its pages add."""
+    """A corpus's evidence, every number carrying its source (``with_sources``) and each run cut to each question's
+    first TOP_N hits (no page prints more), plus what its pages add."""
 
     pages: CorpusPages
     readme_html: Markup
@@ -44,6 +45,15 @@ class CorpusView(CorpusEvidence):
     setting_titles: Mapping[str, str]
     #: The rankers the audit cannot recompute from the bundle, each with its :func:`basis_badge` code.
     badges: Mapping[str, str]
+    #: Each passage's snippet by id, made when a page first asks for it (:meth:`snippet`).
+    snippets: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
+
+    def snippet(self, doc_id: str) -> str:
+        """:func:`passage_snippet` of one of the corpus's passages, made once however many pages show it."""
+        made = self.snippets.get(doc_id)
+        if made is None:
+            made = self.snippets[doc_id] = passage_snippet(self.passages[doc_id])
+        return made
 
 
 def _setting_title(setting: str, top_n: int) -> str:
@@ -52,7 +62,7 @@ def _setting_title(setting: str, top_n: int) -> str:
 
 def read_view(site_dir: Path, name: str) -> CorpusView:
     """Everything the corpus's pages show, read from the bundle at ``site_dir``."""
-    evidence = CorpusReader(SiteFolder(site_dir), name, with_sources).read()
+    evidence = CorpusReader(SiteFolder(site_dir), name, with_sources, top=TOP_N).read()
     readme = render_markdown(evidence.readme)
     packing = evidence.packing
     badges = {r: code for r in evidence.rankers if (code := basis_badge(evidence, r)) is not None}
@@ -102,7 +112,10 @@ def passage_snippet(doc: Mapping[str, Any]) -> str:
 
 
 def hits(c: CorpusView, ranker: str, query_id: str, top: int) -> list[dict[str, Any]]:
-    """A ranker's first ``top`` hits for one question, each with its passage's title, snippet and grade."""
+    """A ranker's first ``top`` hits (at most TOP_N, all the view keeps) for one question, each with its passage's
+    title, snippet and grade."""
+    if top > TOP_N:
+        raise ValueError(f"the view keeps {TOP_N} hits a question, not {top}")
     grades = c.grades.get(query_id, {})
     rows = []
     for hit in c.runs[ranker]["queries"].get(query_id, [])[:top]:
@@ -112,7 +125,7 @@ def hits(c: CorpusView, ranker: str, query_id: str, top: int) -> list[dict[str, 
                 "rank": hit["rank"],
                 "doc_id": hit["doc_id"],
                 "title": passage_title(doc) if doc else "(not a passage of this corpus; named by an external run)",
-                "snippet": passage_snippet(doc) if doc else None,
+                "snippet": c.snippet(hit["doc_id"]) if doc else None,
                 "score": hit["score"],
                 "grade": grades.get(hit["doc_id"], 0),
                 "judged": hit["doc_id"] in grades,
