@@ -83,6 +83,7 @@ keys, no timestamps, no absolute paths: identical bundles give identical bytes).
 from __future__ import annotations
 
 import argparse
+import bisect
 import functools
 import gc
 import gzip
@@ -248,9 +249,10 @@ class Bundle:
         return value
 
     def release(self) -> None:
-        """Forget what only the evidence checks read (file texts, inputs, expanded runs, word ids, vectors):
-        the parsed JSON the pages check points into stays, and anything else is read again if asked for."""
-        for key in [k for k in self._memo if k[0] in ("text", "inputs", "run", "words", "embeddings")]:
+        """Forget what only the evidence checks read (file texts, inputs, expanded runs, question scores, word
+        ids, vectors): the parsed JSON the pages check points into stays, and anything else is read again if asked
+        for."""
+        for key in [k for k in self._memo if k[0] in ("text", "inputs", "run", "words", "embeddings", "scores")]:
             del self._memo[key]
 
     def text(self, rel: str) -> str:
@@ -402,6 +404,35 @@ class Bundle:
     def embeddings(self, corpus: str, folder: str = VECTORS) -> Embeddings:
         """The vectors in ``evidence/<corpus>/<folder>/``: ``embeddings`` (dense's), or a model entry's own."""
         return self._cached(("embeddings", f"{corpus}/{folder}"), lambda: _read_embeddings(self, corpus, folder))
+
+    def scores(self, corpus: str, ranker: str, names: Sequence[str]) -> list[dict[str, float]]:
+        """Each named metric's value on every scored question (:func:`scored_questions`), from the run's
+        ranking: computed once for every check that reads it, the names not yet held in one pass."""
+        keys = [("scores", f"{corpus}/{ranker}/{name}") for name in names]
+        missing = {key: name for key, name in zip(keys, names, strict=True) if key not in self._memo}
+        if missing:
+            inputs, queries = self.inputs(corpus), self.run(corpus, ranker)["queries"]
+            questions = scored_questions(inputs)
+            measures = [_measure(name) for name in missing.values()] if questions else []  # none scored: no error
+            values: list[dict[str, float]] = [{} for _ in missing]
+            for qid in questions:
+                ranking = [h["doc_id"] for h in queries.get(qid, [])]
+                for held, value in zip(values, metrics_of(measures, ranking, inputs.qrels[qid]), strict=True):
+                    held[qid] = value
+            for key, held in zip(missing, values, strict=True):
+                self._memo[key] = (held, None)
+        return [self._memo[key][0] for key in keys]
+
+    def pointed(self, rel: str, pointer: str) -> Any:
+        """The value a JSON pointer names in a JSON file (:func:`_pointed`), the object holding it looked up once
+        for every value it holds: a page shows many numbers of one table row."""
+        if not pointer.startswith("/"):
+            return _pointed(self.json(rel), pointer)
+        parent, _, last = pointer.rpartition("/")
+        key = ("pointed", f"{rel}#{parent}")
+        if key not in self._memo:
+            self._memo[key] = (_pointed(self.json(rel), parent), None)
+        return _pointed(self._memo[key][0], f"/{last}")
 
     def words(self, corpus: str) -> Words:
         """The words of every passage the rankers index (``Inputs.doc_text``), tokenised once for every check."""
@@ -996,31 +1027,52 @@ TIE_MEASURES = ("hit", "recall", "precision", "mrr", "ndcg")  # ties.json leaves
 REQUIRED_METRICS = ("hit@1", "hit@3", "hit@5", "hit@10", "recall@10", "precision@5", "mrr@10", "ndcg@10")
 
 
-def metric(name: str, ranking: list[str], grades: dict[str, int]) -> float:
-    """hit/recall/precision/mrr/ndcg/map/rprec@k with trec_eval's definitions (map and Rprec with -M k);
-    relevant means grade > 0."""
+def _measure(name: str) -> tuple[str, int]:
+    """A metric name's family and cut-off; an unknown name is refused."""
     family, _, cut = name.partition("@")
     if not cut.isdigit() or int(cut) < 1 or family not in MEASURES:
         raise AuditError(f"cannot verify metric {name!r}: unknown name")
-    k = int(cut)
+    return family, int(cut)
+
+
+def metric(name: str, ranking: list[str], grades: dict[str, int]) -> float:
+    """hit/recall/precision/mrr/ndcg/map/rprec@k with trec_eval's definitions (map and Rprec with -M k);
+    relevant means grade > 0."""
+    return metrics_of([_measure(name)], ranking, grades)[0]
+
+
+def metrics_of(measures: Sequence[tuple[str, int]], ranking: list[str], grades: dict[str, int]) -> list[float]:
+    """:func:`metric` of each (family, k) of :func:`_measure`, in order: the relevant passages and their ranks
+    are found once, and each value is the same float one name at a time gives."""
     relevant = {d for d, g in grades.items() if g > 0}
-    top = ranking[:k]
-    found = [r for r, d in enumerate(top, start=1) if d in relevant]
-    if family == "map":
-        return math.fsum((n + 1) / r for n, r in enumerate(found)) / len(relevant)
-    if family == "rprec":
-        return len([r for r in found if r <= len(relevant)]) / len(relevant)
-    if family == "hit":
-        return 1.0 if found else 0.0
-    if family == "recall":
-        return len(found) / len(relevant)
-    if family == "precision":
-        return len(found) / k
-    if family == "mrr":
-        return 1.0 / found[0] if found else 0.0
-    dcg = sum(grades[top[r - 1]] / math.log2(r + 1) for r in found)
-    ideal = sorted((g for g in grades.values() if g > 0), reverse=True)[:k]
-    return dcg / sum(g / math.log2(r + 1) for r, g in enumerate(ideal, start=1))
+    depth = max((k for _, k in measures), default=0)
+    ranks = [r for r, d in enumerate(ranking[:depth], start=1) if d in relevant]  # ascending
+    ndcg = any(family == "ndcg" for family, _ in measures)
+    ideal_gains = sorted((g for g in grades.values() if g > 0), reverse=True) if ndcg else []
+    out = []
+    for family, k in measures:
+        found = ranks if k >= depth else ranks[: bisect.bisect_right(ranks, k)]  # the relevant ranks in the top k
+        if family == "map":
+            out.append(math.fsum((n + 1) / r for n, r in enumerate(found)) / len(relevant))
+        elif family == "rprec":
+            out.append(len([r for r in found if r <= len(relevant)]) / len(relevant))
+        elif family == "hit":
+            out.append(1.0 if found else 0.0)
+        elif family == "recall":
+            out.append(len(found) / len(relevant))
+        elif family == "precision":
+            out.append(len(found) / k)
+        elif family == "mrr":
+            out.append(1.0 / found[0] if found else 0.0)
+        else:
+            dcg = sum(grades[ranking[r - 1]] / math.log2(r + 1) for r in found)
+            out.append(dcg / sum(g / math.log2(r + 1) for r, g in enumerate(ideal_gains[:k], start=1)))
+    return out
+
+
+def scored_questions(inputs: Inputs) -> list[str]:
+    """The questions with a relevant passage, in queries.jsonl's order: the ones every metric is averaged over."""
+    return [q for q in inputs.queries if any(g > 0 for g in inputs.qrels.get(q, {}).values())]
 
 
 # ---------------------------------------------------------------- checks: one function each
@@ -2610,7 +2662,8 @@ def check_trec(check: Check, bundle: Bundle, corpus: str, ranker: str) -> str:
 def check_metrics(check: Check, bundle: Bundle, corpus: str, ranker: str) -> str:
     rel = f"evidence/{corpus}/metrics.json"
     where = f"{rel}: ranker {ranker}"
-    inputs, run = bundle.inputs(corpus), bundle.run(corpus, ranker)
+    inputs = bundle.inputs(corpus)
+    bundle.run(corpus, ranker)  # a run that cannot be read fails this check first
     names = bundle.json(f"evidence/{corpus}/corpus.json").get("metrics")
     stored = bundle.json(rel).get(ranker)
     if not isinstance(names, list) or not names:
@@ -2631,12 +2684,8 @@ def check_metrics(check: Check, bundle: Bundle, corpus: str, ranker: str) -> str
             if not _is_number(got[name]) or abs(got[name] - value) > tol:
                 check.fail(f"{where}: {label}: {name} is {got[name]!r}, recomputed {value!r}")
 
-    per_query: dict[str, dict[str, float]] = {}
-    for qid in inputs.queries:  # only questions with a relevant passage are scored
-        grades = inputs.qrels.get(qid, {})
-        if any(g > 0 for g in grades.values()):
-            ranking = [h["doc_id"] for h in run["queries"].get(qid, [])]
-            per_query[qid] = {n: metric(n, ranking, grades) for n in names}
+    by_name = bundle.scores(corpus, ranker, names)  # only questions with a relevant passage are scored
+    per_query = {q: {n: v[q] for n, v in zip(names, by_name, strict=True)} for q in scored_questions(inputs)}
     if sorted(stored["per_query"]) != sorted(per_query):
         check.fail(f"{where}: per_query has {sorted(stored['per_query'])}, expected {sorted(per_query)}")
     for qid, values in per_query.items():
@@ -2685,32 +2734,26 @@ def check_report(check: Check, bundle: Bundle, corpus: str) -> str:
             for r in rankers
         }
 
-    per_question: dict[tuple[str, str], dict[str, float]] = {}
-
-    def question_scores(r: str, name: str) -> dict[str, float]:
-        """One ranker's score on every scored question, recomputed from its run once per metric."""
-        if (r, name) not in per_question:
-            queries = bundle.run(corpus, r)["queries"]
-            per_question[r, name] = {
-                q: metric(name, [h["doc_id"] for h in queries.get(q, [])], inputs.qrels[q]) for q in scored
-            }
-        return per_question[r, name]
+    def mean_score(r: str, name: str, qids: list[str]) -> float:
+        """One ranker's mean over these questions, recomputed from its run (every metric's scores at once); 0.0
+        over no question, as built."""
+        if not qids:
+            return 0.0
+        by_question = bundle.scores(corpus, r, [*names, name])[-1]
+        return math.fsum(by_question[q] for q in qids) / len(qids)
 
     unverified = unverified_rankers(bundle, corpus, rankers)
     competing = [r for r in rankers if r not in unverified] or rankers
 
     def best(qids: list[str], name: str) -> list[str]:
         """Verified rankers with the highest mean, recomputed from the runs (not read from metrics.json)."""
-        values = {}
-        for r in competing:
-            scores = [question_scores(r, name)[q] for q in qids]
-            values[r] = math.fsum(scores) / len(scores) if scores else 0.0  # no question: every ranker 0, as built
+        values = {r: mean_score(r, name, qids) for r in competing}
         top = max(values.values())
         return [r for r, v in values.items() if top - v <= 1e-12]
 
     def clear(qids: list[str], name: str) -> bool:
         """Whether the highest mean leads the next by more than one question (1/n), recomputed from the runs."""
-        values = [math.fsum(question_scores(r, name)[q] for q in qids) / len(qids) if qids else 0.0 for r in competing]
+        values = [mean_score(r, name, qids) for r in competing]
         top = max(values, default=0.0)
         rest = [v for v in values if top - v > 1e-12]
         return bool(rest) and len(qids) > 0 and top - max(rest) > 1 / len(qids) + 1e-12
@@ -2900,27 +2943,26 @@ DETECTABLE_EXAMPLES = (0.02, 0.05)
 
 def _lattice_sign_p(units: list[int]) -> float:
     """The exact sign-flip p of integer differences: the differences of one magnitude v, c of them, add
-    v * (c - 2j) with probability C(c, j) / 2^c; those distributions are convolved magnitude by magnitude."""
+    v * (c - 2j) with probability C(c, j) / 2^c; those distributions are convolved magnitude by magnitude.
+
+    Only the sums that can occur are held: with R the magnitudes added so far, -R, -R + 2, ..., R (a sum moves
+    by steps of 2v). The sums left out have probability 0.0 exactly, so each held probability is the same
+    float as one convolved over every integer from -total to total would be."""
     step = math.gcd(*units)  # the sums live on this grid; dividing it out leaves every probability as it is
     magnitudes = Counter(abs(u) // step for u in units if u)
     units = [u // step for u in units] if step else units
-    total = sum(v * c for v, c in magnitudes.items())
     observed = abs(sum(units))
     if observed == 0:
         return 1.0
-    dist = np.zeros(2 * total + 1)
-    dist[total] = 1.0
+    dist, reach = np.ones(1), 0  # dist[m]: the probability of the sum 2m - reach
     for v, c in sorted(magnitudes.items()):
-        mixed = np.zeros_like(dist)
-        for j in range(c + 1):
-            shift = v * (c - 2 * j)
-            weight = math.comb(c, j) / 2.0**c
-            if shift >= 0:
-                mixed[shift:] += weight * dist[: dist.size - shift]
-            else:
-                mixed[:shift] += weight * dist[-shift:]
-        dist = mixed
-    outside = np.abs(np.arange(dist.size) - total) >= observed
+        mixed, product = np.zeros(reach + v * c + 1), np.empty(reach + 1)
+        for j in range(c + 1):  # v * (c - 2j) moves the sum 2m - reach to 2(m + v(c - j)) - (reach + v c)
+            at = v * (c - j)
+            np.multiply(dist, math.comb(c, j) / 2.0**c, out=product)
+            mixed[at : at + reach + 1] += product
+        dist, reach = mixed, reach + v * c
+    outside = np.abs(2 * np.arange(reach + 1) - reach) >= observed
     return math.fsum(dist[outside].tolist())
 
 
@@ -2931,6 +2973,44 @@ def _pattern_sums(d: np.ndarray) -> np.ndarray:
     for value in d.tolist():
         out = np.concatenate((out + value, out - value))
     return out
+
+
+_SIGNS_KEPT = 1 << 25  # sign-flip draws kept for reuse across tests: 32 MB at most
+
+
+class _SignStream:
+    """PCG64 seeded ``seed``'s 0/1 draws, ``Generator.integers(0, 2)``, kept as uint8 as far as they were read.
+    A draw does not depend on how the draws are blocked (each 64-bit output gives two, the second kept in the
+    generator for its next call), so every Monte Carlo test of one seed reads a prefix of this one stream."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = np.random.default_rng(seed)
+        self.drawn = np.zeros(0, dtype=np.uint8)
+
+    def first(self, count: int) -> np.ndarray:
+        if count > self.drawn.size:  # at least doubled, so a family of tests draws the stream about once
+            more = min(max(count, 2 * self.drawn.size), _SIGNS_KEPT) - self.drawn.size
+            self.drawn = np.concatenate((self.drawn, self.rng.integers(0, 2, size=more).astype(np.uint8)))
+            self.drawn.flags.writeable = False
+        return self.drawn[:count]
+
+
+@functools.lru_cache(maxsize=1)
+def _sign_stream(seed: int) -> _SignStream:
+    return _SignStream(seed)
+
+
+def _sign_blocks(seed: int, rounds: int, n: int) -> Iterator[np.ndarray]:
+    """The 0/1 signs of ``rounds`` rounds of n, PCG64 seeded ``seed``, in blocks of 1,000 rounds: read from
+    the kept stream when it holds them (rounds x n at most ``_SIGNS_KEPT``), else drawn block by block."""
+    kept = _sign_stream(seed).first(rounds * n) if rounds * n <= _SIGNS_KEPT else None
+    rng = np.random.default_rng(seed) if kept is None else None
+    for done in range(0, rounds, 1000):
+        block = min(1000, rounds - done)
+        if rng is not None:
+            yield rng.integers(0, 2, size=(block, n))
+        else:
+            yield kept[done * n : (done + block) * n].reshape(block, n)
 
 
 def _sign_test_p(d: np.ndarray, seed: int, rounds: int) -> tuple[float, int, str, str]:
@@ -2964,14 +3044,12 @@ def _sign_test_p(d: np.ndarray, seed: int, rounds: int) -> tuple[float, int, str
             x = first[start : start + (1 << 15)]
             above += int(second.size * x.size - np.searchsorted(second, observed - 1e-12 - x, side="left").sum())
         return 2 * above / 2**n, n, f"exact: all 2^{n} sign patterns (split-half)", "split-half"
-    rng, extreme, done = np.random.default_rng(seed), 0, 0
-    while done < rounds:
-        block = min(1000, rounds - done)
-        flips = rng.integers(0, 2, size=(block, n)).astype(np.float64)
+    extreme = 0
+    for drawn in _sign_blocks(seed, rounds, n):
+        flips = drawn.astype(np.float64)
         flips *= 2.0  # in place: -1 and +1, no more (block, n) temporaries
         flips -= 1.0
         extreme += int(np.count_nonzero(np.abs(flips @ d) >= observed - 1e-12))
-        done += block
     return (extreme + 1) / (rounds + 1), n, f"Monte Carlo, {rounds} rounds, seed {seed} (2^{n} patterns)", "monte-carlo"
 
 
@@ -3038,6 +3116,28 @@ def _adjusted(p: list[float], correction: str) -> list[float]:
     return out
 
 
+_ORDERS_KEPT = 1 << 25  # Tukey row orders kept for reuse across metrics: 32 MB at most each
+
+
+def _tukey_order_blocks(seed: int, rounds: int, n: int, k: int) -> Iterator[np.ndarray]:
+    """Each round's row orders, (block, n, k) in blocks of 400,000 // (n k) rounds: PCG64 seeded ``seed`` draws
+    uniform keys (n, k) per round, consecutively, and each row is ordered by a stable argsort of its keys."""
+    rng, step = np.random.default_rng(seed), max(1, 400_000 // (n * k))
+    for done in range(0, rounds, step):
+        order = np.argsort(rng.random((min(step, rounds - done), n, k)), axis=2, kind="stable")
+        yield order.astype(np.uint8) if k <= 256 else order
+
+
+@functools.lru_cache(maxsize=2)
+def _tukey_orders(seed: int, rounds: int, n: int, k: int) -> tuple[np.ndarray, ...]:
+    """:func:`_tukey_order_blocks`, kept read-only: the metrics with as many rows shuffle by the same orders,
+    so those are drawn and sorted once."""
+    blocks = tuple(_tukey_order_blocks(seed, rounds, n, k))
+    for order in blocks:
+        order.flags.writeable = False
+    return blocks
+
+
 def _tukey_p(x: np.ndarray, seed: int, rounds: int) -> tuple[np.ndarray, str, bool]:
     """Randomised Tukey HSD as documented in experiments.py, written independently.
 
@@ -3064,16 +3164,13 @@ def _tukey_p(x: np.ndarray, seed: int, rounds: int) -> tuple[np.ndarray, str, bo
         exact = True
         method = f"exact enumeration of ({k}!)^{n} = {total} row permutations"
     else:
-        rng, done, extreme = np.random.default_rng(seed), 0, np.zeros((k, k), dtype=np.int64)
-        step = max(1, 400_000 // (n * k))
-        while done < rounds:
-            block = min(step, rounds - done)
-            keys = rng.random((block, n, k))
-            shuffled = np.take_along_axis(np.broadcast_to(x, keys.shape), np.argsort(keys, axis=2, kind="stable"), 2)
-            col = shuffled.mean(axis=1)
+        extreme = np.zeros((k, k), dtype=np.int64)
+        kept = rounds * n * k <= _ORDERS_KEPT
+        values, starts = np.ascontiguousarray(x).ravel(), np.arange(n)[:, None] * k  # row q from q * k on
+        for order in (_tukey_orders if kept else _tukey_order_blocks)(seed, rounds, n, k):
+            col = values[order + starts].mean(axis=1)  # the shuffled (block, n, k) scores' column means
             r = col.max(axis=1) - col.min(axis=1)
             extreme += (r[None, None, :] >= observed[:, :, None]).sum(axis=2)
-            done += block
         p = (extreme + 1) / (rounds + 1)
         exact = False
         method = f"Monte Carlo, {rounds} rounds, seed {seed} (({k}!)^{n} permutations)"
@@ -3313,16 +3410,10 @@ def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
     def mean(values: list[float]) -> float:
         return math.fsum(values) / len(values) if values else 0.0
 
-    def scores(lists: dict[str, dict[str, list[str]]], qids: list[str], name: str) -> list[float]:
-        return [metric(name, lists.get(q, []), inputs.qrels[q]) for q in qids]
-
-    ranker_scores: dict[tuple[str, str], list[float]] = {}
-
-    def scores_of(ranker: str, name: str) -> list[float]:
-        """A ranker's per-question scores over the scored questions, computed once per metric."""
-        if (ranker, name) not in ranker_scores:
-            ranker_scores[ranker, name] = scores(ranking[ranker], scored, name)
-        return ranker_scores[ranker, name]
+    def scores_of(ranker: str, name: str, qids: list[str] = scored) -> list[float]:
+        """A ranker's per-question scores over these questions (the scored ones unless named), from its run."""
+        by_question = bundle.scores(corpus, ranker, [name])[0]
+        return [by_question[q] for q in qids]
 
     def compare(label: str, got: Any, want: Any) -> None:
         if not _close(got, want, tol):
@@ -3355,6 +3446,8 @@ def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
     ]
     compare("sweeps: the fusions swept", sorted(stored.get("sweeps", {})), sorted(two_list_fusions) if scored else [])
 
+    swept = list(dict.fromkeys([*sweep_metrics, selection]))
+    measures = [_measure(m) for m in swept]
     for fusion, by_sweep in stored.get("sweeps", {}).items():
         comps = runs[fusion]["params"]["components"]
         # The fusion's dense component on its own, or its first component when none is dense.
@@ -3368,10 +3461,10 @@ def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
                     lists = {c: ranking[c].get(q, []) for c in comps}
                     f, _ = rrf(lists, p["k"], p["candidates"], dict(zip(comps, p["weights"], strict=True)))
                     fused[q] = sorted(f, key=lambda d: -f[d])
-                by_question = {
-                    m: dict(zip(scored, scores(fused, scored, m), strict=True))
-                    for m in dict.fromkeys([*sweep_metrics, selection])
-                }
+                by_question: dict[str, dict[str, float]] = {m: {} for m in swept}
+                for q in scored:
+                    for m, value in zip(swept, metrics_of(measures, fused[q], inputs.qrels[q]), strict=True):
+                        by_question[m][q] = value
                 per_setting.append(by_question)
                 want = {m: mean(list(by_question[m].values())) for m in sweep_metrics}
                 compare(f"sweeps.{fusion}.{sweep}.rows[{n}].overall", row["overall"], want)
@@ -3386,7 +3479,7 @@ def check_experiments(check: Check, bundle: Bundle, corpus: str) -> str:
                 want_scores = {
                     "tuned": {m: mean([per_setting[chosen][m][q] for q in test]) for m in sweep_metrics},
                     "default": {m: mean([per_setting[default][m][q] for q in test]) for m in sweep_metrics},
-                    "dense": {m: mean(scores(ranking[alone], test, m)) for m in sweep_metrics},
+                    "dense": {m: mean(scores_of(alone, m, test)) for m in sweep_metrics},
                 }
                 beats = want_scores["tuned"][selection] - want_scores["default"][selection] > 1e-12
                 wins += beats
@@ -4091,22 +4184,26 @@ def tie_expected(name: str, blocks: list[list[str]], grades: dict[str, int]) -> 
     where = [(b, i) for b, block in enumerate(blocks) for i in range(len(block))][:k]
     share = [sum(1 for d in block if grades.get(d, 0) > 0) for block in blocks]
 
-    def none_in_first(t: int) -> float:
-        # Blocks with no slot in the first t multiply by C(., 0) / C(., 0) = 1.0 exactly, so only the blocks
-        # holding those slots are visited, in block order (``where`` is in block order).
-        p = 1.0
-        for b, slots in Counter(bb for bb, _ in where[:t]).items():
-            p *= math.comb(len(blocks[b]) - share[b], slots) / math.comb(len(blocks[b]), slots)
-        return p
+    def none_in_first() -> list[float]:
+        # For t = 0..len(where). Blocks with no slot in the first t multiply by C(., 0) / C(., 0) = 1.0 exactly,
+        # so only the blocks holding those slots multiply, in block order (``where`` is in block order): every
+        # block whole but the t-th slot's, so each product is the one before its block times that block's term.
+        out, whole = [1.0], 1.0
+        for b, i in where:
+            out.append(whole * (math.comb(len(blocks[b]) - share[b], i + 1) / math.comb(len(blocks[b]), i + 1)))
+            if i + 1 == len(blocks[b]):
+                whole = out[-1]
+        return out
 
     if family in ("recall", "precision"):
         found = math.fsum(share[b] / len(blocks[b]) for b, _ in where)
         total = sum(1 for g in grades.values() if g > 0)
         return found / k if family == "precision" else found / total
     if family == "hit":
-        return 1.0 - none_in_first(len(where))
+        return 1.0 - none_in_first()[-1]
     if family == "mrr":
-        return math.fsum((none_in_first(t) - none_in_first(t + 1)) / (t + 1) for t in range(len(where)))
+        none = none_in_first()
+        return math.fsum((none[t] - none[t + 1]) / (t + 1) for t in range(len(where)))
     gain = [math.fsum(max(grades.get(d, 0), 0) for d in block) / len(block) for block in blocks]
     ideal = sorted((g for g in grades.values() if g > 0), reverse=True)[:k]
     return math.fsum(gain[b] / math.log2(p + 2) for p, (b, _) in enumerate(where)) / math.fsum(
@@ -4391,15 +4488,17 @@ def check_ties(check: Check, bundle: Bundle, corpus: str) -> str:
         want: dict[str, dict[str, Any]] = {n: {"depending": 0, "largest_move": 0.0, "questions": {}} for n in names}
         sums = {n: [0.0, 0.0] for n in names}  # reported, expected
         depending = set()
+        by_name = bundle.scores(corpus, ranker, names)  # an unknown metric name fails here, if a question is scored
+        measures = [_measure(n) for n in names] if scored else []
         for qid in scored:
             hits, grades = queries.get(qid, []), inputs.qrels[qid]
-            blocks, ranking = _score_blocks(hits), [h["doc_id"] for h in hits]
-            tied = len(blocks) < len(hits)  # else the worst and best orders are the reported one
-            worst = [d for block in blocks for d in sorted(block, key=lambda d: grades.get(d, 0))] if tied else []
-            best = [d for block in blocks for d in sorted(block, key=lambda d: -grades.get(d, 0))] if tied else []
-            for n in names:
-                reported = metric(n, ranking, grades)
-                low, high = (metric(n, worst, grades), metric(n, best, grades)) if tied else (reported, reported)
+            blocks = _score_blocks(hits)
+            lows = highs = reports = [v[qid] for v in by_name]  # no tie: the worst and best orders are reported
+            if len(blocks) < len(hits):
+                worst = [d for block in blocks for d in sorted(block, key=lambda d: grades.get(d, 0))]
+                best = [d for block in blocks for d in sorted(block, key=lambda d: -grades.get(d, 0))]
+                lows, highs = metrics_of(measures, worst, grades), metrics_of(measures, best, grades)
+            for n, reported, low, high in zip(names, reports, lows, highs, strict=True):
                 expected = tie_expected(n, blocks, grades) if high - low > 1e-12 else reported
                 sums[n][0] += reported
                 sums[n][1] += expected
@@ -5215,7 +5314,7 @@ def check_page_numbers(check: Check, bundle: Bundle, page: str) -> int:
             check.fail(f"{page}: a number cites {src!r} ({fmt!r}), not a value of the evidence bundle")
             continue
         try:
-            value = _pointed(bundle.json(path), pointer)
+            value = bundle.pointed(path, pointer)
         except (AuditError, KeyError, IndexError, ValueError, TypeError):
             check.fail(f"{page}: shows {text!r} from {src}, which the evidence does not have")
             continue
