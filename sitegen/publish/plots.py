@@ -15,7 +15,6 @@ __all__ = [
     "forest_svg",
     "grouped_bar_svg",
     "groups_svg",
-    "line_svg",
 ]
 
 _STYLE = {
@@ -73,28 +72,6 @@ def grouped_bar_svg(
         ax.set_xticks(range(len(categories)), list(categories))
         _label(ax, title, xlabel, ylabel, ylim)
         ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-        return _svg(fig)
-
-
-def line_svg(
-    x_labels: Sequence[str],
-    series: Mapping[str, Sequence[float]],
-    title: str,
-    xlabel: str,
-    ylabel: str,
-    ylim: tuple[float, float] = (0.0, 1.0),
-) -> bytes:
-    """One line per series over categorical x positions, as SVG bytes."""
-    plt = _pyplot()
-    import matplotlib
-
-    with matplotlib.rc_context(_STYLE):
-        fig, ax = plt.subplots(figsize=(5.2, 3.2))
-        for name, values in series.items():
-            ax.plot(range(len(x_labels)), values, marker="o", label=name)
-        ax.set_xticks(range(len(x_labels)), list(x_labels))
-        _label(ax, title, xlabel, ylabel, ylim)
-        ax.legend(fontsize=8, frameon=False)
         return _svg(fig)
 
 

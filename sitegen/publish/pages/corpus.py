@@ -8,9 +8,10 @@ from typing import Any
 
 from sitegen import wording
 from sitegen.publish.cost_view import cost_context
+from sitegen.publish.line_chart import line_svg
 from sitegen.publish.pages.base import Page, Site, format_minus, format_score, format_signed, setting_label
 from sitegen.publish.pages.view import TABLE_METRICS, CorpusView, hits, metric_table, row_label
-from sitegen.publish.plots import ForestRow, forest_svg, grouped_bar_svg, line_svg
+from sitegen.publish.plots import ForestRow, forest_svg, grouped_bar_svg
 
 __all__ = ["PROMPT_FENCE", "PROMPT_PREAMBLE", "corpus_pages"]
 
