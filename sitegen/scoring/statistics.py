@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
@@ -157,6 +157,47 @@ def monte_carlo_rounds(family_size: int, alpha: float, minimum: int) -> int:
     return max(minimum, math.ceil(MC_FACTOR * family_size / alpha))
 
 
+KEPT_SIGN_DRAWS = 1 << 25
+"""Up to this many 0/1 sign draws of one seed are kept (uint8, 32 MB) for every Monte Carlo test of that seed."""
+
+
+class _SignDraws:
+    """The 0/1 draws of ``numpy.random.default_rng(seed).integers(0, 2)``, kept as far as they were read.
+
+    One call drawing (block, n) gives the same values as the next block * n draws of one long stream (the generator
+    keeps the half of a 64-bit output a call leaves), so the tests of one seed, whatever their n, read prefixes of
+    one stream instead of each drawing rounds x n values again."""
+
+    def __init__(self, seed: int) -> None:
+        self._rng = np.random.default_rng(seed)
+        self._kept = np.zeros(0, dtype=np.uint8)
+
+    def first(self, count: int) -> np.ndarray:
+        if count > self._kept.size:  # at least doubled, so a family of tests draws about once
+            more = min(max(count, 2 * self._kept.size), KEPT_SIGN_DRAWS) - self._kept.size
+            self._kept = np.concatenate((self._kept, self._rng.integers(0, 2, size=more).astype(np.uint8)))
+            self._kept.flags.writeable = False
+        return self._kept[:count]
+
+
+@functools.lru_cache(maxsize=1)
+def _sign_draws(seed: int) -> _SignDraws:
+    return _SignDraws(seed)
+
+
+def _sign_bits(seed: int, rounds: int, n: int) -> Iterator[np.ndarray]:
+    """The 0/1 signs of :func:`paired_randomisation_test`'s Monte Carlo method, one (block, n) array per block of
+    1,000 rounds: read from the kept draws up to :data:`KEPT_SIGN_DRAWS`, else drawn block by block."""
+    kept = _sign_draws(seed).first(rounds * n) if rounds * n <= KEPT_SIGN_DRAWS else None
+    rng = np.random.default_rng(seed) if kept is None else None
+    for start in range(0, rounds, BLOCK_ROUNDS):
+        block = min(BLOCK_ROUNDS, rounds - start)
+        if rng is not None:
+            yield rng.integers(0, 2, size=(block, n))
+        else:
+            yield kept[start * n : (start + block) * n].reshape(block, n)
+
+
 def paired_randomisation_test(a: Sequence[float], b: Sequence[float], seed: int, rounds: int) -> RandomisationResult:
     """Two-sided paired randomisation (sign-flip) test of mean(a - b) = 0.
 
@@ -172,7 +213,8 @@ def paired_randomisation_test(a: Sequence[float], b: Sequence[float], seed: int,
        one shorter) ``signs = rng.integers(0, 2, size=(block, n)) * 2 - 1``; p = (b + 1) / (rounds + 1), b the
        extreme rounds. The caller sizes ``rounds`` by :func:`monte_carlo_rounds`.
 
-    Memory is bounded: a Monte Carlo block holds a (1,000 x n) draw, 16,000 * n bytes; the split-half method two
+    Memory is bounded: a Monte Carlo block holds a (1,000 x n) draw, 16,000 * n bytes, and up to 32 MB of one
+    seed's draws are kept for the next test (:data:`KEPT_SIGN_DRAWS`); the split-half method two
     arrays of at most 2^22 float64 (32 MB each); the lattice at most 2^26 cells over all steps.
     """
     d = _differences(a, b)
@@ -190,11 +232,9 @@ def paired_randomisation_test(a: Sequence[float], b: Sequence[float], seed: int,
         return RandomisationResult(
             _split_half_p(d, observed), n, True, f"exact: all 2^{n} sign patterns (split-half)", "split-half"
         )
-    rng = np.random.default_rng(seed)
     extreme = 0
-    for start in range(0, rounds, BLOCK_ROUNDS):
-        block = min(BLOCK_ROUNDS, rounds - start)
-        signs = rng.integers(0, 2, size=(block, n)).astype(np.float64)
+    for bits in _sign_bits(seed, rounds, n):
+        signs = bits.astype(np.float64)
         signs *= 2.0  # in place: the same +-1 values as (bits * 2 - 1), without two more n x block temporaries
         signs -= 1.0
         extreme += int(np.count_nonzero(np.abs(signs @ d) >= observed - TIE))

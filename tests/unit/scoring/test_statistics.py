@@ -162,3 +162,29 @@ def test_no_separation_is_one_group_and_total_separation_one_group_each() -> Non
 def test_identical_classes_keep_build_order_and_exact_equality() -> None:
     values = {"a": [1.0, 0.5], "b": [0.5, 1.0], "c": [1.0, 0.5], "d": [1.0, 0.5000000000000001]}
     assert st.identical_classes(values) == [["a", "c"], ["b"], ["d"]]  # no tolerance: d differs by one ulp
+
+
+def _monte_carlo_extreme_drawn_block_by_block(d: np.ndarray, seed: int, rounds: int) -> int:
+    """The Monte Carlo count exactly as paired_randomisation_test documents it, each block drawn afresh."""
+    rng, extreme, observed = np.random.default_rng(seed), 0, abs(math.fsum(d.tolist()))
+    for start in range(0, rounds, st.BLOCK_ROUNDS):
+        signs = rng.integers(0, 2, size=(min(st.BLOCK_ROUNDS, rounds - start), d.size)) * 2.0 - 1.0
+        extreme += int(np.count_nonzero(np.abs(signs @ d) >= observed - st.TIE))
+    return extreme
+
+
+@pytest.mark.parametrize("kept", [st.KEPT_SIGN_DRAWS, 100_000])
+def test_monte_carlo_tests_reading_one_seeds_kept_draws_count_what_fresh_draws_count(
+    kept: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tests of one seed share its kept 0/1 draws, in any order of sizes, and a test too large to keep draws its own;
+    each p is the one block-by-block draws give (n above the split-half limit and off the lattice: Monte Carlo)."""
+    monkeypatch.setattr(st, "KEPT_SIGN_DRAWS", kept)
+    st._sign_draws.cache_clear()
+    rng = np.random.default_rng(4)
+    for n, rounds, seed in [(50, 2_500, 7), (61, 1_000, 7), (47, 4_321, 7), (80, 2_000, 8), (50, 2_500, 7)]:
+        a, b = rng.random(n), rng.random(n)
+        result = st.paired_randomisation_test(a.tolist(), b.tolist(), seed, rounds)
+        assert result.kind == "monte-carlo"
+        extreme = _monte_carlo_extreme_drawn_block_by_block(a - b, seed, rounds)
+        assert result.p_value == (extreme + 1) / (rounds + 1), (n, rounds, seed)
