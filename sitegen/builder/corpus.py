@@ -5,7 +5,7 @@ one corpus brings is its :class:`CorpusJob`."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +27,7 @@ from sitegen.inputs.corpus import Corpus
 from sitegen.inputs.dates import inputs_date
 from sitegen.inputs.freeze import frozen_summary
 from sitegen.inputs.vectors import SuppliedVectors, embed_corpus
+from sitegen.parallel import SPLIT_FROM_HITS, in_forks, workers
 from sitegen.publish.bundle import StoredVectors
 from sitegen.publish.evidence import TREC_DEPTH
 from sitegen.publish.redaction import publication
@@ -298,9 +299,14 @@ def _score(run: BuildRun, corpus: Corpus, ranked: Run) -> dict[str, Any]:
     return scored
 
 
+def _each(jobs: Sequence[Callable[[], Any]]) -> list[Any]:
+    return [job() for job in jobs]
+
+
 def _derive(run: BuildRun, job: CorpusJob, ranked: _Ranked, sweep: ChunkingSweep | None) -> DerivedTables:
     """The tables derived from the runs: report, experiments (from the step cache when computed before from the
-    same inputs), ties, packing, filtering, chunking and PostgreSQL."""
+    same inputs), ties, packing, filtering, chunking and PostgreSQL. For many hits the experiments are computed
+    here while a forked process (:mod:`sitegen.parallel`) computes the ties and packing tables."""
     corpus, runs, metrics = job.corpus, ranked.runs, ranked.metrics
     rankings = {r: {q: [h.doc_id for h in hits] for q, hits in found.hits.items()} for r, found in runs.items()}
     contracts = {r: found.contract for r, found in runs.items()}
@@ -315,20 +321,25 @@ def _derive(run: BuildRun, job: CorpusJob, ranked: _Ranked, sweep: ChunkingSweep
             "qrels": {q: dict(g) for q, g in corpus.qrels.items()},
             "sweep": sweep.table if sweep is not None else None,
         }
+
+    def experiments() -> Any:  # this process's part: the step cache's counts stay here
+        inputs = experiment_inputs(corpus, rankings, contracts, run_scores)
+        return run.steps.json("experiments", inputs, lambda: run_experiments(corpus, rankings, contracts, run_scores))
+
+    def ties_and_packing() -> tuple[Any, Any]:
+        ties = ties_report(rankings, run_scores, corpus.qrels, [q.query_id for q in corpus.queries], metrics)
+        budgets = corpus.config.get("packing", {}).get("budgets")  # None: derived from the passage lengths
+        return ties, packing_report(corpus, rankings, corpus.citations, budgets)
+
+    hits = sum(len(h) for found in runs.values() for h in found.hits.values())
+    jobs = [experiments, ties_and_packing]
+    parts = [[job] for job in jobs] if hits >= SPLIT_FROM_HITS and workers(2) >= 2 else [jobs]
+    experiments_table, (ties, packing) = [value for part in in_forks(_each, parts) for value in part]
     return DerivedTables(
         report=derive_report(corpus, rankings, metrics, contracts),
-        experiments=run.steps.json(
-            "experiments",
-            experiment_inputs(corpus, rankings, contracts, run_scores),
-            lambda: run_experiments(corpus, rankings, contracts, run_scores),
-        ),
-        ties=ties_report(rankings, run_scores, corpus.qrels, [q.query_id for q in corpus.queries], metrics),
-        packing=packing_report(
-            corpus,
-            rankings,
-            corpus.citations,
-            corpus.config.get("packing", {}).get("budgets"),  # None: derived from the passage lengths
-        ),
+        experiments=experiments_table,
+        ties=ties,
+        packing=packing,
         hygiene=job.hygiene,
         filtering=filtering_report(corpus, rankings, metrics, contracts) if has_filters(corpus) else None,
         chunking=chunking,

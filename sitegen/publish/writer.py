@@ -17,6 +17,7 @@ from sitegen.embedding.vectors import CorpusEmbeddings, text_sha256
 from sitegen.inputs.binding import file_hashes, question_set_sha256
 from sitegen.inputs.corpus import Corpus, Document, passage_text
 from sitegen.inputs.freeze import FROZEN_FILE
+from sitegen.parallel import SPLIT_FROM_HITS, in_forks, workers
 from sitegen.publish import redaction
 from sitegen.publish.evidence import (
     SCHEMA_VERSION,
@@ -151,10 +152,7 @@ def write_corpus_evidence(site_dir: Path, results: CorpusResults) -> None:
         target = site_dir / files.input(name)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(corpus.root / name, target)
-    query_order = [q.query_id for q in corpus.queries]
-    for ranker, run in runs.items():
-        write_run(site_dir / files.run(ranker), run_document(run, corpus.name, results.depth))
-        (site_dir / files.trec_run(ranker)).write_text(run_trec(run, query_order), encoding="utf-8")
+    _write_runs(site_dir, files, results)
     write_json(site_dir / files.metrics, {r: results.metrics[r] for r in runs})
     chunked = results.tables.chunking is not None
     write_trec_eval_contract(base, corpus, list(runs), list(results.metric_list), chunked=chunked)
@@ -172,6 +170,30 @@ def write_corpus_evidence(site_dir: Path, results: CorpusResults) -> None:
     place.close()
     copies = file_hashes(site_dir / files.inputs)
     write_json(site_dir / files.summary, _summary(results, copies, place.input_sha256()))
+
+
+def _write_runs(site_dir: Path, files: CorpusFiles, results: CorpusResults) -> None:
+    """Each run's JSON (compressed when large) and TREC file. A large corpus's runs are shared out between
+    forked processes (:mod:`sitegen.parallel`), the most hits first to the least loaded: each file is written
+    whole by one process, the same bytes as one process writes."""
+    runs, corpus = results.runs, results.corpus
+    query_order = [q.query_id for q in corpus.queries]
+
+    def write(rankers: Sequence[str]) -> None:
+        for ranker in rankers:
+            run = runs[ranker]
+            write_run(site_dir / files.run(ranker), run_document(run, corpus.name, results.depth))
+            (site_dir / files.trec_run(ranker)).write_text(run_trec(run, query_order), encoding="utf-8")
+
+    hits = {ranker: sum(len(h) for h in run.hits.values()) for ranker, run in runs.items()}
+    count = workers(2) if sum(hits.values()) >= SPLIT_FROM_HITS else 1
+    parts: list[list[str]] = [[] for _ in range(count)]
+    load = [0] * count
+    for ranker in sorted(hits, key=lambda r: -hits[r]):
+        least = load.index(min(load))
+        parts[least].append(ranker)
+        load[least] += hits[ranker]
+    in_forks(write, [part for part in parts if part])
 
 
 def _summary(results: CorpusResults, copies: Mapping[str, str], held: Mapping[str, str]) -> dict[str, Any]:

@@ -92,20 +92,19 @@ def direct_tukey_extreme(x: np.ndarray, seed: int, rounds: int) -> np.ndarray:
     return p
 
 
-@pytest.mark.parametrize("kept", [True, False])
-def test_tukey_p_is_the_direct_shuffle_s_whichever_way_the_orders_come(
-    kept: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    if not kept:
-        monkeypatch.setattr(audit, "_ORDERS_KEPT", 0)
+def test_tukey_p_is_the_direct_shuffle_s_for_matrices_sharing_their_orders() -> None:
     rng = np.random.default_rng(3)
     scores = [rng.integers(0, 4, size=(40, 5)) / 3.0, rng.random((40, 5)), np.round(rng.random((40, 5)), 1)]
-    audit._tukey_orders.cache_clear()
-    for x in scores:  # the second and third reuse the first's orders when they are kept
-        x = np.asfortranarray(x)  # as the audit builds it: a transposed array
-        p, _, exact = audit._tukey_p(x, 11, 3000)
-        assert not exact
+    scores += [rng.random((30, 4)), np.array([[0.0, 1.0], [1.0, 0.5]])]  # another shape, and an exact one
+    scores = [np.asfortranarray(x) for x in scores]  # as the audit builds them: transposed arrays
+    together = audit._tukey_ps(scores, 11, 3000)
+    for x, (p, _, exact) in zip(scores, together, strict=True):
+        assert np.array_equal(p, audit._tukey_p(x, 11, 3000)[0])
+        if exact:
+            assert x.shape == (2, 2)
+            continue
         assert np.array_equal(p, direct_tukey_extreme(x, 11, 3000))
+    assert [exact for _, _, exact in together] == [False, False, False, False, True]
 
 
 def direct_metric(name: str, ranking: list[str], grades: dict[str, int]) -> float:

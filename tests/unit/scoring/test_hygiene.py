@@ -1,16 +1,24 @@
-"""Question-set hygiene: each flag on hand-made inputs, the build's hygiene.json, the corpus page, the
-``--strict-questions`` error, and the audit's own recomputation (which must agree with sitegen's on any input)."""
+"""Question-set hygiene: each flag on hand-made inputs, the audit's own recomputation (which must agree with
+sitegen's on any input), the chunk tokeniser, and runs of chunks searched in forked processes (which must give one
+process's report). The build's hygiene.json, the corpus page and ``--strict-questions``: in
+tests/integration/test_hygiene_in_a_build.py."""
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 from types import MappingProxyType
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sitegen import audit
 from sitegen.inputs.corpus import Corpus, Document, Query
+from sitegen.parallel import can_fork
+from sitegen.rankers.tokenize import tokenize
+from sitegen.scoring import hygiene
 from sitegen.scoring.hygiene import FLAG_KINDS, RULES, hygiene_report
 from tests.helpers import TINY_DOCS, TINY_QRELS, TINY_QUERIES
 
@@ -58,6 +66,14 @@ def test_a_short_question_leaks_only_when_its_whole_text_is_in_a_passage() -> No
         )
     )
     assert _flags(report, "leakage") == [{"query_id": "whole", "doc_ids": ["d1"]}]  # "tiny": under 3 words
+
+
+def test_a_question_holding_the_word_that_joins_the_passages_leaks_nowhere_it_is_not() -> None:
+    docs = [("d1", "", "a b c d"), ("d2", "", "x y z"), ("d3", "", "q r s")]
+    questions = [("joined", "sep0 a b"), ("whole", "x y z")]  # "sep0": the word put before each passage
+    report = hygiene_report(_corpus(docs, questions, {}))
+    assert _flags(report, "leakage") == [{"query_id": "whole", "doc_ids": ["d2"]}]
+    assert report["flags"] == audit.hygiene_flags(docs, questions, {})["flags"]
 
 
 def test_exact_and_near_duplicate_questions_are_flagged() -> None:
@@ -156,4 +172,128 @@ def test_the_audit_s_own_recomputation_agrees_with_sitegen_on_any_input(passages
     assert mine["counts"] == theirs["counts"]
 
 
-# ------------------------------------------------------------------- the build, the page, the audit
+# ------------------------------------------------------------------- the tokeniser, runs of chunks in forked processes
+
+
+ASCII_PIECES = ["a", "Zq", "09", "_", " ", ".", ",", "-", "'", "\n", "\t", "sep0", "SEP1", "sep"]
+OTHER_PIECES = ["İ", "Σ", "ς", "ß", "é", "\u0301", "²", "٣", "\u00a0", "\u2028", "ǅ", "ﬁ", "\ud800"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    texts=st.lists(
+        st.one_of(
+            st.lists(st.sampled_from(ASCII_PIECES), max_size=12).map("".join),  # ASCII: the fast path
+            st.lists(st.sampled_from(ASCII_PIECES + OTHER_PIECES), max_size=12).map("".join),
+            st.text(max_size=30),  # any characters
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_a_chunk_s_words_are_each_passage_s_own_tokenize(texts: list[str]) -> None:
+    passages = hygiene._Passages(texts)
+    assert [passages.words(i) for i in range(len(texts))] == [tokenize(text) for text in texts]
+    assert len(passages.starts) == len(texts)
+
+
+def _corpus_to_split() -> Corpus:
+    """Passages with every flag, in many chunks: leaks, titles and near-duplicates in different runs."""
+    leak = "when does a card payment settle in the bank account"
+    docs = []
+    for i in range(120):
+        words = [f"w{(i * 7 + j * 13) % 97}" for j in range(12 + i % 9)]
+        title = "card expired" if i % 40 == 3 else ("" if i % 3 else f"t{i % 5}")
+        text = " ".join(words) + (f" {leak}" if i % 37 == 5 else "")
+        docs.append((f"d{i}", title, text))
+    for copy, source in ((61, 2), (100, 11), (119, 64)):  # a near-duplicate of a labelled passage, another run
+        docs[copy] = (f"d{copy}", "", docs[source][2] + " extra")
+    questions = [("q1", leak), ("q2", "card expired"), ("q3", "Card EXPIRED?"), ("q4", "t2")]
+    questions += [(f"p{i}", f"what is w{i} for") for i in range(6)]
+    qrels = {"q1": {"d2": 1}, "q2": {"d11": 2, "d5": 1}, "q4": {"d64": 1}, "p1": {"d119": 1}}
+    return _corpus(docs, questions, qrels)
+
+
+def _split(monkeypatch: pytest.MonkeyPatch, parts: int) -> None:
+    """Chunks of 7 passages, and a corpus of any size searched in ``parts`` runs (forked where they can be)."""
+    monkeypatch.setattr(hygiene, "_CHUNK_PASSAGES", 7)
+    monkeypatch.setattr(hygiene, "_FORK_MIN_PASSAGES", 0)
+    monkeypatch.setattr(hygiene, "workers", lambda most: min(parts, most))
+
+
+def _one_process(corpus: Corpus) -> dict:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(hygiene, "_CHUNK_PASSAGES", 7)
+        patch.setattr(hygiene, "_FORK_MIN_PASSAGES", 10**9)
+        return hygiene_report(corpus)
+
+
+@pytest.mark.skipif(not can_fork(), reason="forks only on Linux")
+@pytest.mark.parametrize("parts", [2, 3, 4])
+def test_runs_of_chunks_searched_in_forked_processes_give_one_process_s_report(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, parts: int
+) -> None:
+    corpus = _corpus_to_split()
+    alone = _one_process(corpus)
+    assert all(alone["counts"][kind] for kind in ("leakage", "title_questions", "unlabelled_near_duplicates"))
+    assert len(alone["flags"]["unlabelled_near_duplicates"]) >= 3  # found in different runs
+    scan = hygiene._Search.scan
+
+    def scan_and_tell(search: hygiene._Search, passages: range) -> hygiene._Found:
+        (tmp_path / f"{passages.start}.pid").write_text(str(os.getpid()))
+        return scan(search, passages)
+
+    _split(monkeypatch, parts)
+    monkeypatch.setattr(hygiene._Search, "scan", scan_and_tell)
+    report = hygiene_report(corpus)
+    assert json.dumps(report, sort_keys=True) == json.dumps(alone, sort_keys=True)
+    pids = [int(path.read_text()) for path in tmp_path.glob("*.pid")]
+    assert len(set(pids)) == parts and os.getpid() in pids  # this process and parts - 1 children
+
+
+@pytest.mark.skipif(not can_fork(), reason="forks only on Linux")
+def test_a_run_whose_child_fails_is_searched_again_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    corpus = _corpus_to_split()
+    alone = _one_process(corpus)
+    here, scan = os.getpid(), hygiene._Search.scan
+    searched_here: list[int] = []
+
+    def scan_or_fail(search: hygiene._Search, passages: range) -> hygiene._Found:
+        if os.getpid() != here:  # runs from 42 and 84: the first child exits, the second raises
+            if passages.start < 84:
+                os._exit(1)
+            raise MemoryError("in the child")
+        searched_here.append(passages.start)
+        return scan(search, passages)
+
+    _split(monkeypatch, 3)
+    monkeypatch.setattr(hygiene._Search, "scan", scan_or_fail)
+    assert hygiene_report(corpus) == alone
+    assert searched_here == [0, 42, 84]  # its own run, then each failed child's
+
+
+@pytest.mark.skipif(not can_fork(), reason="forks only on Linux")
+@settings(max_examples=25, deadline=None)
+@given(
+    passages=st.lists(st.tuples(st.lists(WORDS, max_size=3), st.lists(WORDS, max_size=14)), min_size=1, max_size=30),
+    questions=st.lists(st.lists(WORDS, max_size=10), min_size=1, max_size=6),
+    labels=st.lists(st.tuples(st.integers(0, 5), st.integers(0, 29), st.integers(0, 2)), max_size=12),
+    chunk=st.integers(1, 5),
+    parts=st.integers(2, 4),
+)
+def test_any_corpus_split_between_processes_gives_one_process_s_report(
+    passages, questions, labels, chunk, parts
+) -> None:
+    docs = [(f"d{i}", " ".join(title), " ".join(text)) for i, (title, text) in enumerate(passages)]
+    qs = [(f"q{i}", " ".join(words)) for i, words in enumerate(questions)]
+    qrels: dict[str, dict[str, int]] = {}
+    for q, d, g in labels:
+        if q < len(qs) and d < len(docs):
+            qrels.setdefault(qs[q][0], {})[docs[d][0]] = g
+    corpus = _corpus(docs, qs, qrels)
+    whole = hygiene_report(corpus)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(hygiene, "_CHUNK_PASSAGES", chunk)
+        patch.setattr(hygiene, "_FORK_MIN_PASSAGES", 0)
+        patch.setattr(hygiene, "workers", lambda most: parts)
+        assert json.dumps(hygiene_report(corpus), sort_keys=True) == json.dumps(whole, sort_keys=True)
