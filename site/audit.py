@@ -2975,7 +2975,7 @@ def _pattern_sums(d: np.ndarray) -> np.ndarray:
     return out
 
 
-_SIGNS_KEPT = 1 << 25  # sign-flip draws kept for reuse across tests: 32 MB at most
+_SIGNS_KEPT = 1 << 27  # sign-flip draws kept for reuse across tests: 128 MB at most (5,000 questions x 25,000 rounds)
 
 
 class _SignStream:
@@ -3053,49 +3053,29 @@ def _sign_test_p(d: np.ndarray, seed: int, rounds: int) -> tuple[float, int, str
     return (extreme + 1) / (rounds + 1), n, f"Monte Carlo, {rounds} rounds, seed {seed} (2^{n} patterns)", "monte-carlo"
 
 
-_DRAWS_KEPT = 1 << 24  # bootstrap indices kept for reuse across pairs: 32 MB at most
-
-
-@functools.lru_cache(maxsize=1)
-def _bootstrap_draws(seed: int, rounds: int, n: int) -> tuple[np.ndarray, ...]:
-    """PCG64 bootstrap indices in blocks of 1,000 rounds, read-only: every pair of rankers over the same n
-    questions resamples the same ones, so they are drawn once (uint16 holds indices below 65,536)."""
-    rng, blocks, done = np.random.default_rng(seed), [], 0
-    while done < rounds:
+def _bootstrap_intervals(columns: Sequence[np.ndarray], seed: int, rounds: int) -> list[tuple[float, float]]:
+    """95% percentile interval of each column's mean, every column over the same n questions and resampled by
+    the same PCG64 indices, drawn in blocks of 1,000 rounds. A block's draws become how often each question is
+    drawn in each round, and every column's round means are one matrix product of those counts; a mean summed
+    from counts differs from one summed in draw order in its last bits only, far inside the audit's tolerance.
+    Memory: a few (1,000 x n) blocks and 8 bytes per round and column."""
+    if not columns:
+        return []
+    d = np.column_stack([np.asarray(c, dtype=np.float64) for c in columns])
+    n = d.shape[0]
+    rng, means = np.random.default_rng(seed), np.empty((rounds, d.shape[1]))
+    for done in range(0, rounds, 1000):
         block = min(1000, rounds - done)
-        drawn = rng.integers(0, n, size=(block, n)).astype(np.uint16 if n <= 1 << 16 else np.int64)
-        drawn.flags.writeable = False
-        blocks.append(drawn)
-        done += block
-    return tuple(blocks)
-
-
-@functools.lru_cache(maxsize=1)
-def _bootstrap_counts(seed: int, rounds: int, n: int) -> np.ndarray:
-    """How often each question is drawn in each bootstrap round (rounds x n, read-only): a round's mean is then
-    one row times the differences, a matrix product for all rounds at once."""
-    blocks = []
-    for drawn in _bootstrap_draws(seed, rounds, n):
-        cells = drawn.astype(np.int64) + n * np.arange(len(drawn))[:, None]  # (round in block, question) as one
-        blocks.append(np.bincount(cells.ravel(), minlength=drawn.size).reshape(drawn.shape).astype(np.float64))
-    counts = np.concatenate(blocks) if blocks else np.zeros((0, n))
-    counts.flags.writeable = False
-    return counts
+        cells = rng.integers(0, n, size=(block, n)) + n * np.arange(block)[:, None]  # (round, question) as one
+        counts = np.bincount(cells.ravel(), minlength=block * n).reshape(block, n).astype(np.float64)
+        means[done : done + block] = counts @ d / n
+    low, high = np.quantile(means, [0.025, 0.975], axis=0)
+    return list(zip(low.tolist(), high.tolist(), strict=True))
 
 
 def _bootstrap_interval(d: np.ndarray, seed: int, rounds: int) -> tuple[float, float]:
-    """95% percentile interval of the mean difference, PCG64 indices drawn in blocks of 1,000 rounds. A mean
-    summed from the counts differs from one summed in draw order in its last bits only, far inside the audit's
-    tolerance."""
-    means: list[float] = []
-    if rounds * len(d) <= _DRAWS_KEPT:
-        means = (_bootstrap_counts(seed, rounds, len(d)) @ d / len(d)).tolist()
-    rng = np.random.default_rng(seed)
-    while len(means) < rounds:
-        block = min(1000, rounds - len(means))
-        means.extend(d[rng.integers(0, len(d), size=(block, len(d)))].mean(axis=1).tolist())
-    low, high = np.quantile(np.array(means), [0.025, 0.975])
-    return float(low), float(high)
+    """:func:`_bootstrap_intervals` of one column."""
+    return _bootstrap_intervals([d], seed, rounds)[0]
 
 
 def _adjusted(p: list[float], correction: str) -> list[float]:
@@ -3116,66 +3096,74 @@ def _adjusted(p: list[float], correction: str) -> list[float]:
     return out
 
 
-_ORDERS_KEPT = 1 << 25  # Tukey row orders kept for reuse across metrics: 32 MB at most each
-
-
 def _tukey_order_blocks(seed: int, rounds: int, n: int, k: int) -> Iterator[np.ndarray]:
     """Each round's row orders, (block, n, k) in blocks of 400,000 // (n k) rounds: PCG64 seeded ``seed`` draws
     uniform keys (n, k) per round, consecutively, and each row is ordered by a stable argsort of its keys."""
     rng, step = np.random.default_rng(seed), max(1, 400_000 // (n * k))
     for done in range(0, rounds, step):
-        order = np.argsort(rng.random((min(step, rounds - done), n, k)), axis=2, kind="stable")
-        yield order.astype(np.uint8) if k <= 256 else order
+        yield np.argsort(rng.random((min(step, rounds - done), n, k)), axis=2, kind="stable")
 
 
-@functools.lru_cache(maxsize=2)
-def _tukey_orders(seed: int, rounds: int, n: int, k: int) -> tuple[np.ndarray, ...]:
-    """:func:`_tukey_order_blocks`, kept read-only: the metrics with as many rows shuffle by the same orders,
-    so those are drawn and sorted once."""
-    blocks = tuple(_tukey_order_blocks(seed, rounds, n, k))
-    for order in blocks:
-        order.flags.writeable = False
-    return blocks
+def _tukey_exact(x: np.ndarray) -> np.ndarray:
+    """The exact Tukey p of each pair when (k!)**n row permutations are few: every combination enumerated."""
+    n, k = x.shape
+    means = x.mean(axis=0)
+    observed = np.abs(means[:, None] - means[None, :]) - 1e-12
+    ranges = []
+    for combo in itertools.product(list(itertools.permutations(range(k))), repeat=n):
+        col = np.zeros(k)
+        for q, perm in enumerate(combo):  # the count does not depend on the enumeration order
+            col += x[q][list(perm)]
+        col /= n
+        ranges.append(col.max() - col.min())
+    r = np.array(ranges)
+    return (r[None, None, :] >= observed[:, :, None]).sum(axis=2) / math.factorial(k) ** n
 
 
-def _tukey_p(x: np.ndarray, seed: int, rounds: int) -> tuple[np.ndarray, str, bool]:
-    """Randomised Tukey HSD as documented in experiments.py, written independently.
+def _tukey_ps(xs: Sequence[np.ndarray], seed: int, rounds: int) -> list[tuple[np.ndarray, str, bool]]:
+    """Randomised Tukey HSD as documented in experiments.py, written independently, for each (n, k) matrix.
 
     Rows (questions) are permuted across columns (rankers); a round's statistic is max - min of the column means
     and pair (i, j) counts the rounds with statistic >= |mean_i - mean_j| - 1e-12. (k!)**n <= rounds enumerates
     every combination (itertools.product of itertools.permutations) for the exact share; otherwise PCG64 seeded
     ``seed`` draws uniform keys (n, k) per round, consecutively, and each row is ordered by a stable argsort of
     its keys; p = (extreme + 1) / (rounds + 1). Rounds here are drawn in blocks of another size than the build's.
-    """
-    n, k = x.shape
-    means = x.mean(axis=0)
-    observed = np.abs(means[:, None] - means[None, :]) - 1e-12
-    total = math.factorial(k) ** n
-    if total <= rounds:
-        ranges = []
-        for combo in itertools.product(list(itertools.permutations(range(k))), repeat=n):
-            col = np.zeros(k)
-            for q, perm in enumerate(combo):  # the count does not depend on the enumeration order
-                col += x[q][list(perm)]
-            col /= n
-            ranges.append(col.max() - col.min())
-        r = np.array(ranges)
-        p = (r[None, None, :] >= observed[:, :, None]).sum(axis=2) / total
-        exact = True
-        method = f"exact enumeration of ({k}!)^{n} = {total} row permutations"
-    else:
-        extreme = np.zeros((k, k), dtype=np.int64)
-        kept = rounds * n * k <= _ORDERS_KEPT
-        values, starts = np.ascontiguousarray(x).ravel(), np.arange(n)[:, None] * k  # row q from q * k on
-        for order in (_tukey_orders if kept else _tukey_order_blocks)(seed, rounds, n, k):
-            col = values[order + starts].mean(axis=1)  # the shuffled (block, n, k) scores' column means
-            r = col.max(axis=1) - col.min(axis=1)
-            extreme += (r[None, None, :] >= observed[:, :, None]).sum(axis=2)
-        p = (extreme + 1) / (rounds + 1)
-        exact = False
-        method = f"Monte Carlo, {rounds} rounds, seed {seed} (({k}!)^{n} permutations)"
-    np.fill_diagonal(p, 1.0)
-    return p, method, exact
+    The orders depend on the seed and the shape only, so the matrices of one shape read each block of them once.
+    Returns (p, method, exact) per matrix."""
+    found: dict[int, tuple[np.ndarray, str, bool]] = {}
+    shapes: dict[tuple[int, int], list[int]] = {}
+    for i, x in enumerate(xs):
+        n, k = x.shape
+        if math.factorial(k) ** n <= rounds:
+            total = math.factorial(k) ** n
+            found[i] = (_tukey_exact(x), f"exact enumeration of ({k}!)^{n} = {total} row permutations", True)
+        else:
+            shapes.setdefault((n, k), []).append(i)
+    for (n, k), members in shapes.items():
+        observed = {}
+        for i in members:
+            means = xs[i].mean(axis=0)
+            observed[i] = np.abs(means[:, None] - means[None, :]) - 1e-12
+        values = {i: np.ascontiguousarray(xs[i]).ravel() for i in members}
+        extreme = {i: np.zeros((k, k), dtype=np.int64) for i in members}
+        starts = np.arange(n)[:, None] * k  # row q's scores from q * k on
+        for order in _tukey_order_blocks(seed, rounds, n, k):
+            at = order + starts
+            for i in members:
+                col = values[i][at].mean(axis=1)  # the shuffled (block, n, k) scores' column means
+                r = col.max(axis=1) - col.min(axis=1)
+                extreme[i] += (r[None, None, :] >= observed[i][:, :, None]).sum(axis=2)
+        for i in members:
+            method = f"Monte Carlo, {rounds} rounds, seed {seed} (({k}!)^{n} permutations)"
+            found[i] = ((extreme[i] + 1) / (rounds + 1), method, False)
+    for p, _, _ in found.values():
+        np.fill_diagonal(p, 1.0)
+    return [found[i] for i in range(len(xs))]
+
+
+def _tukey_p(x: np.ndarray, seed: int, rounds: int) -> tuple[np.ndarray, str, bool]:
+    """:func:`_tukey_ps` of one matrix."""
+    return _tukey_ps([x], seed, rounds)[0]
 
 
 def _wins_ties_losses(d: np.ndarray) -> dict[str, Any]:
@@ -3240,14 +3228,23 @@ def _expected_significance(
     seed, rounds, alpha, minimum = (SIGNIFICANCE_SETTINGS[k] for k in ("seed", "rounds", "alpha", "min_differing"))
     metrics = SIGNIFICANCE_SETTINGS["metrics"]
     shown = questions >= MIN_INTERVAL_QUESTIONS
+    reps_of = {m: [r[0] for r in rows_of[m]] for m in metrics}
+    ends = [(a, b, m) for m in metrics for i, a in enumerate(reps_of[m]) for b in reps_of[m][i + 1 :]]
+    alone = [(r, m) for m in metrics for r in reps_of[m]]
+    # every interval at once: the pairs' differences and the rows' scores resampled by the same draws
+    columns = [np.array(scores_of(a, m)) - np.array(scores_of(b, m)) for a, b, m in ends]
+    columns += [np.array(scores_of(r, m)) for r, m in alone]
+    intervals: dict[tuple[str, ...], tuple[Any, Any]] = {key: (None, None) for key in [*ends, *alone]}
+    if shown:
+        intervals.update(zip([*ends, *alone], _bootstrap_intervals(columns, seed, rounds), strict=True))
     pairs: list[dict[str, Any]] = []
     for m in metrics:
-        reps = [r[0] for r in rows_of[m]]
+        reps = reps_of[m]
         for i, a in enumerate(reps):
             for b in reps[i + 1 :]:
                 x, y = np.array(scores_of(a, m)), np.array(scores_of(b, m))
                 d = x - y
-                interval = _bootstrap_interval(d, seed, rounds) if shown else (None, None)
+                interval = intervals[a, b, m]
                 differing = int(np.count_nonzero(d))
                 pairs.append(
                     {
@@ -3290,11 +3287,10 @@ def _expected_significance(
             elif w["significant"] and not outside:
                 w["note"] = "interval_includes_zero"
     tukey = {}
-    for m in metrics:
-        reps = [r[0] for r in rows_of[m]]
-        if len(reps) < 2:
-            continue
-        p, method, exact = _tukey_p(np.array([scores_of(r, m) for r in reps], dtype=np.float64).T, seed, rounds)
+    compared = [m for m in metrics if len(reps_of[m]) >= 2]
+    matrices = [np.array([scores_of(r, m) for r in reps_of[m]], dtype=np.float64).T for m in compared]
+    for m, (p, method, exact) in zip(compared, _tukey_ps(matrices, seed, rounds), strict=True):
+        reps = reps_of[m]
         mine = [w for w in pairs if w["metric"] == m]
         for w in mine:
             w["tukey_p"] = float(p[reps.index(w["a"]), reps.index(w["b"])])
@@ -3337,7 +3333,7 @@ def _expected_significance(
         cliques = _maximal_cliques(order, apart)
         table = []
         for r in order:
-            ci = _bootstrap_interval(np.array(scores_of(r, m)), seed, rounds) if shown else (None, None)
+            ci = intervals[r, m]
             table.append(
                 {
                     "rankers": members[r],
@@ -3359,7 +3355,11 @@ def _expected_significance(
     if top is not None and len(top["rows"]) >= 2:
         first, second = top["rows"][0]["rankers"][0], top["rows"][1]["rankers"][0]
         d = np.array(scores_of(first, HEADLINE_METRIC)) - np.array(scores_of(second, HEADLINE_METRIC))
-        ci = _bootstrap_interval(d, seed, rounds) if shown else (None, None)
+        ci = (
+            (None, None)
+            if not shown
+            else intervals.get((first, second, HEADLINE_METRIC)) or _bootstrap_interval(d, seed, rounds)
+        )
         test = next(w for w in pairs if w["metric"] == HEADLINE_METRIC and {w["a"], w["b"]} == {first, second})
         headline = {
             "metric": HEADLINE_METRIC,
@@ -5017,6 +5017,7 @@ RANKER_CHECKS: list[tuple[str, Callable[[Check, Bundle, str, str], str]]] = [
     ("trec", check_trec),
     ("metrics", check_metrics),
 ]
+RANKING_CHECKS = frozenset(fn for _, fn in RANKER_CHECKS)
 
 
 def _run_check(name: str, body: Callable[..., str], *args: Any) -> Check:
@@ -5556,14 +5557,30 @@ def held_checks(site: Path, inputs: Path, earlier: list[Check]) -> list[Check]:
         checks.append(held)
         if held.mismatches:
             continue  # recomputed from other files, the checks would prove nothing
-        for prefix, fn in CORPUS_CHECKS:
-            if f"{prefix}:{corpus}" in needed:
-                checks.append(_run_check(f"held:{prefix}:{corpus}", fn, bundle, corpus))
+        jobs = [(f"held:{p}:{corpus}", fn, (bundle, corpus)) for p, fn in CORPUS_CHECKS if f"{p}:{corpus}" in needed]
         for prefix, fn in RANKER_CHECKS:
-            for ranker in bundle.rankers(corpus):
-                if f"{prefix}:{corpus}/{ranker}" in needed:
-                    checks.append(_run_check(f"held:{prefix}:{corpus}/{ranker}", fn, bundle, corpus, ranker))
+            named = [(f"{prefix}:{corpus}/{r}", r) for r in bundle.rankers(corpus)]
+            jobs += [(f"held:{name}", fn, (bundle, corpus, r)) for name, r in named if name in needed]
+        checks += _held_corpus_checks(bundle, corpus, jobs)
     return checks
+
+
+def _held_corpus_checks(bundle: Bundle, corpus: str, jobs: list[tuple[str, Callable[..., str], tuple]]) -> list[Check]:
+    """One corpus's checks run again on the files brought, in ``jobs`` order. For a large corpus the rankings
+    (whose long checks split their questions between workers already) run in this process while a forked
+    worker runs the corpus checks, the texts read and tokenised once before, so both CPUs stay busy."""
+    rankings = [job for job in jobs if job[1] in RANKING_CHECKS]
+    parts = [rankings, [job for job in jobs if job[1] not in RANKING_CHECKS]]
+    if not _checks_split(bundle, corpus) or not all(parts):
+        parts = [jobs]
+    else:
+        try:  # what both parts read, read once here: the forked worker shares the pages this process holds
+            if bundle.inputs(corpus).texts:
+                bundle.words(corpus)
+        except AuditError:
+            pass  # each check that reads them fails with the error itself
+    done = {c.name: c for c in in_parts(lambda job: _run_check(job[0], job[1], *job[2]), parts)}
+    return [done[name] for name, _, _ in jobs]
 
 
 def still_needed(checks: list[Check]) -> list[str]:
@@ -5585,18 +5602,23 @@ def evidence_checks(bundle: Bundle) -> list[Check]:
     return checks
 
 
-def _corpus_checks(bundle: Bundle, corpus: str, jobs: list[tuple[str, Callable[..., str], tuple]]) -> list[Check]:
-    """One corpus's checks, in ``jobs`` order. For a large corpus (passages x questions at least
-    ``PARALLEL_FROM``, as corpus.json states them: only the speed depends on it), the experiments check, the
-    longest, runs in a forked worker of its own while this process runs the others."""
+def _checks_split(bundle: Bundle, corpus: str) -> bool:
+    """Whether a corpus's checks split between processes: passages x questions at least ``PARALLEL_FROM``, as
+    corpus.json states them (only the speed depends on it), with two CPUs or more."""
     try:
         stated = bundle.json(f"evidence/{corpus}/corpus.json")
         size = int(stated.get("documents", 0)) * int(stated.get("queries", 0))
     except (AuditError, TypeError, ValueError):
         size = 0
+    return size >= PARALLEL_FROM and _workers() >= 2
+
+
+def _corpus_checks(bundle: Bundle, corpus: str, jobs: list[tuple[str, Callable[..., str], tuple]]) -> list[Check]:
+    """One corpus's checks, in ``jobs`` order. For a large corpus (:func:`_checks_split`), the experiments check,
+    the longest, runs in a forked worker of its own while this process runs the others."""
     alone = [job for job in jobs if job[1] is check_experiments]
     parts = [[job for job in jobs if job[1] is not check_experiments], alone]
-    if size < PARALLEL_FROM or _workers() < 2 or not alone:
+    if not _checks_split(bundle, corpus) or not alone:
         parts = [jobs]
     done = {c.name: c for c in in_parts(lambda job: _run_check(job[0], job[1], *job[2]), parts)}
     return [done[name] for name, _, _ in jobs]

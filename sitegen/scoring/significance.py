@@ -40,17 +40,16 @@ from sitegen.scoring.statistics import (
     MIN_INTERVAL_QUESTIONS,
     POWER,
     adjust_p_values,
-    bootstrap_mean_ci,
+    bootstrap_mean_cis,
     compact_letter_display,
     group_letters,
     identical_classes,
     minimum_detectable_effect,
     monte_carlo_rounds,
-    paired_bootstrap_ci,
     paired_effect,
     paired_randomisation_test,
     questions_needed,
-    randomised_tukey_hsd,
+    randomised_tukey_hsd_many,
 )
 
 __all__ = [
@@ -81,17 +80,19 @@ EFFECT_SIZE = (
 
 Scores = Mapping[str, Mapping[str, Sequence[float]]]
 """{ranker: {metric: per-question values over the scored questions, in one order}}."""
+Intervals = Mapping[tuple[str, ...], tuple[float, float]]
+"""Bootstrap intervals by (metric, a, b) for the paired difference a - b and (metric, row) for a row's mean."""
 
 
 def _mean(values: Sequence[float]) -> float:
     return math.fsum(values) / len(values) if len(values) else 0.0
 
 
-def _pair(a: str, b: str, metric: str, scores: Scores, settings: Any) -> dict[str, Any]:
+def _pair(a: str, b: str, metric: str, scores: Scores, settings: Any, intervals: Intervals) -> dict[str, Any]:
     """One distinct comparison before the family is known: its difference, interval and effect."""
     xa, xb = scores[a][metric], scores[b][metric]
     n = len(xa)
-    interval = paired_bootstrap_ci(xa, xb, settings.seed, settings.rounds) if n >= MIN_INTERVAL_QUESTIONS else None
+    interval = intervals.get((metric, a, b))
     differing = sum(1 for x, y in zip(xa, xb, strict=True) if x != y)
     return {
         "a": a,
@@ -157,31 +158,61 @@ def _detectable(
     }
 
 
+def _row_order(
+    classes: Sequence[Sequence[str]], metric: str, scores: Scores, unverified: Sequence[str]
+) -> tuple[list[str], dict[str, float], dict[str, bool]]:
+    """The rows of one metric (each by its first ranker) ordered verified first (a row is verified when any of its
+    merged rankers is: their values are the same), then by mean, highest first, then build order; with the means
+    and verified flags."""
+    means = {c[0]: _mean(scores[c[0]][metric]) for c in classes}
+    verified = {c[0]: any(r not in unverified for r in c) for c in classes}
+    position = {c[0]: i for i, c in enumerate(classes)}
+    return sorted((c[0] for c in classes), key=lambda r: (not verified[r], -means[r], position[r])), means, verified
+
+
+def _difference(scores: Scores, metric: str, a: str, b: str) -> np.ndarray:
+    return np.asarray(scores[a][metric], dtype=np.float64) - np.asarray(scores[b][metric], dtype=np.float64)
+
+
+def _intervals(
+    classes: Mapping[str, Sequence[Sequence[str]]], scores: Scores, settings: Any, unverified: Sequence[str]
+) -> dict[tuple[str, ...], tuple[float, float]]:
+    """Every bootstrap interval the page shows: each pair's difference, each row's mean and the headline's
+    difference, resampled together (one draw for all, each the interval of a call of its own); none below 20
+    questions."""
+    columns: dict[tuple[str, ...], Any] = {}
+    for metric, rows in classes.items():
+        names = [c[0] for c in rows]
+        if not names or len(scores[names[0]][metric]) < MIN_INTERVAL_QUESTIONS:
+            continue
+        for i, a in enumerate(names):
+            columns.update({(metric, a, b): _difference(scores, metric, a, b) for b in names[i + 1 :]})
+            columns[(metric, a)] = scores[a][metric]
+        order = _row_order(rows, metric, scores, unverified)[0] if metric == HEADLINE_METRIC else []
+        if len(order) > 1 and (metric, *order[:2]) not in columns:
+            columns[(metric, *order[:2])] = _difference(scores, metric, *order[:2])
+    found = bootstrap_mean_cis(list(columns.values()), settings.seed, settings.rounds)
+    return dict(zip(columns, found, strict=True))
+
+
 def _groups(
     classes: Sequence[Sequence[str]],
     metric: str,
     scores: Scores,
     separated: set[frozenset[str]],
-    settings: Any,
     unverified: Sequence[str],
+    intervals: Intervals,
 ) -> dict[str, Any]:
-    """The rank groups of one metric: rows ordered verified first (a row is verified when any of its merged
-    rankers is: their values are the same), then by mean, highest first, then build order; rows no significant
-    corrected test separates share a letter."""
-    means = {c[0]: _mean(scores[c[0]][metric]) for c in classes}
-    verified = {c[0]: any(r not in unverified for r in c) for c in classes}
-    position = {c[0]: i for i, c in enumerate(classes)}
-    order = sorted((c[0] for c in classes), key=lambda r: (not verified[r], -means[r], position[r]))
+    """The rank groups of one metric: rows in :func:`_row_order`; rows no significant corrected test separates
+    share a letter."""
+    order, means, verified = _row_order(classes, metric, scores, unverified)
     pairs = [(a, b) for i, a in enumerate(order) for b in order[i + 1 :] if frozenset((a, b)) in separated]
     groups = compact_letter_display(order, pairs)
     letters = group_letters(order, groups)
     members = {c[0]: list(c) for c in classes}
     rows = []
     for r in order:
-        values = scores[r][metric]
-        ci = (
-            bootstrap_mean_ci(values, settings.seed, settings.rounds) if len(values) >= MIN_INTERVAL_QUESTIONS else None
-        )
+        ci = intervals.get((metric, r))
         rows.append(
             {
                 "rankers": members[r],
@@ -199,7 +230,7 @@ def _groups(
 
 
 def _headline(
-    groups: Mapping[str, Any], pairs: Sequence[dict[str, Any]], scores: Scores, detectable: Any, settings: Any
+    groups: Mapping[str, Any], pairs: Sequence[dict[str, Any]], scores: Scores, detectable: Any, intervals: Intervals
 ) -> dict[str, Any] | None:
     """The leading row of the headline metric against the next row, with their paired difference, its interval
     (None below 20 questions) and the corrected verdict of their test."""
@@ -209,7 +240,7 @@ def _headline(
         return None
     leader, runner = table["rows"][0]["rankers"][0], table["rows"][1]["rankers"][0]
     xa, xb = scores[leader][metric], scores[runner][metric]
-    ci = paired_bootstrap_ci(xa, xb, settings.seed, settings.rounds) if len(xa) >= MIN_INTERVAL_QUESTIONS else None
+    ci = intervals.get((metric, leader, runner))
     pair = next(p for p in pairs if p["metric"] == metric and {p["a"], p["b"]} == {leader, runner})
     return {
         "metric": metric,
@@ -232,12 +263,11 @@ def _tukey(
     """The randomised Tukey HSD per metric over the distinct rows, written into each pair beside the corrected
     test: a second, all-pairs view whose family is one metric's pairs, not the page's."""
     by_metric: dict[str, Any] = {}
-    for metric, rows in classes.items():
-        if len(rows) < 2:
-            continue
-        names = [c[0] for c in rows]
-        matrix = np.array([scores[r][metric] for r in names], dtype=np.float64).T
-        result = randomised_tukey_hsd(matrix, settings.seed, settings.rounds)
+    compared = {metric: [c[0] for c in rows] for metric, rows in classes.items() if len(rows) >= 2}
+    matrices = [np.array([scores[r][metric] for r in names], dtype=np.float64).T for metric, names in compared.items()]
+    # metrics with as many rows share each block's shuffles: the p-values of one call per metric
+    results = randomised_tukey_hsd_many(matrices, settings.seed, settings.rounds)
+    for (metric, names), result in zip(compared.items(), results, strict=True):
         mine = [p for p in pairs if p["metric"] == metric]
         for pair in mine:
             pair["tukey_p"] = float(result.p_values[names.index(pair["a"]), names.index(pair["b"])])
@@ -278,8 +308,9 @@ def significance(
     metrics = SIGNIFICANCE_METRICS
     questions = len(scores[rankers[0]][metrics[0]]) if rankers and metrics else 0
     classes = {m: identical_classes({r: scores[r][m] for r in rankers}) if questions else [] for m in metrics}
+    intervals = _intervals(classes, scores, settings, unverified)
     pairs = [
-        _pair(a[0], b[0], m, scores, settings)
+        _pair(a[0], b[0], m, scores, settings, intervals)
         for m in metrics
         for i, a in enumerate(classes[m])
         for b in classes[m][i + 1 :]
@@ -301,7 +332,7 @@ def significance(
     alpha_test = settings.alpha / max(1, m)
     detectable = {metric: _detectable(classes[metric], metric, scores, alpha_test) for metric in metrics}
     groups = {
-        metric: _groups(classes[metric], metric, scores, _separated(pairs, metric), settings, unverified)
+        metric: _groups(classes[metric], metric, scores, _separated(pairs, metric), unverified, intervals)
         for metric in metrics
         if classes[metric]
     }
@@ -340,7 +371,7 @@ def significance(
         "pairs": pairs,
         "detectable": detectable,
         "groups": groups,
-        "headline": _headline(groups, pairs, scores, detectable, settings),
+        "headline": _headline(groups, pairs, scores, detectable, intervals),
         "tukey": tukey,
     }
 

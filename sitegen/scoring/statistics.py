@@ -31,6 +31,7 @@ __all__ = [
     "TukeyResult",
     "adjust_p_values",
     "bootstrap_mean_ci",
+    "bootstrap_mean_cis",
     "compact_letter_display",
     "identical_classes",
     "minimum_detectable_effect",
@@ -41,6 +42,7 @@ __all__ = [
     "paired_randomisation_test",
     "questions_needed",
     "randomised_tukey_hsd",
+    "randomised_tukey_hsd_many",
 ]
 
 BLOCK_ROUNDS = 1_000
@@ -157,12 +159,15 @@ def monte_carlo_rounds(family_size: int, alpha: float, minimum: int) -> int:
     return max(minimum, math.ceil(MC_FACTOR * family_size / alpha))
 
 
-KEPT_SIGN_DRAWS = 1 << 25
-"""Up to this many 0/1 sign draws of one seed are kept (uint8, 32 MB) for every Monte Carlo test of that seed."""
+KEPT_SIGN_DRAWS = 1 << 28
+"""Up to this many 0/1 sign draws of one seed are kept, eight to a byte (32 MB), for every Monte Carlo test of that
+seed."""
+#: The kept draws are made this many at a time (8 MB of int64 before packing).
+_SIGN_CHUNK = 1 << 20
 
 
 class _SignDraws:
-    """The 0/1 draws of ``numpy.random.default_rng(seed).integers(0, 2)``, kept as far as they were read.
+    """The 0/1 draws of ``numpy.random.default_rng(seed).integers(0, 2)``, kept packed as far as they were read.
 
     One call drawing (block, n) gives the same values as the next block * n draws of one long stream (the generator
     keeps the half of a 64-bit output a call leaves), so the tests of one seed, whatever their n, read prefixes of
@@ -170,14 +175,25 @@ class _SignDraws:
 
     def __init__(self, seed: int) -> None:
         self._rng = np.random.default_rng(seed)
-        self._kept = np.zeros(0, dtype=np.uint8)
+        self._packed = np.zeros(0, dtype=np.uint8)
+        self._count = 0  # draws kept, a multiple of 8
 
-    def first(self, count: int) -> np.ndarray:
-        if count > self._kept.size:  # at least doubled, so a family of tests draws about once
-            more = min(max(count, 2 * self._kept.size), KEPT_SIGN_DRAWS) - self._kept.size
-            self._kept = np.concatenate((self._kept, self._rng.integers(0, 2, size=more).astype(np.uint8)))
-            self._kept.flags.writeable = False
-        return self._kept[:count]
+    def reserve(self, count: int) -> None:
+        """Keep at least ``count`` draws (at least doubling, so a family of tests draws about once)."""
+        if count <= self._count:
+            return
+        target = -(-min(max(count, 2 * self._count), KEPT_SIGN_DRAWS) // 8) * 8
+        parts = [self._packed]
+        for start in range(self._count, target, _SIGN_CHUNK):
+            drawn = self._rng.integers(0, 2, size=min(_SIGN_CHUNK, target - start))
+            parts.append(np.packbits(drawn.astype(np.uint8)))
+        self._packed, self._count = np.concatenate(parts), target
+
+    def bits(self, start: int, count: int) -> np.ndarray:
+        """Draws ``start`` to ``start + count`` of the stream, as uint8 0/1."""
+        self.reserve(start + count)
+        first, skip = divmod(start, 8)
+        return np.unpackbits(self._packed[first : -(-(start + count) // 8)])[skip : skip + count]
 
 
 @functools.lru_cache(maxsize=1)
@@ -188,14 +204,60 @@ def _sign_draws(seed: int) -> _SignDraws:
 def _sign_bits(seed: int, rounds: int, n: int) -> Iterator[np.ndarray]:
     """The 0/1 signs of :func:`paired_randomisation_test`'s Monte Carlo method, one (block, n) array per block of
     1,000 rounds: read from the kept draws up to :data:`KEPT_SIGN_DRAWS`, else drawn block by block."""
-    kept = _sign_draws(seed).first(rounds * n) if rounds * n <= KEPT_SIGN_DRAWS else None
+    kept = _sign_draws(seed) if rounds * n <= KEPT_SIGN_DRAWS else None
+    if kept is not None:
+        kept.reserve(rounds * n)
     rng = np.random.default_rng(seed) if kept is None else None
     for start in range(0, rounds, BLOCK_ROUNDS):
         block = min(BLOCK_ROUNDS, rounds - start)
-        if rng is not None:
-            yield rng.integers(0, 2, size=(block, n))
+        yield kept.bits(start * n, block * n).reshape(block, n) if rng is None else rng.integers(0, 2, (block, n))
+
+
+#: Row b: the signs 2 * bit - 1 of byte b's eight bits, the high bit first (as numpy.packbits packs).
+_BYTE_SIGNS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1) * 2.0 - 1.0
+
+
+def _byte_sums(d: np.ndarray) -> np.ndarray:
+    """Entry 256 g + b: the sum of d[8g : 8g + 8] times the signs of byte b (d padded with zeros)."""
+    padded = np.zeros(-(-d.size // 8) * 8)
+    padded[: d.size] = d
+    padded = padded.reshape(-1, 8)
+    sums = np.zeros((padded.shape[0], 256))
+    for k in range(8):
+        sums += padded[:, k : k + 1] * _BYTE_SIGNS[:, k]
+    return sums.ravel()
+
+
+def _extreme_rounds(d: np.ndarray, threshold: float, seed: int, rounds: int) -> int:
+    """Rounds of the Monte Carlo method whose ``|signs @ d| >= threshold``, the float64 product's verdict, mostly
+    reached without forming the product.
+
+    With every d +-1, ``signs @ d`` is the whole number n - 2 * (signs disagreeing with d), which float64 additions in
+    any order (any BLAS, any CPU) give exactly: it is counted from the draws. Otherwise a round's sum is estimated
+    from :func:`_byte_sums` looked up by its packed draws: the product lies within (n - 1) 2^-53 sum|d| of the true
+    sum in any order of additions, the estimate within (n / 8 + 8) 2^-53 sum|d|, so a round whose estimate is four
+    times their sum or more from the threshold gets the product's verdict. A block with any round nearer is counted
+    from ``signs @ d`` itself, the (block, n) product the method documents."""
+    n = d.size
+    if np.all(np.abs(d) == 1.0):
+        agree = (d > 0).astype(np.uint8)  # draw 1 is sign +1
+        return sum(
+            int(np.count_nonzero(np.abs(n - 2 * np.count_nonzero(bits != agree, axis=1)) >= threshold))
+            for bits in _sign_bits(seed, rounds, n)
+        )
+    sums, groups = _byte_sums(d), -(-n // 8)
+    margin = 4 * (n + groups + 16) * 2.0**-53 * math.fsum(np.abs(d).tolist())
+    offsets = np.arange(0, 256 * groups, 256)
+    extreme = 0
+    for bits in _sign_bits(seed, rounds, n):
+        estimate = np.abs(np.take(sums, np.packbits(bits, axis=1) + offsets).sum(axis=1))
+        if np.all((estimate >= threshold + margin) | (estimate <= threshold - margin)):
+            extreme += int(np.count_nonzero(estimate >= threshold))
         else:
-            yield kept[start * n : (start + block) * n].reshape(block, n)
+            signs = bits * 2.0
+            signs -= 1.0  # in place: the same +-1 values as (bits * 2 - 1), one n x block temporary fewer
+            extreme += int(np.count_nonzero(np.abs(signs @ d) >= threshold))
+    return extreme
 
 
 def paired_randomisation_test(a: Sequence[float], b: Sequence[float], seed: int, rounds: int) -> RandomisationResult:
@@ -213,9 +275,10 @@ def paired_randomisation_test(a: Sequence[float], b: Sequence[float], seed: int,
        one shorter) ``signs = rng.integers(0, 2, size=(block, n)) * 2 - 1``; p = (b + 1) / (rounds + 1), b the
        extreme rounds. The caller sizes ``rounds`` by :func:`monte_carlo_rounds`.
 
-    Memory is bounded: a Monte Carlo block holds a (1,000 x n) draw, 16,000 * n bytes, and up to 32 MB of one
-    seed's draws are kept for the next test (:data:`KEPT_SIGN_DRAWS`); the split-half method two
-    arrays of at most 2^22 float64 (32 MB each); the lattice at most 2^26 cells over all steps.
+    Memory is bounded: a Monte Carlo block holds a (1,000 x n) draw and its signs, 16,000 * n bytes, and up to
+    2^28 of one seed's draws are kept, packed in 32 MB, for the next test (:data:`KEPT_SIGN_DRAWS`); the
+    split-half method two arrays of at most 2^22 float64 (32 MB each); the lattice at most 2^26 cells over all
+    steps.
     """
     d = _differences(a, b)
     d = d[d != 0]
@@ -232,12 +295,7 @@ def paired_randomisation_test(a: Sequence[float], b: Sequence[float], seed: int,
         return RandomisationResult(
             _split_half_p(d, observed), n, True, f"exact: all 2^{n} sign patterns (split-half)", "split-half"
         )
-    extreme = 0
-    for bits in _sign_bits(seed, rounds, n):
-        signs = bits.astype(np.float64)
-        signs *= 2.0  # in place: the same +-1 values as (bits * 2 - 1), without two more n x block temporaries
-        signs -= 1.0
-        extreme += int(np.count_nonzero(np.abs(signs @ d) >= observed - TIE))
+    extreme = _extreme_rounds(d, observed - TIE, seed, rounds)
     return RandomisationResult(
         (extreme + 1) / (rounds + 1),
         n,
@@ -281,19 +339,81 @@ def bootstrap_mean_ci(values: Sequence[float], seed: int, rounds: int, level: fl
     16,000 * N bytes (indices and gathered values) plus 8 bytes per round for the means.
     """
     d = np.asarray(values, dtype=np.float64)
-    if d.size == 0:
-        return (0.0, 0.0)
+    if d.size == 0 or rounds * d.size > CACHED_BOOTSTRAP_VALUES:
+        return bootstrap_mean_cis([d], seed, rounds, level)[0]
     means = np.empty(rounds, dtype=np.float64)
-    if rounds * d.size <= CACHED_BOOTSTRAP_VALUES:
-        for start, idx in zip(range(0, rounds, BLOCK_ROUNDS), _bootstrap_indices(seed, rounds, d.size), strict=True):
-            means[start : start + idx.shape[0]] = d[idx].mean(axis=1)
-    else:
-        rng = np.random.default_rng(seed)
-        for start in range(0, rounds, BLOCK_ROUNDS):
-            block = min(BLOCK_ROUNDS, rounds - start)
-            means[start : start + block] = d[rng.integers(0, d.size, size=(block, d.size))].mean(axis=1)
+    for start, idx in zip(range(0, rounds, BLOCK_ROUNDS), _bootstrap_indices(seed, rounds, d.size), strict=True):
+        means[start : start + idx.shape[0]] = d[idx].mean(axis=1)
+    return _interval(means, level)
+
+
+def _interval(means: np.ndarray, level: float) -> tuple[float, float]:
     low, high = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
     return (float(low), float(high))
+
+
+#: From this many whole-number columns on, :func:`bootstrap_mean_cis` sums them from each round's draw counts (one
+#: count per block and a product) instead of gathering each.
+COUNTED_COLUMNS = 3
+#: Rounds whose draw counts are made at a time: three arrays of this many x N (int64 counts, their float64 copy and
+#: the flat indices they are counted from).
+_COUNT_ROUNDS = 125
+
+
+def _whole_numbers(d: np.ndarray) -> bool:
+    """Whether every value is a whole number and N * max|value| <= 2^53, so that every sum of resampled values,
+    and every partial sum on the way in any order, is a whole number float64 holds exactly; and none is -0.0 (a sum
+    of zeros alone would keep its sign, which a product of counts does not)."""
+    if d.size == 0 or not np.all(np.isfinite(d)) or not np.all(d == np.rint(d)):
+        return False
+    return bool(d.size * np.abs(d).max() <= 2**53 and not np.any(np.signbit(d) & (d == 0)))
+
+
+def _counted_sums(idx: np.ndarray, whole: np.ndarray) -> np.ndarray:
+    """Per round (row of ``idx``) the sum of each whole-number column's resampled values: the draw counts of the
+    questions times the columns. Every product and partial sum is a whole number below 2^53 (:func:`_whole_numbers`),
+    so the float64 product is exact on any CPU and equals the sum numpy's mean takes of the gathered values."""
+    rows, size = idx.shape
+    sums = np.empty((rows, whole.shape[1]))
+    offsets = (np.arange(_COUNT_ROUNDS, dtype=np.intp) * size)[:, None]
+    for start in range(0, rows, _COUNT_ROUNDS):
+        part = idx[start : start + _COUNT_ROUNDS]
+        counts = np.bincount((part + offsets[: part.shape[0]]).ravel(), minlength=part.size)
+        sums[start : start + part.shape[0]] = counts.reshape(part.shape).astype(np.float64) @ whole
+    return sums
+
+
+def bootstrap_mean_cis(
+    columns: Sequence[Sequence[float]], seed: int, rounds: int, level: float = 0.95
+) -> list[tuple[float, float]]:
+    """:func:`bootstrap_mean_ci` of each column, all of one length N: each block of indices is drawn once and
+    resamples every column, so each interval is the one a call of its own gives, without drawing again. Whole-number
+    columns (hit@k and their differences), from :data:`COUNTED_COLUMNS` of them on, are summed from draw counts,
+    exactly the same sums. Memory: one block of indices and one of gathered values (16,000 * N bytes), counts of 125
+    rounds (3,000 * N bytes) and 8 bytes per round per column."""
+    data = [np.asarray(c, dtype=np.float64) for c in columns]
+    size = data[0].size if data else 0
+    if any(d.size != size for d in data):
+        raise ValueError("bootstrap columns of different lengths")
+    if size == 0:
+        return [(0.0, 0.0)] * len(data)
+    counted = [i for i, d in enumerate(data) if _whole_numbers(d)]
+    counted = counted if len(counted) >= COUNTED_COLUMNS else []
+    whole = np.column_stack([data[i] for i in counted]) if counted else None
+    means = np.empty((len(data), rounds), dtype=np.float64)
+    resampled = [(d, row) for i, (d, row) in enumerate(zip(data, means, strict=True)) if i not in counted]
+    rng = np.random.default_rng(seed)
+    gathered = np.empty((min(BLOCK_ROUNDS, rounds), size))
+    for start in range(0, rounds, BLOCK_ROUNDS):
+        idx = rng.integers(0, size, size=(min(BLOCK_ROUNDS, rounds - start), size))
+        block = gathered[: idx.shape[0]]
+        for d, row in resampled:
+            # d[idx] into one kept buffer (mode "clip" clips none of these indices but lets take write in place)
+            np.take(d, idx, out=block, mode="clip")
+            row[start : start + idx.shape[0]] = block.mean(axis=1)
+        if whole is not None:
+            means[counted, start : start + idx.shape[0]] = (_counted_sums(idx, whole) / size).T
+    return [_interval(row, level) for row in means]
 
 
 def paired_bootstrap_ci(
@@ -331,8 +451,12 @@ def adjust_p_values(p_values: Sequence[float], correction: str) -> list[float]:
 
 
 TUKEY_BLOCK_VALUES = 1_000_000
-"""Scores permuted per Monte Carlo block of the Tukey HSD: the block holds this many float64 keys, their int64
-argsort and the permuted float64 scores, about 24 MB whatever the questions, rankers or rounds."""
+"""Scores permuted per Monte Carlo block of the Tukey HSD: the block holds this many float64 keys, a transposed
+copy of them, their flat int64 orders and the permuted float64 scores, about 33 MB whatever the questions, rankers,
+rounds or number of matrices sharing the block."""
+#: Up to this many rankers a Monte Carlo row order is looked up from the row's k(k-1)/2 key comparisons (a table of
+#: 2^15 orders at k = 6, 1.5 MB); with more, numpy's stable argsort gives it.
+TUKEY_TABLE_RANKERS = 6
 
 
 @dataclass(frozen=True)
@@ -348,6 +472,92 @@ def _count_at_least(ranges: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
     """How many of ``ranges`` are >= each threshold (one sort per block instead of a k x k x block comparison)."""
     ordered = np.sort(ranges)
     return ordered.size - np.searchsorted(ordered, thresholds, side="left")
+
+
+@functools.lru_cache(maxsize=TUKEY_TABLE_RANKERS)
+def _order_table(k: int) -> np.ndarray:
+    """Row orders by comparison pattern: bit b of a pattern says, for the b-th pair i < j of
+    ``itertools.combinations(range(k), 2)``, that keys[j] < keys[i], so j comes first in a stable sort; the entry is
+    the stable order (patterns no order gives stay 0 and are never looked up)."""
+    pairs = list(itertools.combinations(range(k), 2))
+    table = np.zeros((1 << len(pairs), k), dtype=np.intp)
+    for order in itertools.permutations(range(k)):
+        place = [order.index(r) for r in range(k)]
+        table[sum(1 << bit for bit, (i, j) in enumerate(pairs) if place[j] < place[i])] = order
+    return table
+
+
+def _flat_orders(keys: np.ndarray) -> np.ndarray:
+    """For keys of shape (block, n, k): flat indices ``[q, b, p] = q * k + numpy.argsort(keys[b, q],
+    kind="stable")[p]`` into a C-ordered n x k matrix. Questions outermost, so summing the permuted scores over the
+    questions adds them one question at a time, in question order: the additions numpy's mean over the questions of
+    a (block, n, k) array makes, so the same floats."""
+    block, n, k = keys.shape
+    if k <= TUKEY_TABLE_RANKERS:
+        columns = np.ascontiguousarray(keys.transpose(2, 1, 0))  # (k, n, block)
+        pattern = np.zeros((n, block), dtype=np.uint16)
+        less = np.empty((n, block), dtype=bool)
+        for bit, (i, j) in enumerate(itertools.combinations(range(k), 2)):
+            np.less(columns[j], columns[i], out=less)
+            pattern += less * np.uint16(1 << bit)
+        flat = np.take(_order_table(k), pattern, axis=0)
+    else:
+        flat = np.ascontiguousarray(np.argsort(keys, axis=2, kind="stable").transpose(1, 0, 2))
+    flat += (np.arange(n, dtype=np.intp) * k)[:, None, None]
+    return flat
+
+
+def _tukey_thresholds(x: np.ndarray) -> np.ndarray:
+    means = x.mean(axis=0)
+    return (np.abs(means[:, None] - means[None, :]) - TIE).ravel()
+
+
+def _tukey_exact(x: np.ndarray) -> TukeyResult:
+    """Every combination of row permutations, as :func:`randomised_tukey_hsd` documents it."""
+    n, k = x.shape
+    if k < 2 or n == 0:
+        return TukeyResult(np.ones((k, k)), True, "nothing to compare")
+    thresholds = _tukey_thresholds(x)
+    extreme = np.zeros(k * k, dtype=np.int64)
+    per_row = math.factorial(k)
+    perms = np.array(list(itertools.permutations(range(k))), dtype=np.int64)
+    total = per_row**n
+    for start in range(0, total, BLOCK_ROUNDS):
+        patterns = np.arange(start, min(start + BLOCK_ROUNDS, total), dtype=np.int64)
+        sums = np.zeros((patterns.size, k))
+        for q in range(n):
+            sums += x[q][perms[(patterns // per_row**q) % per_row]]
+        block_means = sums / n
+        extreme += _count_at_least(block_means.max(axis=1) - block_means.min(axis=1), thresholds)
+    p_values = (extreme / total).reshape(k, k)
+    np.fill_diagonal(p_values, 1.0)
+    return TukeyResult(p_values, True, f"exact enumeration of ({k}!)^{n} = {total} row permutations")
+
+
+def _tukey_monte_carlo(xs: Sequence[np.ndarray], seed: int, rounds: int) -> list[TukeyResult]:
+    """The Monte Carlo method for matrices of one shape: they draw the same keys, so each block's keys are drawn
+    and ordered once and permute every matrix."""
+    n, k = xs[0].shape
+    flats = [np.ascontiguousarray(x).ravel() for x in xs]
+    thresholds = [_tukey_thresholds(x) for x in xs]
+    extreme = [np.zeros(k * k, dtype=np.int64) for _ in xs]
+    rng = np.random.default_rng(seed)
+    block_rounds = max(1, TUKEY_BLOCK_VALUES // (n * k))
+    buffer = np.empty(n * min(block_rounds, rounds) * k)  # permuted scores, one matrix at a time
+    for start in range(0, rounds, block_rounds):
+        flat = _flat_orders(rng.random((min(block_rounds, rounds - start), n, k)))
+        permuted = buffer[: flat.size].reshape(flat.shape)
+        for x, limit, count in zip(flats, thresholds, extreme, strict=True):
+            np.take(x, flat, out=permuted, mode="clip")  # no index is clipped; the mode lets take write in place
+            block_means = np.add.reduce(permuted, axis=0) / n
+            count += _count_at_least(block_means.max(axis=1) - block_means.min(axis=1), limit)
+    method = f"Monte Carlo, {rounds} rounds, seed {seed} (({k}!)^{n} permutations)"
+    results = []
+    for count in extreme:
+        p_values = ((count + 1) / (rounds + 1)).reshape(k, k)
+        np.fill_diagonal(p_values, 1.0)
+        results.append(TukeyResult(p_values, False, method))
+    return results
 
 
 def randomised_tukey_hsd(scores: Any, seed: int, rounds: int) -> TukeyResult:
@@ -367,42 +577,29 @@ def randomised_tukey_hsd(scores: Any, seed: int, rounds: int) -> TukeyResult:
       k))`` (rounds drawn consecutively in C order, in blocks of rounds, so the block size does not change the
       stream) and row q is permuted by ``numpy.argsort(keys[q], kind="stable")``; p = (b + 1) / (rounds + 1).
 
-    Memory is bounded by the block: at most :data:`TUKEY_BLOCK_VALUES` permuted scores (about 24 MB), plus the
-    n x k matrix itself; 7,000 questions x 10 rankers stays under the 200 MiB that bench/run.py --sections stats
-    measures for the whole significance machinery.
+    Memory is bounded by the block: :data:`TUKEY_BLOCK_VALUES` keys, their orders and permuted scores (about
+    33 MB), plus the n x k matrix itself; 7,000 questions x 10 rankers stays under the 200 MiB that
+    bench/run.py --sections stats measures for the whole significance machinery.
     """
-    x = np.asarray(scores, dtype=np.float64)
-    n, k = x.shape
-    p_values = np.ones((k, k))
-    if k < 2 or n == 0:
-        return TukeyResult(p_values, True, "nothing to compare")
-    means = x.mean(axis=0)
-    thresholds = (np.abs(means[:, None] - means[None, :]) - TIE).ravel()
-    extreme = np.zeros(k * k, dtype=np.int64)
-    per_row = math.factorial(k)
-    if per_row**n <= rounds:
-        perms = np.array(list(itertools.permutations(range(k))), dtype=np.int64)
-        total = per_row**n
-        for start in range(0, total, BLOCK_ROUNDS):
-            patterns = np.arange(start, min(start + BLOCK_ROUNDS, total), dtype=np.int64)
-            sums = np.zeros((patterns.size, k))
-            for q in range(n):
-                sums += x[q][perms[(patterns // per_row**q) % per_row]]
-            block_means = sums / n
-            extreme += _count_at_least(block_means.max(axis=1) - block_means.min(axis=1), thresholds)
-        p_values = (extreme / total).reshape(k, k)
-        np.fill_diagonal(p_values, 1.0)
-        return TukeyResult(p_values, True, f"exact enumeration of ({k}!)^{n} = {total} row permutations")
-    rng = np.random.default_rng(seed)
-    block_rounds = max(1, TUKEY_BLOCK_VALUES // (n * k))
-    for start in range(0, rounds, block_rounds):
-        block = min(block_rounds, rounds - start)
-        order = np.argsort(rng.random((block, n, k)), axis=2, kind="stable")
-        block_means = np.take_along_axis(np.broadcast_to(x, (block, n, k)), order, axis=2).mean(axis=1)
-        extreme += _count_at_least(block_means.max(axis=1) - block_means.min(axis=1), thresholds)
-    p_values = ((extreme + 1) / (rounds + 1)).reshape(k, k)
-    np.fill_diagonal(p_values, 1.0)
-    return TukeyResult(p_values, False, f"Monte Carlo, {rounds} rounds, seed {seed} (({k}!)^{n} permutations)")
+    return randomised_tukey_hsd_many([scores], seed, rounds)[0]
+
+
+def randomised_tukey_hsd_many(matrices: Sequence[Any], seed: int, rounds: int) -> list[TukeyResult]:
+    """:func:`randomised_tukey_hsd` of each matrix, in order. Monte Carlo matrices of one shape draw the same keys,
+    so one draw and one ordering per block serve them all: each result is the one a call of its own gives."""
+    xs = [np.asarray(m, dtype=np.float64) for m in matrices]
+    results: list[TukeyResult | None] = [None] * len(xs)
+    shapes: dict[tuple[int, ...], list[int]] = {}
+    for i, x in enumerate(xs):
+        n, k = x.shape
+        if k < 2 or n == 0 or math.factorial(k) ** n <= rounds:
+            results[i] = _tukey_exact(x)
+        else:
+            shapes.setdefault(x.shape, []).append(i)
+    for members in shapes.values():
+        for i, result in zip(members, _tukey_monte_carlo([xs[i] for i in members], seed, rounds), strict=True):
+            results[i] = result
+    return [r for r in results if r is not None]
 
 
 def paired_effect(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
