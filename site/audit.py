@@ -680,7 +680,8 @@ def _read_embeddings(bundle: Bundle, corpus: str, folder: str = "embeddings") ->
     arrays = []
     for name in ("passages", "queries"):
         try:
-            matrix = np.load(bundle.file(f"{base}/{name}.npy"), allow_pickle=False)
+            # mapped, not read: the forked workers that score by them share the one copy in the page cache
+            matrix = np.load(bundle.file(f"{base}/{name}.npy"), mmap_mode="r", allow_pickle=False)
         except (OSError, ValueError) as exc:
             raise AuditError(f"{base}/{name}.npy: cannot load: {exc}") from None
         want = (len(index[name]), index.get("dimensions"))
