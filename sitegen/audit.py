@@ -5018,7 +5018,6 @@ RANKER_CHECKS: list[tuple[str, Callable[[Check, Bundle, str, str], str]]] = [
     ("trec", check_trec),
     ("metrics", check_metrics),
 ]
-RANKING_CHECKS = frozenset(fn for _, fn in RANKER_CHECKS)
 
 
 def _run_check(name: str, body: Callable[..., str], *args: Any) -> Check:
@@ -5558,30 +5557,14 @@ def held_checks(site: Path, inputs: Path, earlier: list[Check]) -> list[Check]:
         checks.append(held)
         if held.mismatches:
             continue  # recomputed from other files, the checks would prove nothing
-        jobs = [(f"held:{p}:{corpus}", fn, (bundle, corpus)) for p, fn in CORPUS_CHECKS if f"{p}:{corpus}" in needed]
+        for prefix, fn in CORPUS_CHECKS:
+            if f"{prefix}:{corpus}" in needed:
+                checks.append(_run_check(f"held:{prefix}:{corpus}", fn, bundle, corpus))
         for prefix, fn in RANKER_CHECKS:
-            named = [(f"{prefix}:{corpus}/{r}", r) for r in bundle.rankers(corpus)]
-            jobs += [(f"held:{name}", fn, (bundle, corpus, r)) for name, r in named if name in needed]
-        checks += _held_corpus_checks(bundle, corpus, jobs)
+            for ranker in bundle.rankers(corpus):
+                if f"{prefix}:{corpus}/{ranker}" in needed:
+                    checks.append(_run_check(f"held:{prefix}:{corpus}/{ranker}", fn, bundle, corpus, ranker))
     return checks
-
-
-def _held_corpus_checks(bundle: Bundle, corpus: str, jobs: list[tuple[str, Callable[..., str], tuple]]) -> list[Check]:
-    """One corpus's checks run again on the files brought, in ``jobs`` order. For a large corpus the rankings
-    (whose long checks split their questions between workers already) run in this process while a forked
-    worker runs the corpus checks, the texts read and tokenised once before, so both CPUs stay busy."""
-    rankings = [job for job in jobs if job[1] in RANKING_CHECKS]
-    parts = [rankings, [job for job in jobs if job[1] not in RANKING_CHECKS]]
-    if not _checks_split(bundle, corpus) or not all(parts):
-        parts = [jobs]
-    else:
-        try:  # what both parts read, read once here: the forked worker shares the pages this process holds
-            if bundle.inputs(corpus).texts:
-                bundle.words(corpus)
-        except AuditError:
-            pass  # each check that reads them fails with the error itself
-    done = {c.name: c for c in in_parts(lambda job: _run_check(job[0], job[1], *job[2]), parts)}
-    return [done[name] for name, _, _ in jobs]
 
 
 def still_needed(checks: list[Check]) -> list[str]:

@@ -18,7 +18,7 @@ from sitegen.errors import BuildError
 from sitegen.inputs.importers import ImportOptions, import_beir
 from sitegen.publish import evidence
 from sitegen.publish.size_guard import SiteLimits
-from tests.helpers import REPO, build, copy_site, read_evidence, tree_digest
+from tests.helpers import REPO, build, tree_digest
 
 # Slow: builds of the Cranfield fixture with its inputs held by reference
 pytestmark = pytest.mark.slow
@@ -88,41 +88,6 @@ def test_with_the_inputs_the_audit_checks_their_hashes_and_recomputes_every_rank
     assert "(held:embeddings:cranfield, held:run:cranfield/dense)" in pending
     held = json.loads((site / "evidence/cranfield/referenced.json").read_text())["files"]
     assert "sitegen audit --inputs" in held["embeddings/passages.npy"]["source"]
-
-
-def test_held_checks_split_between_a_worker_and_this_process_report_what_one_process_reports(
-    collection: Path, site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    copy = copy_site(site, tmp_path / "site")
-    hygiene_rel, run_rel = "evidence/cranfield/hygiene.json", "evidence/cranfield/runs/bm25.json"
-    hygiene = read_evidence(copy, hygiene_rel)
-    hygiene["counts"]["flagged_questions"] += 1  # a corpus check's error, found by the worker
-    (copy / hygiene_rel).write_text(json.dumps(hygiene, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    run = read_evidence(copy, run_rel)
-    first = next(iter(run["queries"]))
-    run["queries"][first][0]["score"] *= 1 + 1e-6  # a ranking's error, found here
-    evidence.write_run(copy / run_rel, run)
-    earlier = audit.evidence_checks(audit.Bundle(copy))
-
-    def held() -> list[tuple[str, str, list[str]]]:
-        return [(c.name, c.detail, c.mismatches) for c in audit.held_checks(copy, collection, earlier)]
-
-    monkeypatch.setattr(audit, "PARALLEL_FROM", 10**18)
-    alone = held()
-    forks: list[list[str]] = []
-    child_results = audit._child_results
-    monkeypatch.setattr(
-        audit, "_child_results", lambda work, part: (forks.append([j[0] for j in part]), child_results(work, part))[1]
-    )
-    monkeypatch.setattr(audit, "PARALLEL_FROM", 0)
-    monkeypatch.setattr(audit, "_workers", lambda: 2)
-    split = held()
-
-    assert "held:hygiene:cranfield" in forks[0] and not any(name.startswith("held:run:") for name in forks[0])
-    assert split == alone
-    failed = {name: mismatches for name, _, mismatches in split if mismatches}
-    assert any("flagged_questions" in m for m in failed["held:hygiene:cranfield"]), failed
-    assert any(f"query {first}: rank 1" in m for m in failed["held:run:cranfield/bm25"]), failed
 
 
 def test_a_changed_input_brought_to_the_audit_fails_it(collection, site, tmp_path) -> None:
