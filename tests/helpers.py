@@ -373,6 +373,17 @@ class AuditRun:
     report: dict
 
 
+def drawn_hygiene_inputs(passages: list, questions: list, labels: list) -> tuple[list, list, dict[str, dict[str, int]]]:
+    """Drawn word lists (hypothesis) as passages (id, title, text), questions (id, text) and the labels naming both."""
+    docs = [(f"d{i}", " ".join(title), " ".join(text)) for i, (title, text) in enumerate(passages)]
+    qs = [(f"q{i}", " ".join(words)) for i, words in enumerate(questions)]
+    qrels: dict[str, dict[str, int]] = {}
+    for q, d, g in labels:
+        if q < len(qs) and d < len(docs):
+            qrels.setdefault(qs[q][0], {})[docs[d][0]] = g
+    return docs, qs, qrels
+
+
 def make_corpus(docs: list, qs: list, qrels: dict) -> Corpus:
     """A corpus from (id, title, text) passages, (id, text) questions and qrels, in memory."""
     return Corpus(

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from sitegen import audit
 from sitegen.scoring import hygiene
-from tests.helpers import make_corpus
+from tests.helpers import drawn_hygiene_inputs, make_corpus
 
 
 def _reference_shingles(words: list[str]) -> set[tuple[str, ...]]:
@@ -123,13 +123,8 @@ LABELS = st.lists(st.tuples(st.integers(0, 7), st.integers(0, 7), st.integers(0,
 
 def _inputs(passages: list, questions: list, labels: list) -> tuple[list, list, dict]:
     # Every other passage repeats an earlier one, so near-duplicates are common.
-    docs = [(f"d{i}", " ".join(title), " ".join(text)) for i, (title, text) in enumerate(passages)]
+    docs, qs, qrels = drawn_hygiene_inputs(passages, questions, labels)
     docs = [(d, *docs[i // 2][1:]) if i % 2 and i % 4 == 1 else (d, t, x) for i, (d, t, x) in enumerate(docs)]
-    qs = [(f"q{i}", " ".join(words)) for i, words in enumerate(questions)]
-    qrels: dict[str, dict[str, int]] = {}
-    for q, d, g in labels:
-        if q < len(qs) and d < len(docs):
-            qrels.setdefault(qs[q][0], {})[docs[d][0]] = g
     return docs, qs, qrels
 
 

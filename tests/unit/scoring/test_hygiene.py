@@ -20,7 +20,7 @@ from sitegen.parallel import can_fork
 from sitegen.rankers.tokenize import tokenize
 from sitegen.scoring import hygiene
 from sitegen.scoring.hygiene import FLAG_KINDS, RULES, hygiene_report
-from tests.helpers import TINY_DOCS, TINY_QRELS, TINY_QUERIES
+from tests.helpers import TINY_DOCS, TINY_QRELS, TINY_QUERIES, drawn_hygiene_inputs
 
 BODY = "card payments settle in three working days unless the bank holds them for review first"
 
@@ -159,12 +159,7 @@ WORDS = st.sampled_from(["a", "b", "c", "d", "e", "card", "bank", "E4012"])
     tenants=st.lists(st.sampled_from(["", "a", "b"]), min_size=6, max_size=6),
 )
 def test_the_audit_s_own_recomputation_agrees_with_sitegen_on_any_input(passages, questions, labels, tenants) -> None:
-    docs = [(f"d{i}", " ".join(title), " ".join(text)) for i, (title, text) in enumerate(passages)]
-    qs = [(f"q{i}", " ".join(words)) for i, words in enumerate(questions)]
-    qrels: dict[str, dict[str, int]] = {}
-    for q, d, g in labels:
-        if q < len(qs) and d < len(docs):
-            qrels.setdefault(qs[q][0], {})[docs[d][0]] = g
+    docs, qs, qrels = drawn_hygiene_inputs(passages, questions, labels)
     filters = {q: {"tenant_id": t} for (q, _), t in zip(qs, tenants, strict=False) if t}
     mine = hygiene_report(_corpus(docs, qs, qrels, filters))
     theirs = audit.hygiene_flags(docs, qs, qrels, filters)
@@ -284,12 +279,7 @@ def test_a_run_whose_child_fails_is_searched_again_here(monkeypatch: pytest.Monk
 def test_any_corpus_split_between_processes_gives_one_process_s_report(
     passages, questions, labels, chunk, parts
 ) -> None:
-    docs = [(f"d{i}", " ".join(title), " ".join(text)) for i, (title, text) in enumerate(passages)]
-    qs = [(f"q{i}", " ".join(words)) for i, words in enumerate(questions)]
-    qrels: dict[str, dict[str, int]] = {}
-    for q, d, g in labels:
-        if q < len(qs) and d < len(docs):
-            qrels.setdefault(qs[q][0], {})[docs[d][0]] = g
+    docs, qs, qrels = drawn_hygiene_inputs(passages, questions, labels)
     corpus = _corpus(docs, qs, qrels)
     whole = hygiene_report(corpus)
     with pytest.MonkeyPatch.context() as patch:
