@@ -785,7 +785,7 @@ def section_build(args: argparse.Namespace) -> dict[str, Any]:
             "steps": res.steps,
         }
 
-    # Warm-up: load the model, PostgreSQL, matplotlib and templates once, on the smallest corpus.
+    # Warm-up: load the model, PostgreSQL and templates once, on the smallest corpus.
     log("build: warm-up on one small corpus")
     small = min(results["corpora"], key=lambda n: (corpora / n / "corpus.jsonl").stat().st_size)
     build(corpora, root / "site-warmup", root / "cache-warmup", (small,))

@@ -1,7 +1,7 @@
-"""A content-addressed cache for slow, pure build steps: the experiments and the plots.
+"""A content-addressed cache for slow, pure build steps: the experiments.
 
 A step's result is stored under the sha256 of the step's name, its inputs as JSON, every
-source file of sitegen and the versions of numpy and matplotlib, so a cached result is what
+source file of sitegen and the version of numpy, so a cached result is what
 a fresh computation would return, byte for byte. A warm build then redoes only what its
 inputs changed. The build's audit re-derives every evidence file from the runs, cached or not.
 """
@@ -21,12 +21,12 @@ from typing import Any
 __all__ = ["StepCache", "code_sha256"]
 
 _PACKAGE = Path(__file__).resolve().parent
-_LIBRARIES = ("numpy", "matplotlib")
+_LIBRARIES = ("numpy",)  # what the experiments compute with
 
 
 @cache
 def code_sha256() -> str:
-    """sha256 over sitegen's own source files and the numeric libraries' versions."""
+    """sha256 over sitegen's own source files and the numeric library's version."""
     digest = hashlib.sha256()
     for path in sorted(_PACKAGE.rglob("*.py")):
         digest.update(path.relative_to(_PACKAGE).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")

@@ -84,7 +84,7 @@ class _Embedded:
 
 
 def step_cache(options: BuildOptions) -> StepCache:
-    """Experiments and plots already computed from the same inputs, beside the embedding cache."""
+    """Experiments already computed from the same inputs, beside the embedding cache."""
     return StepCache((options.cache_dir or default_cache_dir()) / STEP_CACHE_FOLDER)
 
 
@@ -149,9 +149,9 @@ def _build_locked(request: _Request, out_dir: Path, lock: TargetLock) -> BuildRe
         _write_retriever_timings(staging, options, loaded.retrieved)
         names = loaded.names
         del loaded  # every corpus's passages and vectors go before the pages are rendered (GBs at a million)
-        audit_report = audit_and_render(staging, steps, log, timer)
+        audit_report = audit_and_render(staging, log, timer)
         log(
-            "step cache (experiments, plots): "
+            "step cache (experiments): "
             + "; ".join(f"{name} {n['computed']} computed, {n['reused']} reused" for name, n in steps.counts.items())
         )
         ran = rankers_run(staging, names)

@@ -11,7 +11,6 @@ from typing import Any
 from sitegen.errors import BuildError
 from sitegen.publish.layout import AUDIT_SCRIPT
 from sitegen.publish.pages import render_site, write_page_listing
-from sitegen.stepcache import StepCache
 from sitegen.timer import StageTimer
 
 __all__ = ["audit_and_render"]
@@ -29,7 +28,7 @@ def _audit_failed(checks: Sequence[Any], log: Log) -> BuildError:
     )
 
 
-def audit_and_render(staging: Path, steps: StepCache, log: Log, timer: StageTimer) -> dict[str, Any]:
+def audit_and_render(staging: Path, log: Log, timer: StageTimer) -> dict[str, Any]:
     """Audit the evidence, render the pages with the verdict the full audit must reach, list the pages, then
     run the pages check; the build fails unless the audit, pages check included, ends as the pages say."""
     from sitegen import audit
@@ -43,7 +42,7 @@ def audit_and_render(staging: Path, steps: StepCache, log: Log, timer: StageTime
         expected = audit.audit_report(staging, [*checks, audit.expected_pages_check()])
         audit.write_report(staging, expected)  # the badge and verdict table are rendered from it
     with timer.stage("render"):
-        render_site(staging, steps)
+        render_site(staging)
         write_page_listing(staging)
     with timer.stage("audit"):
         pages = audit.pages_check(bundle, checks)

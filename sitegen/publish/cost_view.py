@@ -10,14 +10,40 @@ Pareto frontier: the rankers no other ranker beats on both at once.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from sitegen.publish.layout import COST_TIMINGS, timing_file
-from sitegen.publish.plots import _STYLE, _pyplot, _svg
+from sitegen.publish.plots import BLUE
+from sitegen.publish.svg import (
+    FONT,
+    LEFT,
+    LEGEND_GAP,
+    MARGIN,
+    SMALL_FONT,
+    TOP,
+    Scale,
+    axes_corner,
+    document,
+    headings,
+    legend_entry,
+    legend_width,
+    line_swatch,
+    number,
+    text_element,
+    text_width,
+    x_grid,
+    y_grid,
+    y_label,
+)
 
 __all__ = ["cost_timings", "pareto_frontier", "quality_cost_svg"]
+
+XLABEL = "p50 latency per question, ms (log scale; timing, not evidence)"
+#: The plot area, px: larger than the other plots', as every point carries its ranker's name.
+AREA_WIDTH, AREA_HEIGHT = 420.0, 240.0
 
 
 def cost_timings(site_root: Path, corpus: str) -> dict[str, Any] | None:
@@ -44,32 +70,57 @@ def pareto_frontier(points: Mapping[str, tuple[float, float]]) -> list[str]:
     return sorted(front, key=lambda n: (points[n][0], n))
 
 
+def _label_box(
+    placed: list[tuple[float, float, float]], x: float, y: float, width: float
+) -> tuple[float, float, float]:
+    """Where a point's name goes: at (x, y), or a line below or above where a name placed before is in the way
+    (two rankers with the same latency and score would print one name over the other); added to ``placed``."""
+    line = SMALL_FONT + 1
+    for shift in (0.0, line, -line, 2 * line, -2 * line):
+        box = (x, y + shift, x + width)
+        if not any(abs(b[1] - box[1]) < line and b[0] < box[2] and box[0] < b[2] for b in placed):
+            break
+    else:
+        box = (x, y, x + width)
+    placed.append(box)
+    return box
+
+
 def quality_cost_svg(points: Mapping[str, tuple[float, float]], frontier: Sequence[str], title: str) -> bytes:
     """nDCG@10 against p50 latency (ms, log scale), one labelled point per ranker, the frontier joined by a line and
-    its points filled; as deterministic SVG bytes."""
-    plt = _pyplot()
-    import matplotlib
-
-    with matplotlib.rc_context(_STYLE):
-        fig, ax = plt.subplots(figsize=(6.4, 3.8))
-        for name, (x, y) in sorted(points.items()):
-            on = name in frontier
-            ax.plot([x], [y], marker="o", markersize=6, color="#1f5fbf", markerfacecolor="#1f5fbf" if on else "white")
-            ax.annotate(name, (x, y), textcoords="offset points", xytext=(5, 4), fontsize=7)
-        if frontier:
-            ax.plot(
-                [points[n][0] for n in frontier],
-                [points[n][1] for n in frontier],
-                color="#1f5fbf",
-                linewidth=1.0,
-                label="Pareto frontier (filled)",
-            )
-            ax.legend(fontsize=7, frameon=False, loc="lower right")
-        ax.set_xscale("log")
-        ax.set_title(title)
-        ax.set_xlabel("p50 latency per question, ms (log scale; timing, not evidence)")
-        ax.set_ylabel("nDCG@10")
-        return _svg(fig)
+    its points filled; as deterministic SVG bytes (:mod:`sitegen.publish.svg`)."""
+    shown = {n: (x, y) for n, (x, y) in sorted(points.items()) if math.isfinite(x) and x > 0 and math.isfinite(y)}
+    lows = [math.log10(x) for x, _ in shown.values()] or [0.0]
+    spread = max(lows) - min(lows)
+    pad = 0.05 * spread if spread > 0 else 0.3  # in decades
+    right, bottom = LEFT + AREA_WIDTH, TOP + AREA_HEIGHT
+    x = Scale(10 ** (min(lows) - pad), 10 ** (max(lows) + pad), LEFT, right, log=True)
+    qualities = [q for _, q in shown.values()]
+    low, high = min(qualities, default=0.0), max(qualities, default=1.0)
+    margin = max(0.05 * (high - low), 0.02)
+    y = Scale(low - margin, high + margin, bottom, TOP)
+    line = [shown[n] for n in frontier if n in shown]
+    legend = ["Pareto frontier (filled)"] if line else []
+    height = bottom + 38 + FONT
+    heading, foot, reach = headings(LEFT + AREA_WIDTH / 2, height, title, XLABEL)
+    out = [heading, *y_grid(y, LEFT, right), *x_grid(x, TOP, bottom), axes_corner(LEFT, TOP, right, bottom)]
+    if line:
+        moves = "".join(f"{'L' if i else 'M'}{number(x(u))} {number(y(v))}" for i, (u, v) in enumerate(line))
+        out.append(f'<path d="{moves}" stroke="{BLUE}" fill="none"/>')
+    names_end, placed = right, []
+    for name, (u, v) in shown.items():
+        fill = BLUE if name in frontier else "#fff"
+        out.append(f'<circle cx="{number(x(u))}" cy="{number(y(v))}" r="4" fill="{fill}" stroke="{BLUE}"/>')
+        box = _label_box(placed, x(u) + 6, y(v) - 5, text_width(name, SMALL_FONT))
+        out.append(text_element(box[0], box[1], name, "", SMALL_FONT))
+        names_end = max(names_end, box[2])
+    out += [foot, y_label(LEFT, TOP + AREA_HEIGHT / 2, "nDCG@10")]
+    at = names_end + LEGEND_GAP
+    for name in legend:
+        dot = f'<circle cx="{number(at + 11)}" cy="{number(TOP + 6)}" r="4" fill="{BLUE}"/>'
+        out.append(legend_entry(at, TOP + 6, line_swatch(at, TOP + 6, BLUE, "1") + dot, name))
+    width = max(names_end + legend_width(legend) if legend else names_end + MARGIN, reach)
+    return document(width, height, title, out)
 
 
 def _ms(value: Any) -> str:

@@ -95,7 +95,6 @@ _LIBRARIES = (
     "numpy",
     "jinja2",
     "markdown",
-    "matplotlib",
     "click",
     "torch",
     "transformers",

@@ -44,6 +44,7 @@ from tests.helpers import (
     unchanged,
     write_corpus,
 )
+from tests.reference_vectors import EncodedSample, encode_sample
 
 
 def _tiny_and_rich(root: Path) -> Path:
@@ -186,6 +187,30 @@ def committed_audit(tmp_path_factory: pytest.TempPathFactory, numpy_only_python:
     return made_once(tmp_path_factory, "committed-audit", make)
 
 
+def _sample_of(factory: pytest.TempPathFactory, ranker: str, folder: Path) -> EncodedSample:
+    return made_once(factory, f"encoded-sample-{ranker}", lambda _root: encode_sample(ranker, folder))
+
+
+@pytest.fixture(scope="session")
+def minilm_sample(tmp_path_factory: pytest.TempPathFactory) -> EncodedSample:
+    """A seeded sample of Cranfield encoded by sentence-transformers with the packaged all-MiniLM-L6-v2."""
+    from sitegen.embedding.model import model_folder
+
+    return _sample_of(tmp_path_factory, "dense", model_folder())
+
+
+@pytest.fixture(scope="session")
+def mpnet_sample(tmp_path_factory: pytest.TempPathFactory) -> EncodedSample:
+    """A seeded sample of Cranfield encoded by sentence-transformers with the joined all-mpnet-base-v2 (skipped
+    without its parts, sitegen[mpnet])."""
+    from sitegen.embedding import mpnet
+
+    folder = mpnet.mpnet_folder() if mpnet.part_files() is not None else None
+    if folder is None:
+        pytest.skip("the all-mpnet-base-v2 parts (sitegen[mpnet]) are not installed")
+    return _sample_of(tmp_path_factory, "dense-mpnet", folder)
+
+
 @pytest.fixture
 def ranked(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every corpus bm25 ranks, in order: empty when a build fails before any ranker runs."""
@@ -210,7 +235,9 @@ FIXTURE_MARKERS = {
     "numpy_only_python": ("slow",),
     "committed_build": ("slow", "postgres"),
     "committed_audit": ("slow",),
-    "cross_encoder_site": ("slow",),  # torch and transformers: seconds of imports before the first pass
+    "cross_encoder_site": ("slow",),
+    "minilm_sample": ("slow",),  # sentence-transformers and torch: seconds of imports, then the encoding
+    "mpnet_sample": ("slow",),  # torch and transformers: seconds of imports before the first pass
 }
 
 

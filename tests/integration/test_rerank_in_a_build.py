@@ -12,7 +12,15 @@ import numpy as np
 import pytest
 
 from sitegen.audit import run_audit
+from sitegen.inputs.corpus import load_corpus
 from tests.helpers import REPO, build, copy_site, read_evidence, rehash_manifest, run_cli, write_corpus
+from tests.reference_vectors import (
+    CRANFIELD,
+    VECTOR_TOLERANCE,
+    CommittedVectors,
+    committed_cranfield_vectors,
+    sample_difference,
+)
 
 SITE = REPO / "site"
 WORDS = "the a of and to in is card cards refund refunds payment policy batch box boxes class analysis first".split()
@@ -128,22 +136,23 @@ def test_a_tampered_sweep_fails_the_audit(tmp_path: Path) -> None:
     assert _checks(tmp_path / "site")["rerank:tiny"]["status"] == "fail"
 
 
-def _independent_ndcg(corpus: Path, model_folder: Path, first: dict[str, list[str]]) -> float:
-    """nDCG@10 of bm25's top 100 reranked by exact float64 cosine of SentenceTransformer.encode's vectors, scored
-    by ir_measures (trec_eval's definition): nothing of sitegen's ranking or metrics."""
+def _independent_ndcg(corpus: Path, vectors: CommittedVectors, first: dict[str, list[str]]) -> float:
+    """nDCG@10 of bm25's top 100 reranked by exact float64 cosine of the committed Cranfield vectors of the same
+    texts (checked against SentenceTransformer.encode on a sample), scored by ir_measures (trec_eval's
+    definition): nothing of sitegen's ranking or metrics."""
     import ir_measures
-    from sentence_transformers import SentenceTransformer
 
     docs = [json.loads(line) for line in (corpus / "corpus.jsonl").read_text(encoding="utf-8").splitlines()]
     queries = [json.loads(line) for line in (corpus / "queries.jsonl").read_text(encoding="utf-8").splitlines()]
-    model = SentenceTransformer(str(model_folder), device="cpu")
-    texts = [f"{d['title']}\n{d['text']}" if d.get("title") else d["text"] for d in docs]
-    doc_vectors = dict(zip((d["_id"] for d in docs), model.encode(texts, normalize_embeddings=True), strict=True))
-    query_vectors = model.encode([q["text"] for q in queries], normalize_embeddings=True)
+    cranfield = {d.doc_id: d for d in load_corpus(CRANFIELD).documents}
+    same = [(cranfield[d["_id"]].title, cranfield[d["_id"]].text) == (d.get("title", ""), d["text"]) for d in docs]
+    assert all(same)  # the fixture's texts are Cranfield's, so the committed vectors are theirs
+    question_row = {q: i for i, q in enumerate(vectors.question_ids)}
     run = []
-    for query, vector in zip(queries, query_vectors, strict=True):
+    for query in queries:
         ids = first.get(query["_id"], [])
-        scores = {d: float(np.dot(doc_vectors[d].astype(np.float64), vector.astype(np.float64))) for d in ids}
+        vector = vectors.questions[question_row[query["_id"]]]
+        scores = {d: float(np.dot(vectors.passage(d), vector)) for d in ids}
         ordered = sorted(ids, key=lambda d: (-scores[d], d))
         run += [ir_measures.ScoredDoc(query["_id"], d, float(len(ordered) - r)) for r, d in enumerate(ordered)]
     lines = (corpus / "qrels" / "test.tsv").read_text(encoding="utf-8").splitlines()[1:]
@@ -153,32 +162,16 @@ def _independent_ndcg(corpus: Path, model_folder: Path, first: dict[str, list[st
     return float(np.mean([per_query.get(q, 0.0) for q in judged]))
 
 
-def _mpnet_folder() -> Path:
-    from sitegen.embedding import mpnet
-
-    folder = mpnet.mpnet_folder() if mpnet.part_files() is not None else None
-    if folder is None:
-        pytest.skip("the all-mpnet-base-v2 parts (sitegen[mpnet]) are not installed")
-    return folder
-
-
-def _minilm_folder() -> Path:
-    from sitegen.embedding.model import model_folder
-
-    return model_folder()
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize(
-    ("embedding", "folder_of"), [("dense", _minilm_folder), ("dense-mpnet", _mpnet_folder)], ids=["minilm", "mpnet"]
-)
+@pytest.mark.slow  # the samples (conftest.py) are fixtures by name here, so their marker is not added by itself
+@pytest.mark.parametrize(("embedding", "sample"), [("dense", "minilm_sample"), ("dense-mpnet", "mpnet_sample")])
 def test_bi_encoder_rerank_of_bm25_top_100_equals_an_independent_exact_cosine_rerank(
-    tmp_path: Path, embedding: str, folder_of
+    tmp_path: Path, embedding: str, sample: str, request: pytest.FixtureRequest
 ) -> None:
     """On the graded Cranfield fixture, for each packaged model: the build's bi-encoder rerank of bm25's top 100
-    (from the vectors sitegen made and froze) against SentenceTransformer.encode, exact cosine and ir_measures,
-    to 4 decimals."""
-    folder = folder_of()
+    (from the vectors sitegen made and froze) against exact cosine of the committed vectors, which
+    SentenceTransformer.encode gives for a seeded sample of their texts, and ir_measures, to 4 decimals."""
+    vectors = committed_cranfield_vectors(embedding)
+    assert sample_difference(request.getfixturevalue(sample), vectors) <= VECTOR_TOLERANCE
     corpus = shutil.copytree(REPO / "tests" / "fixtures" / "cranfield-graded", tmp_path / "corpora" / "cranfield")
     scorer = {"kind": "bi-encoder", "embedding": embedding}
     reranks = [{"name": "rerank-bm25", "first_stage": "bm25", "candidates": 100, "scorer": scorer}]
@@ -190,7 +183,7 @@ def test_bi_encoder_rerank_of_bm25_top_100_equals_an_independent_exact_cosine_re
     bm25 = read_evidence(site, "evidence/cranfield/runs/bm25.json")["queries"]
     first = {q: [hit["doc_id"] for hit in hits[:100]] for q, hits in bm25.items()}
     got = read_evidence(site, "evidence/cranfield/metrics.json")["rerank-bm25"]["overall"]["ndcg@10"]
-    assert round(got, 4) == round(_independent_ndcg(corpus, folder, first), 4)
+    assert round(got, 4) == round(_independent_ndcg(corpus, vectors, first), 4)
 
 
 def test_a_hook_declared_in_sitegen_json_reranks_from_the_project_folder(

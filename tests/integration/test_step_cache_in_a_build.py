@@ -1,5 +1,5 @@
-"""A warm build reuses experiments and plots from the step cache and writes the same site; a changed input computes
-them again; a corrupted cached experiment fails the build's audit and keeps the site."""
+"""A warm build reuses the experiments from the step cache and writes the same site; a changed input computes them
+again; a corrupted cached experiment fails the build's audit and keeps the site."""
 
 from __future__ import annotations
 
@@ -11,39 +11,31 @@ import pytest
 from sitegen.builder import corpus as build_module
 from sitegen.builder.site import STEP_CACHE_FOLDER
 from sitegen.errors import SitegenError
-from sitegen.publish.pages import corpus as render_module
 from tests.helpers import DENSE_RANKERS, SharedBuild, build, copy_site, file_tree
 
 
-def test_warm_build_reuses_experiments_and_plots_and_writes_the_same_site(
+def test_warm_build_reuses_experiments_and_writes_the_same_site(
     dense_site: Path, dense_build: SharedBuild, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cache = copy_site(dense_build.cache, tmp_path / "cache")  # the cache the dense build filled
     counted: list[str] = []
-    real_experiments, real_bars = build_module.run_experiments, render_module.grouped_bar_svg
+    real_experiments = build_module.run_experiments
 
     def counting_experiments(*args, **kwargs):
         counted.append("experiments")
         return real_experiments(*args, **kwargs)
 
-    def counting_bars(*args, **kwargs):
-        counted.append("plot")
-        return real_bars(*args, **kwargs)
-
-    counting_bars.__name__ = real_bars.__name__
     monkeypatch.setattr(build_module, "run_experiments", counting_experiments)
-    monkeypatch.setattr(render_module, "grouped_bar_svg", counting_bars)
     warm = build(dense_build.corpora, tmp_path / "two", cache=cache, rankers=DENSE_RANKERS)
     assert counted == []
-    assert warm.steps["experiments"] == {"computed": 0, "reused": 1}
-    assert warm.steps["plot"]["computed"] == 0 and warm.steps["plot"]["reused"] > 0
+    assert warm.steps == {"experiments": {"computed": 0, "reused": 1}}
     assert file_tree(dense_site) == file_tree(tmp_path / "two")
 
     corpora = copy_site(dense_build.corpora, tmp_path / "corpora")
     qrels = corpora / "tiny" / "qrels" / "test.tsv"
     qrels.write_text(qrels.read_text().replace("q2\td3\t1", "q2\td4\t1"))  # changes hit@1
     changed = build(corpora, tmp_path / "three", cache=cache, rankers=DENSE_RANKERS)
-    assert counted == ["experiments", "plot"]
+    assert counted == ["experiments"]
     assert changed.steps["experiments"] == {"computed": 1, "reused": 0}
 
 

@@ -21,21 +21,17 @@ from sitegen.publish.pages.question import question_pages
 from sitegen.publish.pages.view import read_view
 from sitegen.publish.timings import load_timing_files, performance_view
 from sitegen.publish.verification import read_verification
-from sitegen.stepcache import StepCache
 
 __all__ = ["render_site", "write_page_listing"]
 
 
-def render_site(site_dir: Path, steps: StepCache | None = None) -> list[Path]:
+def render_site(site_dir: Path) -> list[Path]:
     """Write every page, plot, ``.nojekyll``, the stylesheet and the script from ``site_dir/evidence``; return the
-    pages written.
-
-    ``steps`` may hold plots drawn before from the same data (see :mod:`sitegen.stepcache`).
-    """
+    pages written."""
     manifest = with_sources(load_json(site_dir / layout.MANIFEST), layout.MANIFEST)
     audit_path = site_dir / layout.AUDIT_REPORT
     audit = load_json(audit_path) if audit_path.exists() else None
-    site = Site(site_dir, steps or StepCache(None))
+    site = Site(site_dir)
     corpora = [read_view(site_dir, name) for name in manifest["corpora"]]
     cards = home_cards(corpora, site)
     audit_script = site_dir / layout.AUDIT_SCRIPT

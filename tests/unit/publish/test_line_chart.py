@@ -1,5 +1,6 @@
 """The sweep and chunking line charts, written as SVG text: well-formed, the same bytes for the same data, every
-text escaped, a missing value breaking its line, and ticks at round values."""
+text escaped, a missing value breaking its line, ticks at round values, and a long legend or long labels kept on
+the canvas."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from sitegen.publish.line_chart import line_svg, nice_ticks
+from sitegen.publish.svg import text_width
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -71,3 +73,14 @@ def test_labels_wider_than_their_slot_are_turned_and_the_legend_widens_the_chart
 )
 def test_ticks_fall_on_round_values_within_the_range(low: float, high: float, ticks: list[float]) -> None:
     assert nice_ticks(low, high) == ticks
+
+
+def test_a_legend_taller_than_the_plot_and_long_turned_labels_stay_on_the_canvas() -> None:
+    series = {f"series {n}": [0.1, 0.2] for n in range(20)}
+    root = ET.fromstring(line_svg(["a" * 40, "b" * 40], series, "t", "x", "y"))
+    height, texts = float(root.get("height")), list(root.iter(f"{SVG}text"))
+    names = [float(t.get("y")) for t in texts if t.text in series]
+    assert len(names) == 20 and max(names) < height - 38  # every entry above the x labels and the x label
+    turned = [t for t in texts if "rotate(-30" in (t.get("transform") or "")]
+    starts = [float(t.get("x")) - text_width(t.text) * math.cos(math.radians(30)) for t in turned]
+    assert len(starts) == 2 and min(starts) >= 0
