@@ -21,6 +21,14 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile("sitegen")
+# The quick run (``pytest -m "not slow"``, before a commit) tries a quarter of each property's examples; the full run
+# (CI) tries them all. A test that sets its own count scales it by the same share (tests.helpers.examples).
+settings.register_profile("sitegen-quick", parent=settings.get_profile("sitegen"), max_examples=25)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if "not slow" in (config.getoption("markexpr") or ""):
+        settings.load_profile("sitegen-quick")
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -20,6 +20,7 @@ from urllib.parse import unquote
 import numpy as np
 import pytest
 from click.testing import CliRunner, Result
+from hypothesis import settings
 from hypothesis import strategies as st
 
 from sitegen.builder import BuildOptions, BuildResult, build_site
@@ -144,6 +145,12 @@ PG_COST = {
         "met": True,
     },
 }
+
+
+def examples(full: int) -> int:
+    """A property test's example count for this run: ``full`` in the full run, the same share of it as the loaded
+    Hypothesis profile has of Hypothesis's default 100 (a quarter in the quick run, see tests/conftest.py)."""
+    return max(1, full * settings.default.max_examples // 100)
 
 
 def write_corpus(

@@ -38,6 +38,9 @@ from tests.reference_vectors import (
     sample_difference,
 )
 
+# Slow: Cranfield's 1,400 passages, ranked by the references here
+pytestmark = pytest.mark.slow
+
 CRANFIELD = REPO / "corpora" / "cranfield"
 SITE_METRICS = REPO / "site" / "evidence" / "cranfield" / "metrics.json"
 TOLERANCE = 0.005

@@ -452,6 +452,7 @@ def test_from_langchain_scores_by_rank_asks_for_k_and_needs_the_id_key() -> None
     assert from_langchain(_LangChainLike(["a"], key="doc"), id_key="doc")("q", 3, None) == [("a", 3.0)]
 
 
+@pytest.mark.slow  # langchain-core's imports
 def test_from_langchain_with_an_in_memory_vector_store() -> None:
     pytest.importorskip("langchain_core", reason="langchain-core is not installed (pip install 'sitegen[langchain]')")
     from langchain_core.documents import Document
@@ -475,6 +476,7 @@ def test_from_langchain_with_an_in_memory_vector_store() -> None:
     assert [doc for doc, _ in filtered("aaaa", 10, {"has": "b"})] == ["aab", "bbb"]
 
 
+@pytest.mark.slow  # llama-index-core's imports
 def test_from_llamaindex_with_a_vector_store_index() -> None:
     pytest.importorskip(
         "llama_index.core", reason="llama-index-core is not installed (pip install 'sitegen[llamaindex]')"

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from sitegen import audit
 from sitegen.rankers.tokenize import STOP_WORDS, tokenize, tokenize_stemmed
-from tests.helpers import AUDIT_SOURCE
+from tests.helpers import AUDIT_SOURCE, examples
 
 
 def test_near_ties_may_stand_in_either_order_but_no_more() -> None:
@@ -42,7 +42,7 @@ def test_audit_imports_only_the_standard_library_and_numpy() -> None:
     assert "numpy" in modules and "sitegen" not in modules
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.sampled_from([*"aeisuxzchy13_-. \nÉéüßİ", "ies", "sses", "ches", "The", "bus"])).map("".join))
 def test_audit_tokenisers_agree_with_sitegen(text: str) -> None:
     assert audit.tokens(text) == tokenize(text)

@@ -18,7 +18,7 @@ from sitegen import audit
 from sitegen.rankers.bm25 import bm25_scores as build_bm25_scores
 from sitegen.rankers.bm25 import build_bm25_index
 from sitegen.rankers.tokenize import STOP_WORDS
-from tests.helpers import TEXTS
+from tests.helpers import TEXTS, examples
 
 WORDS = ["alpha", "beta", "gamma", "delta", "boxes", "box", "über", "e4012", "x", "policies"]
 
@@ -174,7 +174,7 @@ def test_a_passage_sharing_no_word_is_caught() -> None:
     ]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(texts=TEXTS, stem=st.booleans(), stop=st.booleans())
 def test_the_audit_s_shared_word_ids_give_each_text_s_tokens(texts: list[str], stem: bool, stop: bool) -> None:
     stop_words = frozenset(STOP_WORDS) if stop else frozenset()
@@ -183,7 +183,7 @@ def test_the_audit_s_shared_word_ids_give_each_text_s_tokens(texts: list[str], s
     assert got == [audit.tokens(t, stop_words, stem) for t in texts]
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(texts=TEXTS, queries=TEXTS, stem=st.booleans())
 def test_the_audit_s_bm25_over_shared_word_ids_equals_bm25_over_token_lists(
     texts: list[str], queries: list[str], stem: bool

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from sitegen import audit
 from sitegen.scoring import hygiene
-from tests.helpers import drawn_hygiene_inputs, make_corpus
+from tests.helpers import drawn_hygiene_inputs, examples, make_corpus
 
 
 def _reference_shingles(words: list[str]) -> set[tuple[str, ...]]:
@@ -128,7 +128,7 @@ def _inputs(passages: list, questions: list, labels: list) -> tuple[list, list, 
     return docs, qs, qrels
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(passages=PASSAGES, questions=QUESTIONS, labels=LABELS, tenants=st.lists(st.sampled_from(["", "a"]), max_size=6))
 def test_the_audit_s_streamed_hygiene_flags_equal_the_word_list_implementation(
     passages: list, questions: list, labels: list, tenants: list
@@ -154,7 +154,7 @@ def test_the_audit_s_hygiene_flags_equal_the_reference_on_a_planted_corpus() -> 
     assert mine["counts"]["unlabelled_near_duplicates"]
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(passages=PASSAGES, questions=QUESTIONS, labels=LABELS, chunk=st.integers(1, 4))
 def test_sitegen_s_hygiene_in_chunks_of_passages_equals_one_chunk(
     passages: list, questions: list, labels: list, chunk: int
@@ -167,7 +167,7 @@ def test_sitegen_s_hygiene_in_chunks_of_passages_equals_one_chunk(
     assert whole["flags"] == audit.hygiene_flags(*_inputs(passages, questions, labels))["flags"]
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(passages=PASSAGES, questions=QUESTIONS, labels=LABELS)
 def test_the_audit_s_hygiene_flags_from_shared_word_ids_equal_its_own_tokenising(
     passages: list, questions: list, labels: list

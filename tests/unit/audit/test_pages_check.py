@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sitegen import audit
-from tests.helpers import REPO
+from tests.helpers import REPO, examples
 
 
 def _html_parser_numbers(text: str) -> list[tuple[str, str, str]]:
@@ -62,7 +62,7 @@ def test_the_pages_check_finds_the_numbers_html_parser_finds_on_built_pages(buil
         assert audit._sourced_numbers(mangled) == _html_parser_numbers(mangled), path
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.lists(st.sampled_from([*PAGES, SPAN, "<p>", "</p>", "&amp;", "<", "<!-- x -->", "</span>", "<b>"]), max_size=8)
 )

@@ -102,6 +102,7 @@ def test_the_streaming_generator_writes_the_bytes_of_the_in_memory_one(
 ) -> None:
     monkeypatch.setattr(scale_corpus, "BLOCK", 10)  # many blocks, and a short last one
     monkeypatch.setattr(scale_corpus, "SUM_PASSAGES", 3)
+    monkeypatch.setattr(scale_corpus, "VOCABULARY", 2_000)  # drawing 30,000 made-up words took 0.9 s a corpus
     reference_generate(scale_corpus, tmp_path / "held", passages, questions)
     scale_corpus.generate(tmp_path / "streamed", passages, questions, vectors=True)
     held, streamed = files(tmp_path / "held"), files(tmp_path / "streamed")

@@ -31,13 +31,13 @@ from sitegen.errors import CorpusError, SitegenError
 from sitegen.inputs.corpus import load_corpus
 from sitegen.inputs.importers import ImportOptions, import_beir, import_smart, import_trec
 from sitegen.rankers.external import read_trec_run
-from tests.helpers import TINY_DOCS, TINY_QRELS, TINY_QUERIES, write_corpus
+from tests.helpers import TINY_DOCS, TINY_QRELS, TINY_QUERIES, examples, write_corpus
 
 # Slow: hundreds of mutated inputs per parser
 pytestmark = pytest.mark.slow
 
 FUZZ = settings(
-    max_examples=100,
+    max_examples=examples(100),
     derandomize=True,
     database=None,
     deadline=None,

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from sitegen.rankers import bm25
 from sitegen.rankers.base import doc_id_order, top_k
 from sitegen.rankers.bm25 import BM25Search, bm25_scores, build_bm25_index
+from tests.helpers import examples
 
 
 def reference_top(
@@ -103,7 +104,7 @@ def collections(draw):
     return docs, ids, queries, k1, b, allowed, depth
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(case=collections())
 def test_skipping_postings_gives_the_reference_hits_and_scores_bit_for_bit(case) -> None:
     docs, ids, queries, k1, b, allowed, depth = case

@@ -9,10 +9,10 @@ from hypothesis import strategies as st
 from sitegen.inputs.corpus import Document, passage_text
 from sitegen.rankers import bm25
 from sitegen.rankers.tokenize import tokenize
-from tests.helpers import TEXTS
+from tests.helpers import TEXTS, examples
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(texts=st.lists(TEXTS.map(" ".join), min_size=0, max_size=9), block=st.integers(min_value=1, max_value=4))
 def test_blocks_of_passages_give_the_ids_of_the_whole_stream(texts: list[str], block: int) -> None:
     documents = tuple(Document(f"d{i}", "Title cards" if i % 3 == 0 else "", text) for i, text in enumerate(texts))

@@ -18,7 +18,7 @@ from sitegen.rankers import RANKERS, RankInputs, bm25, make_rankers, reciprocal_
 from sitegen.rankers.bm25 import bm25_scores, build_bm25_index
 from sitegen.rankers.fusion import RRFRanker
 from sitegen.rankers.tokenize import strip_plural, tokenize, tokenize_stemmed
-from tests.helpers import TEXTS, FakeEmbeddingModel
+from tests.helpers import TEXTS, FakeEmbeddingModel, examples
 
 
 def oracle_bm25(docs: list[list[str]], query: list[str], k1: float = 1.2, b: float = 0.75) -> list[float]:
@@ -216,7 +216,7 @@ def test_unknown_ranker_error_lists_every_registered_name() -> None:
         assert name in str(info.value)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(texts=TEXTS, titles=st.lists(st.sampled_from(["", "Cards", "the boxes"]), min_size=12, max_size=12))
 def test_sitegen_s_bm25_indexes_from_one_tokenising_equal_indexes_of_token_lists(
     texts: list[str], titles: list[str]

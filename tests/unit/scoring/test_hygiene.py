@@ -20,7 +20,7 @@ from sitegen.parallel import can_fork
 from sitegen.rankers.tokenize import tokenize
 from sitegen.scoring import hygiene
 from sitegen.scoring.hygiene import FLAG_KINDS, RULES, hygiene_report
-from tests.helpers import TINY_DOCS, TINY_QRELS, TINY_QUERIES, drawn_hygiene_inputs
+from tests.helpers import TINY_DOCS, TINY_QRELS, TINY_QUERIES, drawn_hygiene_inputs, examples
 
 BODY = "card payments settle in three working days unless the bank holds them for review first"
 
@@ -151,7 +151,7 @@ def test_a_clean_question_set_raises_no_flag() -> None:
 WORDS = st.sampled_from(["a", "b", "c", "d", "e", "card", "bank", "E4012"])
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     passages=st.lists(st.tuples(st.lists(WORDS, max_size=3), st.lists(WORDS, max_size=14)), min_size=1, max_size=6),
     questions=st.lists(st.lists(WORDS, max_size=10), min_size=1, max_size=6),
@@ -174,7 +174,7 @@ ASCII_PIECES = ["a", "Zq", "09", "_", " ", ".", ",", "-", "'", "\n", "\t", "sep0
 OTHER_PIECES = ["İ", "Σ", "ς", "ß", "é", "\u0301", "²", "٣", "\u00a0", "\u2028", "ǅ", "ﬁ", "\ud800"]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     texts=st.lists(
         st.one_of(
@@ -268,7 +268,7 @@ def test_a_run_whose_child_fails_is_searched_again_here(monkeypatch: pytest.Monk
 
 
 @pytest.mark.skipif(not can_fork(), reason="forks only on Linux")
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(
     passages=st.lists(st.tuples(st.lists(WORDS, max_size=3), st.lists(WORDS, max_size=14)), min_size=1, max_size=30),
     questions=st.lists(st.lists(WORDS, max_size=10), min_size=1, max_size=6),

@@ -87,6 +87,7 @@ print(json.dumps({m: evaluate(qrels, run, m, make_comparable=True) for m in job[
 """
 
 
+@pytest.mark.slow  # a child process that imports ranx and numba (4 s); ir_measures checks the same quickly
 def test_every_metric_equals_ranx_on_average() -> None:
     import json
     import os
