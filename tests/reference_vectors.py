@@ -24,7 +24,7 @@ CRANFIELD_EVIDENCE = REPO / "site" / "evidence" / "cranfield"
 #: Where each packaged model's dense ranker keeps its vectors in a corpus's evidence.
 EMBEDDING_FOLDERS = {"dense": "embeddings", "dense-mpnet": "embeddings/dense-mpnet"}
 #: Passages and questions encoded again per model: MiniLM is fast, mpnet takes about half a second a passage.
-SAMPLE_SIZES = {"dense": (200, 225), "dense-mpnet": (16, 32)}
+SAMPLE_SIZES = {"dense": (64, 64), "dense-mpnet": (16, 32)}
 SAMPLE_SEED = 20261202
 #: Batched encoding moves a component's last bits; a wrong text or model moves it by far more.
 VECTOR_TOLERANCE = 1e-5
