@@ -30,7 +30,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-__all__ = ["SPLIT_FROM_HITS", "can_fork", "in_forks", "workers"]
+__all__ = ["SPLIT_FROM_HITS", "can_fork", "in_forks", "processes_for", "workers"]
 
 #: Hits in a corpus's runs from which the stages after ranking split their work between processes: a million
 #: (10,000 questions x 100 hits), where each part takes seconds and forking a large process pays for itself.
@@ -52,6 +52,12 @@ def workers(most: int) -> int:
     if not can_fork() or not hasattr(os, "sched_getaffinity"):
         return 1
     return max(1, min(most, len(os.sched_getaffinity(0))))
+
+
+def processes_for(hits: int, most: int = 2) -> int:
+    """How many processes a build stage over a corpus of ``hits`` run hits shares its work between: 1 below
+    :data:`SPLIT_FROM_HITS`, else :func:`workers`."""
+    return workers(most) if hits >= SPLIT_FROM_HITS else 1
 
 
 _Child = tuple[int, int]  # pid, read end of its pipe (-1 once handed to a reader)

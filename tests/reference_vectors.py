@@ -91,3 +91,10 @@ def sample_difference(sample: EncodedSample, committed: CommittedVectors) -> flo
     passages = committed.passages[[committed.passage_ids.index(d) for d in sample.passage_ids]]
     questions = committed.questions[[committed.question_ids.index(q) for q in sample.question_ids]]
     return float(max(np.abs(sample.passages - passages).max(), np.abs(sample.questions - questions).max()))
+
+
+def checked_vectors(ranker: str, sample: EncodedSample) -> CommittedVectors:
+    """The committed vectors of ``ranker``, once sentence-transformers has given the same vectors for the sample."""
+    vectors = committed_cranfield_vectors(ranker)
+    assert sample_difference(sample, vectors) <= VECTOR_TOLERANCE
+    return vectors

@@ -27,7 +27,7 @@ from sitegen.inputs.corpus import Corpus
 from sitegen.inputs.dates import inputs_date
 from sitegen.inputs.freeze import frozen_summary
 from sitegen.inputs.vectors import SuppliedVectors, embed_corpus
-from sitegen.parallel import SPLIT_FROM_HITS, in_forks, workers
+from sitegen.parallel import in_forks, processes_for
 from sitegen.publish.bundle import StoredVectors
 from sitegen.publish.evidence import TREC_DEPTH
 from sitegen.publish.redaction import publication
@@ -333,7 +333,7 @@ def _derive(run: BuildRun, job: CorpusJob, ranked: _Ranked, sweep: ChunkingSweep
 
     hits = sum(len(h) for found in runs.values() for h in found.hits.values())
     jobs = [experiments, ties_and_packing]
-    parts = [[job] for job in jobs] if hits >= SPLIT_FROM_HITS and workers(2) >= 2 else [jobs]
+    parts = [[job] for job in jobs] if processes_for(hits) >= 2 else [jobs]
     experiments_table, (ties, packing) = [value for part in in_forks(_each, parts) for value in part]
     return DerivedTables(
         report=derive_report(corpus, rankings, metrics, contracts),

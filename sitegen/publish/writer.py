@@ -17,7 +17,7 @@ from sitegen.embedding.vectors import CorpusEmbeddings, text_sha256
 from sitegen.inputs.binding import file_hashes, question_set_sha256
 from sitegen.inputs.corpus import Corpus, Document, passage_text
 from sitegen.inputs.freeze import FROZEN_FILE
-from sitegen.parallel import SPLIT_FROM_HITS, in_forks, workers
+from sitegen.parallel import in_forks, processes_for
 from sitegen.publish import redaction
 from sitegen.publish.evidence import (
     SCHEMA_VERSION,
@@ -186,7 +186,7 @@ def _write_runs(site_dir: Path, files: CorpusFiles, results: CorpusResults) -> N
             (site_dir / files.trec_run(ranker)).write_text(run_trec(run, query_order), encoding="utf-8")
 
     hits = {ranker: sum(len(h) for h in run.hits.values()) for ranker, run in runs.items()}
-    count = workers(2) if sum(hits.values()) >= SPLIT_FROM_HITS else 1
+    count = processes_for(sum(hits.values()))
     parts: list[list[str]] = [[] for _ in range(count)]
     load = [0] * count
     for ranker in sorted(hits, key=lambda r: -hits[r]):

@@ -205,7 +205,7 @@ def mpnet_sample(tmp_path_factory: pytest.TempPathFactory) -> EncodedSample:
     without its parts, sitegen[mpnet])."""
     from sitegen.embedding import mpnet
 
-    folder = mpnet.mpnet_folder() if mpnet.part_files() is not None else None
+    folder = mpnet.mpnet_folder()
     if folder is None:
         pytest.skip("the all-mpnet-base-v2 parts (sitegen[mpnet]) are not installed")
     return _sample_of(tmp_path_factory, "dense-mpnet", folder)

@@ -30,13 +30,7 @@ from sitegen.rankers.bm25 import BM25Ranker
 from sitegen.rankers.tokenize import tokenize
 from sitegen.scoring.metrics import evaluate
 from tests.helpers import REPO, build, read_evidence
-from tests.reference_vectors import (
-    VECTOR_TOLERANCE,
-    CommittedVectors,
-    EncodedSample,
-    committed_cranfield_vectors,
-    sample_difference,
-)
+from tests.reference_vectors import CommittedVectors, EncodedSample, checked_vectors
 
 # Slow: Cranfield's 1,400 passages, ranked by the references here
 pytestmark = pytest.mark.slow
@@ -90,14 +84,6 @@ def _exact_cosine_run(
         order = sorted(range(len(pool)), key=lambda i: (-scores[i], pool[i]))[:DEPTH]
         run[query.query_id] = {pool[i]: float(DEPTH - r) for r, i in enumerate(order)}
     return run
-
-
-def checked_vectors(ranker: str, sample: EncodedSample) -> CommittedVectors:
-    """The committed vectors of ``ranker``, once sentence-transformers has given the same vectors for the sample,
-    in the corpus's order."""
-    vectors = committed_cranfield_vectors(ranker)
-    assert sample_difference(sample, vectors) <= VECTOR_TOLERANCE
-    return vectors
 
 
 def committed(ranker: str) -> float:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from sitegen import parallel
 from sitegen.builder import corpus as corpus_stage
 from sitegen.publish import writer
 from tests.helpers import build, file_tree, write_corpus
@@ -30,9 +31,9 @@ def test_tables_and_runs_made_by_two_processes_are_the_bytes_one_process_writes(
             splits[name].append(len(parts))
             return in_forks(work, parts)
 
-        monkeypatch.setattr(module, "SPLIT_FROM_HITS", 0)
-        monkeypatch.setattr(module, "workers", lambda most: 2)
         monkeypatch.setattr(module, "in_forks", recorded)
+    monkeypatch.setattr(parallel, "SPLIT_FROM_HITS", 0)
+    monkeypatch.setattr(parallel, "workers", lambda most: 2)
     build(corpora, tmp_path / "two", rankers=RANKERS, cache=tmp_path / "cache-two")
 
     # the runs shared out between two processes; the experiments here, the ties and packing in a child

@@ -14,13 +14,7 @@ import pytest
 from sitegen.audit import run_audit
 from sitegen.inputs.corpus import load_corpus
 from tests.helpers import REPO, build, copy_site, read_evidence, rehash_manifest, run_cli, write_corpus
-from tests.reference_vectors import (
-    CRANFIELD,
-    VECTOR_TOLERANCE,
-    CommittedVectors,
-    committed_cranfield_vectors,
-    sample_difference,
-)
+from tests.reference_vectors import CRANFIELD, CommittedVectors, checked_vectors
 
 SITE = REPO / "site"
 WORDS = "the a of and to in is card cards refund refunds payment policy batch box boxes class analysis first".split()
@@ -170,8 +164,7 @@ def test_bi_encoder_rerank_of_bm25_top_100_equals_an_independent_exact_cosine_re
     """On the graded Cranfield fixture, for each packaged model: the build's bi-encoder rerank of bm25's top 100
     (from the vectors sitegen made and froze) against exact cosine of the committed vectors, which
     SentenceTransformer.encode gives for a seeded sample of their texts, and ir_measures, to 4 decimals."""
-    vectors = committed_cranfield_vectors(embedding)
-    assert sample_difference(request.getfixturevalue(sample), vectors) <= VECTOR_TOLERANCE
+    vectors = checked_vectors(embedding, request.getfixturevalue(sample))
     corpus = shutil.copytree(REPO / "tests" / "fixtures" / "cranfield-graded", tmp_path / "corpora" / "cranfield")
     scorer = {"kind": "bi-encoder", "embedding": embedding}
     reranks = [{"name": "rerank-bm25", "first_stage": "bm25", "candidates": 100, "scorer": scorer}]
