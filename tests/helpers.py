@@ -370,16 +370,6 @@ def unchanged(shared: SharedBuild) -> Iterator[Path]:
     assert not changed, f"the shared build's {', '.join(changed)} changed: a test must copy it first (copy_site)"
 
 
-@dataclass(frozen=True)
-class AuditRun:
-    """``python audit.py`` run in a copy of a site: its exit status, the lines it printed and its audit.json."""
-
-    site: Path
-    returncode: int
-    lines: list[str]
-    report: dict
-
-
 def drawn_hygiene_inputs(passages: list, questions: list, labels: list) -> tuple[list, list, dict[str, dict[str, int]]]:
     """Drawn word lists (hypothesis) as passages (id, title, text), questions (id, text) and the labels naming both."""
     docs = [(f"d{i}", " ".join(title), " ".join(text)) for i, (title, text) in enumerate(passages)]

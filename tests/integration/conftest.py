@@ -34,10 +34,8 @@ from tests.helpers import (
     TENANT_FILTERS,
     TENANT_QUERIES,
     TINY_QUERIES,
-    AuditRun,
     SharedBuild,
     build,
-    copy_site,
     made_once,
     run_python,
     shared_build,
@@ -174,19 +172,6 @@ def numpy_only_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return made_once(tmp_path_factory, "numpy-only", make)
 
 
-@pytest.fixture(scope="session")
-def committed_audit(tmp_path_factory: pytest.TempPathFactory, numpy_only_python: Path) -> AuditRun:
-    """The committed site's own audit.py, run once with only numpy, in a copy (the audit writes audit.json)."""
-
-    def make(root: Path) -> AuditRun:
-        copy = copy_site(REPO / "site", root / "site")
-        done = run_python(numpy_only_python, "audit.py", cwd=copy)
-        report = json.loads((copy / "audit.json").read_text(encoding="utf-8"))
-        return AuditRun(copy, done.returncode, done.stdout.splitlines(), report)
-
-    return made_once(tmp_path_factory, "committed-audit", make)
-
-
 def _sample_of(factory: pytest.TempPathFactory, ranker: str, folder: Path) -> EncodedSample:
     return made_once(factory, f"encoded-sample-{ranker}", lambda _root: encode_sample(ranker, folder))
 
@@ -234,7 +219,6 @@ FIXTURE_MARKERS = {
     "postgres_build": ("postgres", "slow"),
     "numpy_only_python": ("slow",),
     "committed_build": ("slow", "postgres"),
-    "committed_audit": ("slow",),
     "cross_encoder_site": ("slow",),
     "minilm_sample": ("slow",),  # sentence-transformers and torch: seconds of imports, then the encoding
     "mpnet_sample": ("slow",),  # torch and transformers: seconds of imports before the first pass

@@ -409,14 +409,17 @@ def test_a_shipped_ranker_is_checked_by_its_own_verifier_whatever_its_run_declar
 
 
 def test_the_script_in_the_site_runs_as_a_subprocess_with_only_numpy(site: Path, numpy_only_python: Path) -> None:
-    """A test build passes `python audit.py` in a fresh virtualenv that has only numpy, and fails once tampered."""
+    """A test build passes `python audit.py` in a fresh virtualenv that has only numpy (audit.py imports nothing else:
+    tests/unit/audit/test_audit_script.py), printing its own sha256 first, and fails once tampered."""
     assert (site / "audit.py").read_bytes() == AUDIT_SOURCE.read_bytes()
     python = str(numpy_only_python)
     good = subprocess.run(
         [python, str(site / "audit.py")], capture_output=True, text=True, check=False, env=clean_env()
     )
     assert good.returncode == 0, good.stdout + good.stderr
-    assert good.stdout.splitlines()[-1].startswith("AUDIT PASS")
+    lines = good.stdout.splitlines()
+    assert lines[0].startswith(f"audit.py sha256 {audit._sha256(AUDIT_SOURCE)}")  # its own sha256 first
+    assert lines[-1].startswith("AUDIT PASS")
     (site / "evidence/tiny/metrics.json").write_text("{}\n")
     bad = run_python(numpy_only_python, "audit.py", cwd=site)
     assert bad.returncode == 1 and "FAIL metrics:tiny/bm25" in bad.stdout

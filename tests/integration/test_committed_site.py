@@ -37,6 +37,17 @@ def test_committed_site_equals_a_fresh_build_from_its_frozen_vectors(committed_b
     assert stale == [], f"site/ is stale, rebuild and commit it: {stale[:10]}"
 
 
+def test_the_committed_site_passes_its_own_audit(committed_build: tuple[BuildResult, Path]) -> None:
+    """The fresh build, which the test above proves byte-identical to site/, ran the audit.py it ships on every file
+    and failed unless it passed; audit.py imports only numpy (tests/unit/audit/test_audit_script.py) and passes as a
+    numpy-only subprocess (tests/integration/test_audit.py)."""
+    result, fresh = committed_build
+    assert result.audit_verdict == "pass"
+    report = json.loads((fresh / "audit.json").read_text(encoding="utf-8"))
+    assert report["verdict"] == "pass" and report["counts"]["failed"] == 0 and report["counts"]["checks"] > 200
+    assert (fresh / "audit.py").read_bytes() == (SITE / "audit.py").read_bytes()
+
+
 def test_build_writes_every_ranker_for_all_sixty_questions(committed_build: tuple[BuildResult, Path]) -> None:
     _, site = committed_build
     for ranker in UNFILTERED_RANKERS:
