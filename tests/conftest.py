@@ -3,7 +3,6 @@ Hypothesis settings that keep property tests independent of the machine's speed.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -30,20 +29,6 @@ settings.register_profile("sitegen-quick", parent=settings.get_profile("sitegen"
 def pytest_configure(config: pytest.Config) -> None:
     if "not slow" in (config.getoption("markexpr") or ""):
         settings.load_profile("sitegen-quick")
-    _pin_worker()
-
-
-def _pin_worker() -> None:
-    """Give each pytest-xdist worker CPUs of its own (worker i of n: every n-th CPU from the i-th). Every worker is
-    busy for the whole run, so a build that splits a stage between forked processes (sitegen.parallel.workers,
-    the audit's workers) only made them compete with the other worker's tests; on its own CPUs a worker's builds
-    run in one process, as they do on a one-CPU machine, and the forked paths keep their own tests."""
-    worker, count = os.environ.get("PYTEST_XDIST_WORKER", ""), int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
-    if not worker.startswith("gw") or count < 2 or not hasattr(os, "sched_setaffinity"):
-        return
-    cpus = sorted(os.sched_getaffinity(0))
-    if len(cpus) >= count:
-        os.sched_setaffinity(0, cpus[int(worker[2:]) % count :: count])
 
 
 #: The modules that take longest, longest first, as measured in a fresh clone (the whole suite, then the quick run's
