@@ -18,11 +18,13 @@ from sitegen.scoring import statistics as st
 
 
 def _enumerated_p(d: list[float]) -> Fraction:
-    """Every sign pattern written out, in exact rational arithmetic."""
+    """Every sign pattern written out, in exact arithmetic: the differences as whole multiples of their common
+    denominator, each pattern's sum an integer (a row of +1 and -1 per pattern, times those integers)."""
     exact = [Fraction(x) for x in d if x != 0]
-    observed = abs(sum(exact))
-    patterns = list(itertools.product((1, -1), repeat=len(exact)))
-    extreme = sum(1 for s in patterns if abs(sum(a * x for a, x in zip(s, exact, strict=True))) >= observed)
+    denominator = math.lcm(*(x.denominator for x in exact)) if exact else 1
+    units = np.array([int(x * denominator) for x in exact], dtype=np.int64)
+    patterns = 1 - 2 * ((np.arange(2 ** len(exact))[:, None] >> np.arange(len(exact))) & 1)
+    extreme = int(np.count_nonzero(np.abs(patterns @ units) >= abs(int(units.sum()))))
     return Fraction(extreme, len(patterns))
 
 
