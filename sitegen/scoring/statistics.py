@@ -109,28 +109,22 @@ def _lattice_p(units: np.ndarray) -> float:
     observed = abs(int(units.sum()))
     if observed == 0:
         return 1.0
-    # Two buffers in turn, each step writing the new distribution beside the old one: a fresh array a step cost
-    # a page fault per 4 kB touched, ten times the arithmetic at 150 questions.
+    # Two buffers in turn: a fresh array a step page-faulted on every 4 kB, ten times the arithmetic.
     dist, spare = np.zeros(2 * total + 1), np.zeros(2 * total + 1)
-    dist[total] = 1.0
-    reach = 0  # the sums so far lie in [-reach, reach]: each step adds the zeros outside it nowhere
+    dist[total], reach = 1.0, 0  # the sums so far lie in [-reach, reach]: each step adds zeros outside it nowhere
     for u in np.abs(units).tolist():
         if u == 0:  # a difference below 1e-6 / 2520 (float noise): it moves no sum, as in the full enumeration
             continue
-        # new[j] = (dist[j - u] + dist[j + u]) / 2 over the new reach only: where both are within the old reach
-        # their sum halved, else the one that is, halved (0 + x is x, and the cells beyond the reach stay 0)
+        # new[j] = (seen[j] + seen[j - 2u]) / 2 where both lie in the old reach, else the one that does, halved
         seen = dist[total - reach : total + reach + 1]
         size, shift = seen.size, 2 * u
         new = spare[total - reach - u : total + reach + u + 1]
+        new[size:shift] = 0.0  # reached by neither (only when 2u exceeds the old reach's width)
+        np.multiply(seen[: min(shift, size)], 0.5, out=new[: min(shift, size)])
+        np.multiply(seen[max(size - shift, 0) :], 0.5, out=new[max(size, shift) :])
         if shift < size:
-            np.multiply(seen[:shift], 0.5, out=new[:shift])
             np.add(seen[shift:], seen[: size - shift], out=new[shift:size])
             new[shift:size] *= 0.5
-            np.multiply(seen[size - shift :], 0.5, out=new[size:])
-        else:
-            np.multiply(seen, 0.5, out=new[:size])
-            new[size:shift] = 0.0
-            np.multiply(seen, 0.5, out=new[shift:])
         dist, spare = spare, dist
         reach += u
     values = np.arange(-total, total + 1)
@@ -138,8 +132,7 @@ def _lattice_p(units: np.ndarray) -> float:
 
 
 def _all_sums(d: np.ndarray) -> np.ndarray:
-    """The 2^len(d) values of sum(s * d) over every sign pattern: each difference doubles the list, the first half
-    with it added, the second with it taken away; filled in one array, not a new one a difference."""
+    """The 2^len(d) values of sum(s * d) over every sign pattern, each difference doubling them in one array."""
     sums = np.empty(1 << d.size)
     sums[0], filled = 0.0, 1
     for x in d.tolist():
