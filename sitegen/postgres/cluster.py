@@ -1,10 +1,12 @@
 """A private server's data folder: initdb runs once per process and install, and each server gets a copy.
 
 initdb takes about half a second, most of a private server's start; copying the folder it made takes a few
-hundredths. Every copy is the same empty cluster (the system identifier aside, which no query sees), so a
-build's runs do not depend on which it got. The first initdb's folder stays in the temporary folder, named
-like a server's and holding this process's id, until the process exits; a later start in another process
-removes it if this one died first (:func:`sitegen.postgres.server` sweeps such folders).
+hundredths. Its WAL comes in 1 MB segments rather than 16 MB, which leaves 27 MB to copy rather than 38 for
+each server a build starts (the segment size changes no query's result). Every copy is the same empty cluster
+(the system identifier aside, which no query sees), so a build's runs do not depend on which it got. The first
+initdb's folder stays in the temporary folder, named like a server's and holding this process's id, until the
+process exits; a later start in another process removes it if this one died first
+(:func:`sitegen.postgres.server` sweeps such folders).
 """
 
 from __future__ import annotations
@@ -83,6 +85,7 @@ def _run_initdb(how: Initdb, base: Path) -> Path:
         "--locale=C",
         "--username=postgres",
         "--no-sync",
+        "--wal-segsize=1",
     ]
     try:
         subprocess.run(

@@ -116,22 +116,43 @@ def canonical_json(obj: Any) -> bytes:
     pack) stays on one line for line tools. The layout depends on the characters alone: the same on every
     machine."""
     plain = json.loads(_compact(obj))  # keys as JSON has them (strings), so the layout below sorts what it writes
-    return (_layout(plain, 0, 0) + "\n").encode("utf-8")
+    flats: dict[int, str] = {}
+    _compact_tree(plain, flats)
+    return (_layout(plain, 0, 0, flats) + "\n").encode("utf-8")
 
 
-def _layout(value: Any, indent: int, taken: int) -> str:
+def _compact_tree(value: Any, flats: dict[int, str]) -> str:
+    """``_compact(value)``, each container's string joined from its items' and kept in ``flats`` by id, so the
+    layout asks the encoder for each number once rather than once for every level above it. A container of
+    scalars alone is encoded in one call. The joined strings are the encoder's: the same keys in the same sorted
+    order, the same separators, each scalar encoded by itself."""
+    if isinstance(value, dict) and any(isinstance(item, dict | list) for item in value.values()):
+        text = "{" + ",".join(f"{_compact(key)}:{_compact_tree(value[key], flats)}" for key in sorted(value)) + "}"
+    elif isinstance(value, list) and any(isinstance(item, dict | list) for item in value):
+        text = "[" + ",".join(_compact_tree(item, flats) for item in value) + "]"
+    else:
+        text = _compact(value)
+    if isinstance(value, dict | list):
+        flats[id(value)] = text
+    return text
+
+
+def _layout(value: Any, indent: int, taken: int, flats: dict[int, str]) -> str:
     """``value`` at ``indent``, on a line whose other characters (indentation, key, a trailing comma) number
-    ``taken``."""
-    flat = _compact(value)
+    ``taken``; ``flats`` holds every container's compact form (:func:`_compact_tree`)."""
+    flat = flats[id(value)] if isinstance(value, dict | list) else _compact(value)
     fits = indent > 0 and taken + len(flat) <= LINE_WIDTH
     if fits or not isinstance(value, dict | list) or not value:
         return flat
     pad = " " * (indent + 2)
     if isinstance(value, dict):
         keys = {key: _compact(key) for key in value}
-        parts = [f"{pad}{keys[k]}: {_layout(value[k], indent + 2, len(pad) + len(keys[k]) + 3)}" for k in sorted(value)]
+        parts = [
+            f"{pad}{keys[k]}: {_layout(value[k], indent + 2, len(pad) + len(keys[k]) + 3, flats)}"
+            for k in sorted(value)
+        ]
     elif any(isinstance(item, dict | list) for item in value):
-        parts = [pad + _layout(item, indent + 2, len(pad) + 1) for item in value]
+        parts = [pad + _layout(item, indent + 2, len(pad) + 1, flats) for item in value]
     else:  # numbers and strings: as many to a line as fit
         parts, line = [], ""
         for item in map(_compact, value):
@@ -175,8 +196,13 @@ def run_document(run: Run, corpus_name: str, depth: int) -> dict[str, Any]:
     }
 
 
+#: One encoder for every compact form: ``json.dumps`` with these options builds a new encoder a call, which costs
+#: more than encoding one small record.
+_ENCODER = json.JSONEncoder(sort_keys=True, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
 def _compact(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return _ENCODER.encode(value)
 
 
 def run_json(doc: Mapping[str, Any]) -> bytes:

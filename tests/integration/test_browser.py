@@ -247,7 +247,7 @@ def _axe(chrome: Any) -> dict[str, list[str]]:
     result = chrome.execute_async_script(
         "const done = arguments[arguments.length - 1];"
         "axe.run(document, {runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa',"
-        " 'wcag22aa', 'best-practice']}}).then(r => done(r.violations.map(v => [v.id,"
+        " 'wcag22aa', 'best-practice']}, resultTypes: ['violations']}).then(r => done(r.violations.map(v => [v.id,"
         " v.nodes.slice(0, 3).map(n => n.target.join(' '))])), e => done([['axe-error', [String(e)]]]));"
     )
     return {rule: nodes for rule, nodes in result}

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from sitegen.publish.evidence import LINE_WIDTH, canonical_json
+from sitegen.publish.evidence import LINE_WIDTH, _compact_tree, canonical_json
 
 
 def _per_question(questions: int) -> dict:
@@ -45,6 +45,14 @@ def test_the_layout_reads_back_as_the_same_value_in_canonical_form(seed: int) ->
     assert json.loads(data) == value
     assert data.endswith(b"\n") and not data.endswith(b"\n\n")
     assert canonical_json(json.loads(data)) == data  # a fixed point: reading and writing again changes no byte
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_compact_form_joined_from_its_parts_is_json_dumps_own(seed: int) -> None:
+    value = {"root": _random_value(random.Random(100 + seed), 0), "é\n": [{"b": 1, "a": [2.5, None]}]}
+    kept: dict[int, str] = {}
+    assert _compact_tree(value, kept) == json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    assert kept[id(value["é\n"][0])] == '{"a":[2.5,null],"b":1}'
 
 
 def test_a_line_is_longer_than_the_width_only_when_it_holds_one_long_scalar() -> None:
