@@ -11,22 +11,15 @@ import numpy as np
 import pytest
 
 from sitegen.audit import run_audit
-from sitegen.builder import BuildOptions, build_site
 from sitegen.errors import BuildError
 from sitegen.verify.record import verification_record, write_verification
 from sitegen.verify.reembed import reembed_bundle, sample_seed, sampled_rows
-from tests.helpers import FakeEmbeddingModel, rehash_manifest, write_corpus
+from tests.helpers import FakeEmbeddingModel, build, rehash_manifest, write_corpus
 
 
 def _build(root: Path, record: Path | None = None) -> Path:
-    options = BuildOptions(
-        corpora_dir=root / "corpora",
-        out_dir=root / "site",
-        cache_dir=root / "cache",
-        rankers=("bm25", "dense"),
-        verification_file=record,
-    )
-    build_site(options, model=FakeEmbeddingModel())
+    """``root/corpora`` built into ``root/site`` (bm25 and dense), the record ``record`` given to the build."""
+    build(root / "corpora", root / "site", rankers=("bm25", "dense"), verification_file=record)
     return root / "site"
 
 
