@@ -41,7 +41,7 @@ QUERIES = [
 QRELS = [*TINY_QRELS, ("q5", "d3", 1), ("q6", "d4", 1)]
 
 
-def _build(root: Path, corpora: Path, site: str, **options: Any) -> BuildResult:
+def fresh_build(root: Path, corpora: Path, site: str, **options: Any) -> BuildResult:
     """``corpora`` built into ``root/site`` with RANKERS_BUILT unless ``rankers`` is given, and a fresh step cache
     (a patched sitegen must not reuse honest results)."""
     return build(corpora, root / site, cache=root / f"cache-{site}", **{"rankers": RANKERS_BUILT, **options})
@@ -86,7 +86,7 @@ def honest(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("honest")
     folder = write_corpus(root / "corpora" / "tiny", queries=QUERIES, qrels=QRELS)
     freeze_corpus(folder, "2026-12-01")
-    _build(root, root / "corpora", "site")
+    fresh_build(root, root / "corpora", "site")
     return root / "corpora", root / "site"
 
 
@@ -120,7 +120,7 @@ def test_nudged_vectors_pass_the_standalone_audit_and_fail_the_reembed_check(hon
     np.save(nudged / "evidence" / "tiny" / "embeddings" / "passages.npy", vectors.astype(np.float32))
     rehash_manifest(nudged)
     rebuilt = tmp_path / "rebuilt"
-    _build(tmp_path, corpora, "rebuilt", vectors_from=nudged)
+    fresh_build(tmp_path, corpora, "rebuilt", vectors_from=nudged)
     assert shipped_audit(rebuilt)[0] == 0  # self-consistent: the standalone audit cannot know the model
     results = {r.corpus: r for r in reembed_bundle(rebuilt, model=FakeEmbeddingModel())}
     assert not results["tiny"].ok and results["tiny"].worst.startswith("passages d")
@@ -132,7 +132,7 @@ def test_dropped_questions_refrozen_pass_alone_and_fail_against_the_trusted_chec
     folder = edited / "tiny"
     write_corpus(folder, queries=[q for q in QUERIES if q["_id"] != "q5"], qrels=[r for r in QRELS if r[0] != "q5"])
     freeze_corpus(folder, "2026-12-01")
-    _build(tmp_path, edited, "site")
+    fresh_build(tmp_path, edited, "site")
     site = tmp_path / "site"
     assert shipped_audit(site)[0] == 0
     code, output = shipped_audit(site, "--corpora", str(honest[0]))
@@ -147,7 +147,7 @@ def test_moved_labels_fail_against_the_trusted_checkout_naming_the_qrels(honest,
     and corpus.json says the qrels were edited; refreezing is row 2)."""
     folder = edited / "tiny"
     write_corpus(folder, queries=QUERIES, qrels=[("q1", "d4", 1), *QRELS[1:]])
-    _build(tmp_path, edited, "site", allow_edited=True)
+    fresh_build(tmp_path, edited, "site", allow_edited=True)
     site = tmp_path / "site"
     summary = json.loads((site / "evidence" / "tiny" / "corpus.json").read_text())
     assert summary["frozen"] == {"date": "2026-12-01", "edited_files": ["qrels/test.tsv"]}
@@ -193,7 +193,7 @@ def test_a_shopped_significance_setting_fails_the_shipped_audit(
         lie.setattr(sitegen.builder.corpus, "run_experiments", lambda *args: run_experiments(*args, settings=shopped))
 
     with lying(monkeypatch, patch):
-        _build(tmp_path, honest[0], "site")
+        fresh_build(tmp_path, honest[0], "site")
     code, output = shipped_audit(tmp_path / "site")
     assert code == 1
     experiments = output.split("FAIL experiments:tiny")[1].split("\nPASS")[0].split("\nFAIL")[0]
@@ -223,7 +223,7 @@ def test_a_shipped_name_with_other_parameters_fails_the_shipped_audit(
     """Rows 6 and 7: bm25 run with bm25-stem's stemming (names traded), bm25's k1 and b and RRF's k tuned
     on the test questions, each published under the shipped name."""
     with lying(monkeypatch, lambda lie: lie.setitem(RANKERS, ranker, factory)):
-        _build(tmp_path, honest[0], "site")
+        fresh_build(tmp_path, honest[0], "site")
     code, output = shipped_audit(tmp_path / "site")
     assert code == 1
     assert any(line.startswith(f"FAIL run:tiny/{ranker}") and named in line for line in output.splitlines()), output
@@ -234,7 +234,7 @@ def test_rankers_left_out_under_a_rewritten_command_fail_the_shipped_audit(hones
     import sitegen.builder.site
 
     with lying(monkeypatch, lambda lie: lie.setattr(sitegen.builder.site, "build_command", lambda _: "sitegen build")):
-        _build(tmp_path, honest[0], "site", rankers=("bm25", "dense", "rrf-dense-bm25"))
+        fresh_build(tmp_path, honest[0], "site", rankers=("bm25", "dense", "rrf-dense-bm25"))
     code, output = shipped_audit(tmp_path / "site")
     assert code == 1
     missing = "missing, and the recorded command runs every ranker"
@@ -244,7 +244,7 @@ def test_rankers_left_out_under_a_rewritten_command_fail_the_shipped_audit(hones
 
 
 def test_rankers_left_out_with_the_command_saying_so_pass(honest, tmp_path: Path) -> None:
-    _build(tmp_path, honest[0], "site", rankers=("rrf-dense-bm25",))
+    fresh_build(tmp_path, honest[0], "site", rankers=("rrf-dense-bm25",))
     manifest = json.loads((tmp_path / "site" / "evidence" / "manifest.json").read_text())
     assert manifest["command"].startswith("sitegen build --corpora ")
     assert manifest["command"].endswith(" --ranker rrf-dense-bm25")
@@ -306,7 +306,7 @@ def test_a_fabricated_postgres_run_passes_alone_and_fails_the_postgres_rerun(hon
         lie.setattr(PgHybridRanker, "rank", hybrid)
 
     with lying(monkeypatch, patch):
-        _build(tmp_path, honest[0], "site", rankers=PG_RANKERS)
+        fresh_build(tmp_path, honest[0], "site", rankers=PG_RANKERS)
     site = tmp_path / "site"
     code, output = shipped_audit(site)
     assert code == 0, failed_lines(output)  # consistent: the standalone audit has no PostgreSQL
@@ -333,7 +333,7 @@ def test_a_fabricated_run_and_a_retriever_reading_the_labels_never_take_a_best_m
     def peeking(question: str, k: int, filter: Any) -> list[tuple[str, float]]:
         return [(d, 1.0 / n) for n, d in enumerate(answers.get(text_to_id[question], []), 1)]
 
-    _build(tmp_path, edited, "site", retrievers=(("peek", peeking),))
+    fresh_build(tmp_path, edited, "site", retrievers=(("peek", peeking),))
     site = tmp_path / "site"
     metrics = json.loads((site / "evidence" / "tiny" / "metrics.json").read_text())
     assert metrics["oracle"]["overall"]["ndcg@10"] == metrics["peek"]["overall"]["ndcg@10"] == 1.0
@@ -369,7 +369,7 @@ def test_the_gate_fails_on_a_build_of_another_question_set_naming_the_files(hone
     recorded = record_gate(honest[1], gate)
     reworded = [{**q, "text": "refund a card payment"} if q["_id"] == "q1" else q for q in QUERIES]
     write_corpus(edited / "tiny", queries=reworded, qrels=[*QRELS[:-1], ("q6", "d3", 1)])
-    _build(tmp_path, edited, "site", allow_edited=True)
+    fresh_build(tmp_path, edited, "site", allow_edited=True)
     outcome = check_gate(gate, tmp_path / "site")
     assert outcome.failed
     named = [line.split(":")[1].strip() for line in outcome.changed_inputs]

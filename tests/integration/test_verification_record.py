@@ -17,7 +17,7 @@ from sitegen.verify.reembed import reembed_bundle, sample_seed, sampled_rows
 from tests.helpers import FakeEmbeddingModel, build, rehash_manifest, write_corpus
 
 
-def _build(root: Path, record: Path | None = None) -> Path:
+def built_with_record(root: Path, record: Path | None = None) -> Path:
     """``root/corpora`` built into ``root/site`` (bm25 and dense), the record ``record`` given to the build."""
     build(root / "corpora", root / "site", rankers=("bm25", "dense"), verification_file=record)
     return root / "site"
@@ -26,7 +26,7 @@ def _build(root: Path, record: Path | None = None) -> Path:
 @pytest.fixture
 def site(tmp_path: Path) -> Path:
     write_corpus(tmp_path / "corpora" / "tiny")
-    return _build(tmp_path)
+    return built_with_record(tmp_path)
 
 
 def _record(site: Path, path: Path, sample: int | None = None) -> dict:
@@ -41,7 +41,7 @@ def test_a_record_is_shown_on_the_next_build_and_says_it_applies_to_the_same_vec
     record = _record(site, tmp_path / "last.json")
     assert record["verdict"] == "pass" and record["reembed"]["corpora"]["tiny"]["status"] == "pass"
     assert record["reembed"]["corpora"]["tiny"]["vectors"] == 4 + 4
-    rebuilt = _build(tmp_path, tmp_path / "last.json")
+    rebuilt = built_with_record(tmp_path, tmp_path / "last.json")
     assert (rebuilt / "verification.json").read_bytes() == (tmp_path / "last.json").read_bytes()
     page = (rebuilt / "reproducibility.html").read_text()
     assert f"On {record['date']}, sitegen" in page and "<strong>passed</strong>" in page
@@ -56,7 +56,7 @@ def test_a_record_of_other_vectors_is_shown_as_no_longer_applying(site: Path, tm
     moved[0] = -moved[0]
     np.save(vectors, moved)
     rehash_manifest(site)
-    page = (_build(tmp_path, tmp_path / "last.json") / "reproducibility.html").read_text()
+    page = (built_with_record(tmp_path, tmp_path / "last.json") / "reproducibility.html").read_text()
     assert "no: the vectors changed since" in page
 
 
@@ -64,7 +64,7 @@ def test_a_file_that_is_not_a_record_fails_the_build_and_keeps_the_site(site: Pa
     (tmp_path / "bad.json").write_text(json.dumps({"format": "something else"}))
     before = (site / "index.html").read_bytes()
     with pytest.raises(BuildError, match=r"bad\.json: not a sitegen verification record"):
-        _build(tmp_path, tmp_path / "bad.json")
+        built_with_record(tmp_path, tmp_path / "bad.json")
     assert (site / "index.html").read_bytes() == before
 
 
