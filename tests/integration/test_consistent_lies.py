@@ -44,7 +44,8 @@ QRELS = [*TINY_QRELS, ("q5", "d3", 1), ("q6", "d4", 1)]
 def fresh_build(root: Path, corpora: Path, site: str, **options: Any) -> BuildResult:
     """``corpora`` built into ``root/site`` with RANKERS_BUILT unless ``rankers`` is given, and a fresh step cache
     (a patched sitegen must not reuse honest results)."""
-    return build(corpora, root / site, cache=root / f"cache-{site}", **{"rankers": RANKERS_BUILT, **options})
+    options.setdefault("rankers", RANKERS_BUILT)
+    return build(corpora, root / site, cache=root / f"cache-{site}", **options)
 
 
 @contextmanager
